@@ -1,0 +1,403 @@
+#include "core/decode.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include <simdjson.h>
+
+#include "core/rfc3339.h"
+
+namespace eventfold {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+Status Refuse(std::string_view field, std::string_view reason) {
+  std::string msg(field);
+  msg += ": ";
+  msg += reason;
+  return Status::InvalidArgument(msg);
+}
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' ||
+                        s.back() == '\r' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// JSON number grammar (RFC 8259 §6) over a raw token.
+bool IsJsonNumber(std::string_view s) {
+  size_t i = 0;
+  auto digit = [&](size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '9'; };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (!digit(i)) return false;
+  if (s[i] == '0') {
+    ++i;
+  } else {
+    while (digit(i)) ++i;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  return i == s.size();
+}
+
+// Walks `v` completely — on-demand parsing only checks what is read, so
+// every value is read — and appends it to `out` as compact JSON. Strings and
+// numbers keep their original spelling.
+simdjson::error_code WriteCompact(od::value v, int depth, std::string* out) {
+  if (depth > kMaxJsonDepth) return simdjson::DEPTH_ERROR;
+  od::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  switch (type) {
+    case od::json_type::object: {
+      od::object obj;
+      if (auto e = v.get_object().get(obj)) return e;
+      out->push_back('{');
+      bool first = true;
+      for (auto field : obj) {
+        if (!first) out->push_back(',');
+        first = false;
+        od::raw_json_string key;
+        if (auto e = field.key().get(key)) return e;
+        std::string_view unescaped;
+        if (auto e = field.unescaped_key().get(unescaped)) return e;
+        // The key verbatim (escapes kept), up to its closing quote.
+        const char* begin = key.raw();
+        size_t len = 0;
+        while (begin[len] != '"') len += begin[len] == '\\' ? 2 : 1;
+        out->push_back('"');
+        out->append(begin, len);
+        out->append("\":");
+        od::value child;
+        if (auto e = field.value().get(child)) return e;
+        if (auto e = WriteCompact(child, depth + 1, out)) return e;
+      }
+      out->push_back('}');
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::array: {
+      od::array arr;
+      if (auto e = v.get_array().get(arr)) return e;
+      out->push_back('[');
+      bool first = true;
+      for (auto item : arr) {
+        if (!first) out->push_back(',');
+        first = false;
+        od::value child;
+        if (auto e = item.get(child)) return e;
+        if (auto e = WriteCompact(child, depth + 1, out)) return e;
+      }
+      out->push_back(']');
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::string: {
+      std::string_view raw = TrimRight(v.raw_json_token());
+      std::string_view s;
+      if (auto e = v.get_string().get(s)) return e;
+      out->append(raw);
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      std::string_view raw = TrimRight(v.raw_json_token());
+      if (!IsJsonNumber(raw)) return simdjson::NUMBER_ERROR;
+      out->append(raw);
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::boolean: {
+      bool b;
+      if (auto e = v.get_bool().get(b)) return e;
+      out->append(b ? "true" : "false");
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::null: {
+      bool is_null;
+      if (auto e = v.is_null().get(is_null)) return e;
+      if (!is_null) return simdjson::N_ATOM_ERROR;
+      out->append("null");
+      return simdjson::SUCCESS;
+    }
+  }
+  return simdjson::TAPE_ERROR;
+}
+
+Status NotJson(simdjson::error_code e) {
+  return Refuse("body", std::string("not valid JSON (") +
+                            simdjson::error_message(e) + ")");
+}
+
+bool IsTypeChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+bool IsValidType(std::string_view t) {
+  if (t.empty() || t.size() > 128) return false;
+  size_t dots = 0;
+  char prev = '.';
+  for (char c : t) {
+    if (c == '.') {
+      if (prev == '.') return false;
+      ++dots;
+    } else if (!IsTypeChar(c)) {
+      return false;
+    }
+    prev = c;
+  }
+  return dots > 0 && prev != '.';
+}
+
+// The fields SPEC §2 names, as raw pieces, before their rules are checked.
+struct RawBody {
+  std::optional<std::string> event_id;   // unescaped
+  std::optional<std::string> type;
+  std::optional<std::string> occurred_at;
+  std::optional<std::string> version;    // compact JSON of the value
+  bool has_data = false;
+  bool data_is_object = false;
+  std::vector<Field> data_fields;        // when data is an object
+  std::string_view bad_string_field;     // a required string that was not
+};
+
+od::parser& ThreadParser() {
+  // A parser is a reusable buffer, not shared state: one per thread keeps
+  // decoding allocation-free without coupling stores together.
+  thread_local od::parser parser;
+  return parser;
+}
+
+// The body is not an object: say whether it is JSON at all.
+Status NotAnObject(std::string_view body) {
+  simdjson::padded_string padded("[" + std::string(body) + "]");
+  od::parser parser;
+  od::document doc;
+  od::value v;
+  std::string ignored;
+  if (auto e = parser.iterate(padded).get(doc)) return NotJson(e);
+  if (auto e = doc.get_value().get(v)) return NotJson(e);
+  if (auto e = WriteCompact(v, 0, &ignored)) return NotJson(e);
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+    return NotJson(simdjson::TAPE_ERROR);
+  }
+  return Refuse("body", "must be a JSON object");
+}
+
+// Splits the body into RawBody; refuses non-JSON and repeated fields.
+Status ReadBody(std::string_view body, RawBody* raw) {
+  simdjson::padded_string padded(body);
+  od::document doc;
+  if (auto e = ThreadParser().iterate(padded).get(doc)) return NotJson(e);
+  od::object root;
+  if (auto e = doc.get_object().get(root)) {
+    return e == simdjson::INCORRECT_TYPE ? NotAnObject(body) : NotJson(e);
+  }
+  std::string scratch;
+  for (auto field : root) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return NotJson(e);
+    od::value v;
+    if (auto e = field.value().get(v)) return NotJson(e);
+    std::optional<std::string>* slot = nullptr;
+    bool is_string_field = true;
+    if (key == "event_id") {
+      slot = &raw->event_id;
+    } else if (key == "type") {
+      slot = &raw->type;
+    } else if (key == "occurred_at") {
+      slot = &raw->occurred_at;
+    } else if (key == "version") {
+      slot = &raw->version;
+      is_string_field = false;
+    } else if (key == "data") {
+      if (raw->has_data) return Refuse("data", "appears more than once");
+      raw->has_data = true;
+      od::json_type type;
+      if (auto e = v.type().get(type)) return NotJson(e);
+      if (type != od::json_type::object) {
+        scratch.clear();
+        if (auto e = WriteCompact(v, 1, &scratch)) return NotJson(e);
+        continue;
+      }
+      raw->data_is_object = true;
+      od::object obj;
+      if (auto e = v.get_object().get(obj)) return NotJson(e);
+      for (auto member : obj) {
+        std::string_view name;
+        if (auto e = member.unescaped_key().get(name)) return NotJson(e);
+        od::value mv;
+        if (auto e = member.value().get(mv)) return NotJson(e);
+        Field f{std::string(name), {}};
+        if (auto e = WriteCompact(mv, 2, &f.json)) return NotJson(e);
+        raw->data_fields.push_back(std::move(f));
+      }
+      continue;
+    }
+    if (slot && slot->has_value()) {
+      return Refuse(key, "appears more than once");
+    }
+    if (slot && is_string_field) {
+      std::string_view s;
+      auto e = v.get_string().get(s);
+      if (e == simdjson::INCORRECT_TYPE) {
+        if (raw->bad_string_field.empty()) {
+          raw->bad_string_field = key == "event_id" ? "event_id"
+                                  : key == "type"   ? "type"
+                                                    : "occurred_at";
+        }
+        scratch.clear();
+        if (auto e2 = WriteCompact(v, 1, &scratch)) return NotJson(e2);
+        slot->emplace();
+        continue;
+      }
+      if (e) return NotJson(e);
+      slot->emplace(s);
+      continue;
+    }
+    std::string* out = &scratch;
+    std::string version_text;
+    if (slot == &raw->version) out = &version_text;
+    out->clear();
+    if (auto e = WriteCompact(v, 1, out)) return NotJson(e);
+    if (slot == &raw->version) raw->version.emplace(std::move(version_text));
+  }
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return Refuse("body", "trailing content after the JSON object");
+  return Status::OK();
+}
+
+// The entity key at `path` (below data) inside the data fields.
+Result<std::string> ExtractKey(const std::vector<Field>& fields,
+                               const std::vector<std::string>& path,
+                               const std::string& key_name) {
+  // path[0] is "data"; path[1] names a top-level data field.
+  const Field* top = nullptr;
+  for (const Field& f : fields) {
+    if (f.name == path[1]) top = &f;  // a repeated name: the last one wins
+  }
+  if (!top) return Refuse(key_name, "required");
+  // Wrapped in an array, a scalar is a value too, and nested paths are
+  // pointers below element 0.
+  simdjson::padded_string padded("[" + top->json + "]");
+  od::parser parser;
+  od::document doc;
+  std::string pointer = "/0";
+  for (size_t i = 2; i < path.size(); ++i) pointer += "/" + path[i];
+  od::value v;
+  if (parser.iterate(padded).get(doc) || doc.at_pointer(pointer).get(v)) {
+    return Refuse(key_name, "required");
+  }
+  od::json_type type;
+  if (v.type().get(type)) return Refuse(key_name, "required");
+  std::string key;
+  if (type == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return Refuse(key_name, "must be a string");
+    key = s;
+  } else if (type == od::json_type::number) {
+    int64_t n;
+    if (v.get_int64().get(n)) {
+      return Refuse(key_name, "must be a string or an integer (got a non-integer number)");
+    }
+    key = std::to_string(n);
+  } else {
+    return Refuse(key_name, "must be a string or an integer");
+  }
+  if (key.empty()) return Refuse(key_name, "must not be empty");
+  if (key.size() > kMaxKeyBytes) {
+    return Refuse(key_name, "longer than " + std::to_string(kMaxKeyBytes) + " bytes");
+  }
+  if (key.find('\0') != std::string::npos) {
+    return Refuse(key_name, "must not contain a NUL character");
+  }
+  return key;
+}
+
+}  // namespace
+
+bool IsValidEventId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxEventIdBytes) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                    c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
+  RawBody raw;
+  Status st = ReadBody(body, &raw);
+  if (!st.ok()) return st;
+
+  DecodedEvent out;
+  Event& ev = out.event;
+  if (!raw.event_id) return Refuse("event_id", "required");
+  if (raw.bad_string_field == "event_id") return Refuse("event_id", "must be a string");
+  if (!IsValidEventId(*raw.event_id)) {
+    return Refuse("event_id", "must be 1-128 characters of [A-Za-z0-9._:-]");
+  }
+  ev.event_id = std::move(*raw.event_id);
+
+  if (!raw.type) return Refuse("type", "required");
+  if (raw.bad_string_field == "type") return Refuse("type", "must be a string");
+  if (!IsValidType(*raw.type)) {
+    return Refuse("type", "must look like <entity>.<action>, e.g. receipt.issued");
+  }
+  ev.type = std::move(*raw.type);
+
+  if (!raw.occurred_at) return Refuse("occurred_at", "required");
+  if (raw.bad_string_field == "occurred_at") {
+    return Refuse("occurred_at", "must be a string");
+  }
+  Result<int64_t> when = ParseRfc3339(*raw.occurred_at);
+  if (!when.ok()) return Refuse("occurred_at", when.status().message());
+  ev.occurred_at = *when;
+
+  if (raw.version && *raw.version != "null") {
+    const std::string& v = *raw.version;
+    const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || (v.size() > 1 && v[0] == '0')) {
+      return Refuse("version", "must be an integer >= 0");
+    }
+    errno = 0;
+    char* end = nullptr;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (errno == ERANGE) return Refuse("version", "exceeds the int64 range");
+    ev.version = n;
+  }
+
+  if (!raw.has_data) return Refuse("data", "required");
+  if (!raw.data_is_object) return Refuse("data", "must be an object");
+  ev.data = std::move(raw.data_fields);
+
+  if (const Route* route = profile.Find(ev.type)) {
+    Result<std::string> key =
+        ExtractKey(ev.data, route->entity->KeyPath(), route->entity->key);
+    if (!key.ok()) return key.status();
+    out.entity = EntityRef{route->entity->name, std::move(*key)};
+    out.rank = route->rank;
+  }
+  return out;
+}
+
+Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {
+  std::optional<std::string_view> header = FindHeader(headers, "X-RR-Event-Id");
+  if (header && *header != event_id) {
+    return Refuse("X-RR-Event-Id", "header \"" + std::string(*header) +
+                                       "\" does not match body event_id \"" +
+                                       std::string(event_id) + "\"");
+  }
+  return Status::OK();
+}
+
+}  // namespace eventfold

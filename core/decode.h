@@ -1,0 +1,46 @@
+// Payload decoding: a webhook body -> Event plus its route (SPEC §2).
+//
+// Decoding validates the whole body as JSON (simdjson on-demand over a padded
+// copy, no exceptions) and every field rule of SPEC §2. A refusal's message
+// is "<field>: <reason>", e.g. "occurred_at: month out of range 01-12".
+// Pure computation; safe to call from many threads at once.
+
+#ifndef EVENTFOLD_CORE_DECODE_H_
+#define EVENTFOLD_CORE_DECODE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "eventfold/event.h"
+#include "eventfold/ingest.h"
+#include "eventfold/profile.h"
+#include "eventfold/status.h"
+
+namespace eventfold {
+
+// Bounds that keep hostile bodies from costing unbounded work.
+inline constexpr int kMaxJsonDepth = 64;
+inline constexpr size_t kMaxEventIdBytes = 128;
+inline constexpr size_t kMaxKeyBytes = 512;
+
+struct DecodedEvent {
+  Event event;
+  std::optional<EntityRef> entity;  // absent: no entity knows the type
+  uint32_t rank = 0;                // the type's rank within its entity
+};
+
+// Decodes `body` and routes it under `profile`. kInvalidArgument with
+// "<field>: <reason>" on any refusal.
+Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
+
+// The SPEC §2 header rule: X-RR-Event-Id, when present, equals the body's id.
+Status CheckEventIdHeader(const Headers& headers, std::string_view event_id);
+
+// True when `id` is 1-128 bytes of [A-Za-z0-9._:-].
+bool IsValidEventId(std::string_view id);
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_CORE_DECODE_H_

@@ -1,0 +1,60 @@
+// The fold of SPEC §4: one entity's events, totally ordered, through its
+// state machine.
+//
+// Order: occurred_at, then version (absent first), then the type's rank in
+// the entity's transition list, then event_id bytewise. An event is applied
+// when the current state is in its from-set and it is not stale (it has a
+// version and the entity already holds a version >= it); otherwise it is
+// rejected with a reason and changes nothing. Pure functions; thread-safe.
+
+#ifndef EVENTFOLD_CORE_FOLD_H_
+#define EVENTFOLD_CORE_FOLD_H_
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "eventfold/event.h"
+#include "eventfold/profile.h"
+#include "eventfold/projection.h"
+
+namespace eventfold {
+
+// Where an event sits in its entity's fold order.
+struct FoldKey {
+  int64_t occurred_at = 0;
+  std::optional<int64_t> version;  // nullopt sorts first
+  uint32_t rank = 0;
+  std::string event_id;
+
+  std::strong_ordering operator<=>(const FoldKey& o) const;
+  bool operator==(const FoldKey& o) const = default;
+};
+
+FoldKey KeyOf(const Event& event, uint32_t rank);
+
+// An event with its rank, ready to fold.
+struct RankedEvent {
+  Event event;
+  uint32_t rank = 0;
+};
+
+// True when `a` folds before `b`.
+bool FoldsBefore(const RankedEvent& a, const RankedEvent& b);
+
+// Applies `event` (of transition `t`) to `p`. Returns "" when applied, else
+// the rejection reason; a rejected event is recorded in p->rejected.
+std::string ApplyEvent(const Transition& t, const Event& event, Projection* p);
+
+// Folds `events` (any order, unique event_ids) of entity `ref` from state
+// none. `verdicts`, when given, receives "" or the rejection reason for each
+// event in fold order, and `events` is left sorted in fold order.
+Projection Fold(const EntityType& type, const EntityRef& ref,
+                std::vector<RankedEvent>* events,
+                std::vector<std::string>* verdicts = nullptr);
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_CORE_FOLD_H_

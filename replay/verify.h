@@ -1,0 +1,32 @@
+// Verify: rebuild aside, then compare with the live projections.
+//
+// Copies every stored event of a snapshot of the live store into a scratch
+// LevelDB, rebuilds it there (replay/rebuild.h), and walks both projection
+// ranges side by side. The scratch store is destroyed afterwards, also on
+// failure. Memory stays bounded by one entity's log.
+
+#ifndef EVENTFOLD_REPLAY_VERIFY_H_
+#define EVENTFOLD_REPLAY_VERIFY_H_
+
+#include <string>
+
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+
+#include "eventfold/profile.h"
+#include "eventfold/store.h"
+
+namespace eventfold {
+
+struct VerifyOptions {
+  std::string scratch_path;       // must not hold anything worth keeping
+  leveldb::Env* env = nullptr;    // nullptr: LevelDB's default
+  const Profile* profile = nullptr;
+};
+
+Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& options,
+                                  const DifferenceFn& on_difference);
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_REPLAY_VERIFY_H_

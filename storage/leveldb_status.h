@@ -1,0 +1,19 @@
+// The one place LevelDB's status becomes ours.
+
+#ifndef EVENTFOLD_STORAGE_LEVELDB_STATUS_H_
+#define EVENTFOLD_STORAGE_LEVELDB_STATUS_H_
+
+#include <string_view>
+
+#include <leveldb/status.h>
+
+#include "eventfold/status.h"
+
+namespace eventfold::storage {
+
+// Maps a LevelDB status, prefixing `context`. A held LOCK file becomes kBusy.
+Status FromLevelDb(const leveldb::Status& s, std::string_view context);
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_LEVELDB_STATUS_H_

@@ -1,0 +1,224 @@
+#include "storage/record_codec.h"
+
+#include "storage/key_codec.h"
+#include "storage/records_generated.h"
+
+namespace eventfold::storage {
+namespace {
+
+namespace fbs = ::flatbuffers;
+
+std::string_view View(const fbs::String* s) {
+  return s ? std::string_view(s->data(), s->size()) : std::string_view();
+}
+
+std::string_view View(const fbs::Vector<uint8_t>* v) {
+  return v ? std::string_view(reinterpret_cast<const char*>(v->data()), v->size())
+           : std::string_view();
+}
+
+std::string Finish(fbs::FlatBufferBuilder& b) {
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+template <typename T>
+const T* Verified(std::string_view key, std::string_view value, Status* error) {
+  fbs::Verifier verifier(reinterpret_cast<const uint8_t*>(value.data()), value.size());
+  if (!verifier.VerifyBuffer<T>(nullptr)) {
+    std::string printable;
+    for (char c : key) printable += (c >= 0x20 && c < 0x7F) ? c : '.';
+    *error = Status::Corruption("record at key \"" + printable + "\" failed verification");
+    return nullptr;
+  }
+  return fbs::GetRoot<T>(value.data());
+}
+
+fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> EncodeFields(
+    fbs::FlatBufferBuilder& b, const std::vector<Field>& fields) {
+  std::vector<fbs::Offset<fb::FieldRecord>> out;
+  out.reserve(fields.size());
+  for (const Field& f : fields) {
+    out.push_back(fb::CreateFieldRecord(b, b.CreateString(f.name), b.CreateString(f.json)));
+  }
+  return b.CreateVector(out);
+}
+
+std::vector<Field> DecodeFields(const fbs::Vector<fbs::Offset<fb::FieldRecord>>* v) {
+  std::vector<Field> out;
+  if (!v) return out;
+  out.reserve(v->size());
+  for (const fb::FieldRecord* f : *v) {
+    out.push_back(Field{std::string(View(f->name())), std::string(View(f->json()))});
+  }
+  return out;
+}
+
+std::optional<EntityRef> RefOf(const fbs::String* entity, const fbs::String* id) {
+  if (View(entity).empty()) return std::nullopt;
+  return EntityRef{std::string(View(entity)), std::string(View(id))};
+}
+
+std::optional<int64_t> Optional(bool has, int64_t v) {
+  return has ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+}  // namespace
+
+std::string EncodeEvent(const StoredEvent& e) {
+  fbs::FlatBufferBuilder b(256 + e.body.size());
+  auto id = b.CreateString(e.event.event_id);
+  auto type = b.CreateString(e.event.type);
+  auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
+  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
+  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  b.Finish(fb::CreateEventRecord(b, id, type, e.event.occurred_at,
+                                 e.event.version.has_value(), e.event.version.value_or(0),
+                                 e.received_at, body, entity, entity_id));
+  return Finish(b);
+}
+
+Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value) {
+  Status error;
+  const auto* r = Verified<fb::EventRecord>(key, value, &error);
+  if (!r) return error;
+  StoredEvent e;
+  e.seq = ParseSeqKey(key, kEventPrefix).value_or(0);
+  e.event.event_id = View(r->event_id());
+  e.event.type = View(r->type());
+  e.event.occurred_at = r->occurred_at();
+  e.event.version = Optional(r->has_version(), r->version());
+  e.received_at = r->received_at();
+  e.body = View(r->body());
+  e.entity = RefOf(r->entity(), r->entity_id());
+  return e;
+}
+
+std::string EncodeLog(const LogEntry& e) {
+  const Event& ev = e.ranked.event;
+  fbs::FlatBufferBuilder b(256);
+  auto id = b.CreateString(ev.event_id);
+  auto type = b.CreateString(ev.type);
+  auto data = EncodeFields(b, ev.data);
+  b.Finish(fb::CreateLogRecord(b, id, type, ev.occurred_at, ev.version.has_value(),
+                               ev.version.value_or(0), e.ranked.rank, e.received_at,
+                               data));
+  return Finish(b);
+}
+
+Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
+  Status error;
+  const auto* r = Verified<fb::LogRecord>(key, value, &error);
+  if (!r) return error;
+  LogEntry e;
+  Event& ev = e.ranked.event;
+  ev.event_id = View(r->event_id());
+  ev.type = View(r->type());
+  ev.occurred_at = r->occurred_at();
+  ev.version = Optional(r->has_version(), r->version());
+  ev.data = DecodeFields(r->data());
+  e.ranked.rank = r->rank();
+  e.received_at = r->received_at();
+  if (auto parsed = ParseLogKey(key)) e.seq = parsed->second;
+  return e;
+}
+
+std::string EncodeDedup(const DedupEntry& e) {
+  fbs::FlatBufferBuilder b(128);
+  auto type = b.CreateString(e.type);
+  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
+  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id));
+  return Finish(b);
+}
+
+Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
+  Status error;
+  const auto* r = Verified<fb::DedupRecord>(key, value, &error);
+  if (!r) return error;
+  DedupEntry e;
+  e.seq = r->seq();
+  e.type = View(r->type());
+  e.occurred_at = r->occurred_at();
+  e.entity = RefOf(r->entity(), r->entity_id());
+  return e;
+}
+
+std::string EncodeProjection(const ProjectionState& s) {
+  const Projection& p = s.projection;
+  fbs::FlatBufferBuilder b(256);
+  auto state = b.CreateString(p.state);
+  auto fields = EncodeFields(b, p.fields);
+  std::vector<fbs::Offset<fb::RejectionRecord>> rejected;
+  for (const Rejection& r : p.rejected) {
+    rejected.push_back(fb::CreateRejectionRecord(b, b.CreateString(r.event_id),
+                                                 b.CreateString(r.type),
+                                                 b.CreateString(r.reason)));
+  }
+  auto rejected_vec = b.CreateVector(rejected);
+  auto last_id = b.CreateString(s.last.event_id);
+  b.Finish(fb::CreateProjectionRecord(
+      b, state, fields, p.version.has_value(), p.version.value_or(0), p.applied,
+      rejected_vec, p.occurred_at.has_value(), p.occurred_at.value_or(0), s.events,
+      s.last.occurred_at, s.last.version.has_value(), s.last.version.value_or(0),
+      s.last.rank, last_id));
+  return Finish(b);
+}
+
+Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view value) {
+  Status error;
+  const auto* r = Verified<fb::ProjectionRecord>(key, value, &error);
+  if (!r) return error;
+  ProjectionState s;
+  Projection& p = s.projection;
+  if (auto ref = ParseProjectionKey(key)) {
+    p.entity = std::move(ref->entity);
+    p.id = std::move(ref->id);
+  }
+  p.state = View(r->state());
+  p.fields = DecodeFields(r->fields());
+  p.version = Optional(r->has_version(), r->version());
+  p.applied = r->applied();
+  if (r->rejected()) {
+    for (const fb::RejectionRecord* rr : *r->rejected()) {
+      p.rejected.push_back(Rejection{std::string(View(rr->event_id())),
+                                     std::string(View(rr->type())),
+                                     std::string(View(rr->reason()))});
+    }
+  }
+  p.occurred_at = Optional(r->has_occurred_at(), r->occurred_at());
+  s.events = r->events();
+  s.last = FoldKey{r->last_occurred_at(), Optional(r->last_has_version(), r->last_version()),
+                   r->last_rank(), std::string(View(r->last_event_id()))};
+  return s;
+}
+
+std::string EncodeConflict(const ConflictEntry& e) {
+  fbs::FlatBufferBuilder b(256 + e.body.size());
+  auto id = b.CreateString(e.event_id);
+  auto type = b.CreateString(e.type);
+  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
+  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  auto reason = b.CreateString(e.reason);
+  auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
+  b.Finish(fb::CreateConflictRecord(b, id, e.first_seq, type, e.occurred_at, entity,
+                                    entity_id, e.received_at, reason, body));
+  return Finish(b);
+}
+
+Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view value) {
+  Status error;
+  const auto* r = Verified<fb::ConflictRecord>(key, value, &error);
+  if (!r) return error;
+  ConflictEntry e;
+  e.event_id = View(r->event_id());
+  e.first_seq = r->first_seq();
+  e.type = View(r->type());
+  e.occurred_at = r->occurred_at();
+  e.entity = RefOf(r->entity(), r->entity_id());
+  e.received_at = r->received_at();
+  e.reason = View(r->reason());
+  e.body = View(r->body());
+  return e;
+}
+
+}  // namespace eventfold::storage

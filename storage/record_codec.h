@@ -1,0 +1,82 @@
+// Record codec: the in-memory forms of stored records and their FlatBuffers
+// encodings (storage/records.fbs). Every decode verifies the buffer first; a
+// record that fails verification is reported as corruption naming its key,
+// never misread. Pure functions; thread-safe.
+
+#ifndef EVENTFOLD_STORAGE_RECORD_CODEC_H_
+#define EVENTFOLD_STORAGE_RECORD_CODEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/fold.h"
+#include "eventfold/event.h"
+#include "eventfold/projection.h"
+#include "eventfold/status.h"
+
+namespace eventfold::storage {
+
+// a/<seq>
+struct StoredEvent {
+  uint64_t seq = 0;
+  Event event;  // without data: the body holds it
+  int64_t received_at = 0;
+  std::string body;
+  std::optional<EntityRef> entity;
+};
+
+// l/<entity>\0<id>\0<seq>
+struct LogEntry {
+  RankedEvent ranked;
+  uint64_t seq = 0;
+  int64_t received_at = 0;
+};
+
+// d/<event_id>
+struct DedupEntry {
+  uint64_t seq = 0;
+  std::string type;
+  int64_t occurred_at = 0;
+  std::optional<EntityRef> entity;
+};
+
+// p/<entity>\0<id>
+struct ProjectionState {
+  Projection projection;
+  uint64_t events = 0;
+  FoldKey last;  // meaningful when events > 0
+};
+
+// c/<seq>
+struct ConflictEntry {
+  std::string event_id;
+  uint64_t first_seq = 0;
+  std::string type;
+  int64_t occurred_at = 0;
+  std::optional<EntityRef> entity;
+  int64_t received_at = 0;
+  std::string reason;
+  std::string body;
+};
+
+std::string EncodeEvent(const StoredEvent& e);
+Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value);
+
+std::string EncodeLog(const LogEntry& e);
+Result<LogEntry> DecodeLog(std::string_view key, std::string_view value);
+
+std::string EncodeDedup(const DedupEntry& e);
+Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value);
+
+// The projection's entity and id come from the key, not the value.
+std::string EncodeProjection(const ProjectionState& s);
+Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view value);
+
+std::string EncodeConflict(const ConflictEntry& e);
+Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view value);
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_RECORD_CODEC_H_

@@ -1,0 +1,88 @@
+// StoreImpl: the LevelDB-backed Store. See include/eventfold/store.h for the
+// contract and storage/key_codec.h for what it writes where.
+//
+// Concurrency: ingests hold `rebuild_mu_` shared and the LockTable stripes of
+// every event_id and entity they touch; Rebuild holds `rebuild_mu_`
+// exclusively. LevelDB merges concurrent synced writes into one log write and
+// sync (group commit), so parallel ingests share their syncs.
+
+#ifndef EVENTFOLD_STORAGE_STORE_IMPL_H_
+#define EVENTFOLD_STORAGE_STORE_IMPL_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+
+#include "core/decode.h"
+#include "eventfold/store.h"
+#include "storage/lock_table.h"
+#include "storage/record_codec.h"
+
+namespace eventfold::storage {
+
+class StoreImpl final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                             const Options& options);
+  ~StoreImpl() override;
+
+  IngestResult Ingest(const Delivery& delivery) override;
+  std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) override;
+  Result<Projection> Get(std::string_view entity, std::string_view id) override;
+  Status List(std::string_view entity,
+              const std::function<bool(const Projection&)>& fn) override;
+  Result<EntityLog> Log(std::string_view entity, std::string_view id) override;
+  Result<RebuildSummary> Rebuild(const Profile* profile) override;
+  Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
+  const Profile& profile() const override { return profile_; }
+  Counters counters() const override;
+
+ private:
+  struct Txn;
+  struct Decoded {
+    size_t index;
+    const Delivery* delivery;
+    DecodedEvent decoded;
+  };
+
+  StoreImpl(const Options& options, Profile profile);
+
+  Status Init(const std::string& path);
+  Status LoadOrCreateProfile();
+  Status RecoverSequence();
+  Result<RebuildSummary> RebuildLocked(const Profile& profile);
+
+  // Size, decode and header checks; true when the delivery may be stored.
+  bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const;
+  // Adds one decoded delivery to the transaction; a read error fails it all.
+  Status Stage(const Decoded& item, Txn* txn, IngestResult* result);
+  Status LoadProjection(const EntityRef& ref, Txn* txn, ProjectionState** state);
+  Status ReadLog(const EntityRef& ref, std::vector<LogEntry>* out);
+
+  Options options_;
+  std::string path_;
+  Profile profile_;
+  Clock* clock_;
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::unique_ptr<leveldb::DB> db_;
+  std::shared_mutex rebuild_mu_;
+  LockTable locks_;
+  std::atomic<uint64_t> next_seq_{1};
+
+  struct AtomicCounters {
+    std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0},
+        too_large{0}, storage_error{0}, unrouted{0};
+  };
+  mutable AtomicCounters counters_;
+};
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_STORE_IMPL_H_

@@ -1,0 +1,92 @@
+// Read-only commands: show, list, log.
+
+#include <iostream>
+
+#include "tools/cli_common.h"
+
+namespace eventfold::cli {
+namespace {
+
+int Show(const std::string& dir, const std::string& entity, const std::string& id) {
+  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+  if (!store) return kExitError;
+  Result<Projection> p = store->Get(entity, id);
+  if (!p.ok()) {
+    std::cerr << "eventfold: " << p.status().message() << "\n";
+    return p.status().IsNotFound() ? kExitRefused : kExitError;
+  }
+  std::cout << ProjectionToJson(*p) << "\n";
+  return kExitOk;
+}
+
+int List(const std::string& dir, const std::string& entity) {
+  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+  if (!store) return kExitError;
+  if (!entity.empty() && !store->profile().FindEntity(entity)) {
+    std::cerr << "eventfold: profile \"" << store->profile().name() << "\" has no entity \""
+              << entity << "\"\n";
+    return kExitRefused;
+  }
+  std::string out;
+  Status st = store->List(entity, [&](const Projection& p) {
+    out += ProjectionToJson(p);
+    out += '\n';
+    if (out.size() > (1 << 16)) {
+      std::cout << out;
+      out.clear();
+    }
+    return true;
+  });
+  std::cout << out << std::flush;
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+int LogCmd(const std::string& dir, const std::string& entity, const std::string& id) {
+  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+  if (!store) return kExitError;
+  Result<EntityLog> log = store->Log(entity, id);
+  if (!log.ok()) {
+    std::cerr << "eventfold: " << log.status().message() << "\n";
+    return log.status().IsNotFound() ? kExitRefused : kExitError;
+  }
+  std::cout << EntityLogToJson(*log) << "\n";
+  return kExitOk;
+}
+
+struct EntityArgs {
+  std::string dir, entity, id;
+};
+
+std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
+  auto args = std::make_shared<EntityArgs>();
+  AddDataOption(cmd, &args->dir);
+  cmd->add_option("entity", args->entity, "entity type, e.g. receipt")->required(id_required);
+  if (id_required) cmd->add_option("id", args->id, "entity key, e.g. rcp_1")->required();
+  return args;
+}
+
+}  // namespace
+
+void AddShowCommand(CLI::App* app, Action* action) {
+  auto* cmd = app->add_subcommand("show", "print one entity's projection");
+  auto a = AddEntityArgs(cmd, true);
+  cmd->callback([=] { *action = [=] { return Show(a->dir, a->entity, a->id); }; });
+}
+
+void AddListCommand(CLI::App* app, Action* action) {
+  auto* cmd = app->add_subcommand("list", "print every projection as NDJSON");
+  auto a = AddEntityArgs(cmd, false);
+  cmd->callback([=] { *action = [=] { return List(a->dir, a->entity); }; });
+}
+
+void AddLogCommand(CLI::App* app, Action* action) {
+  auto* cmd = app->add_subcommand("log", "print an entity's events in arrival and fold order");
+  auto a = AddEntityArgs(cmd, true);
+  cmd->callback([=] { *action = [=] { return LogCmd(a->dir, a->entity, a->id); }; });
+}
+
+}  // namespace eventfold::cli
