@@ -175,22 +175,26 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out,
 }
 
 IngestResult StoreImpl::Ingest(const Delivery& delivery) {
-  std::vector<Delivery> one;
-  // IngestBatch takes deliveries by reference; avoid copying the body.
-  one.emplace_back();
-  one.back().headers = delivery.headers;
-  one.back().body = delivery.body;
-  return std::move(IngestBatch(one).front());
+  const Delivery* one = &delivery;
+  return std::move(IngestAll(&one, 1).front());
 }
 
 std::vector<IngestResult> StoreImpl::IngestBatch(const std::vector<Delivery>& deliveries) {
-  std::vector<IngestResult> results(deliveries.size());
+  std::vector<const Delivery*> all;
+  all.reserve(deliveries.size());
+  for (const Delivery& d : deliveries) all.push_back(&d);
+  return IngestAll(all.data(), all.size());
+}
+
+std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries,
+                                               size_t n) {
+  std::vector<IngestResult> results(n);
   std::vector<Decoded> items;
-  items.reserve(deliveries.size());
-  for (size_t i = 0; i < deliveries.size(); ++i) {
+  items.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
-    if (Precheck(deliveries[i], &decoded, &results[i])) {
-      items.push_back(Decoded{i, &deliveries[i], std::move(decoded)});
+    if (Precheck(*deliveries[i], &decoded, &results[i])) {
+      items.push_back(Decoded{i, deliveries[i], std::move(decoded)});
     } else if (results[i].outcome == Outcome::kTooLarge) {
       counters_.too_large.fetch_add(1, std::memory_order_relaxed);
     } else {

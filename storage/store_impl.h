@@ -58,6 +58,8 @@ class StoreImpl final : public Store {
   Status RecoverSequence();
   Result<RebuildSummary> RebuildLocked(const Profile& profile);
 
+  // Ingest and IngestBatch: one transaction over n deliveries.
+  std::vector<IngestResult> IngestAll(const Delivery* const* deliveries, size_t n);
   // Size, decode and header checks; true when the delivery may be stored.
   bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const;
   // Adds one decoded delivery to the transaction; a read error fails it all.
