@@ -166,7 +166,12 @@ struct RawBody {
   bool has_data = false;
   bool data_is_object = false;
   std::vector<Field> data_fields;        // when data is an object
-  std::string_view bad_string_field;     // a required string that was not
+  // Required strings that held another JSON type. One flag per field: a
+  // single "first offender" slot made a later offender fall through to its
+  // content rule and get the wrong reason.
+  bool event_id_not_string = false;
+  bool type_not_string = false;
+  bool occurred_at_not_string = false;
 };
 
 od::parser& ThreadParser() {
@@ -249,11 +254,10 @@ Status ReadBody(std::string_view body, RawBody* raw) {
       std::string_view s;
       auto e = v.get_string().get(s);
       if (e == simdjson::INCORRECT_TYPE) {
-        if (raw->bad_string_field.empty()) {
-          raw->bad_string_field = key == "event_id" ? "event_id"
-                                  : key == "type"   ? "type"
-                                                    : "occurred_at";
-        }
+        bool* not_string = slot == &raw->event_id ? &raw->event_id_not_string
+                           : slot == &raw->type   ? &raw->type_not_string
+                                                  : &raw->occurred_at_not_string;
+        *not_string = true;
         scratch.clear();
         if (auto e2 = WriteCompact(v, 1, &scratch)) return NotJson(e2);
         slot->emplace();
@@ -290,7 +294,19 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields,
   od::parser parser;
   od::document doc;
   std::string pointer = "/0";
-  for (size_t i = 2; i < path.size(); ++i) pointer += "/" + path[i];
+  for (size_t i = 2; i < path.size(); ++i) {
+    // RFC 6901 escapes, so a member named "a/b" is not read as a path a, b.
+    pointer += '/';
+    for (char ch : path[i]) {
+      if (ch == '~') {
+        pointer += "~0";
+      } else if (ch == '/') {
+        pointer += "~1";
+      } else {
+        pointer += ch;
+      }
+    }
+  }
   od::value v;
   if (parser.iterate(padded).get(doc) || doc.at_pointer(pointer).get(v)) {
     return Refuse(key_name, "required");
@@ -304,10 +320,21 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields,
     key = s;
   } else if (type == od::json_type::number) {
     int64_t n;
-    if (v.get_int64().get(n)) {
-      return Refuse(key_name, "must be a string or an integer (got a non-integer number)");
+    if (!v.get_int64().get(n)) {
+      key = std::to_string(n);
+    } else {
+      // An integer beyond int64 (e.g. a uint64 id) is still a JSON integer:
+      // SPEC §4 takes its decimal text, which is the token as written since
+      // JSON forbids leading zeros.
+      const std::string_view raw = TrimRight(v.raw_json_token());
+      const std::string_view digits =
+          raw.substr(!raw.empty() && raw[0] == '-' ? 1 : 0);
+      if (digits.empty() ||
+          digits.find_first_not_of("0123456789") != std::string_view::npos) {
+        return Refuse(key_name, "must be a string or an integer (got a non-integer number)");
+      }
+      key = raw;
     }
-    key = std::to_string(n);
   } else {
     return Refuse(key_name, "must be a string or an integer");
   }
@@ -342,21 +369,21 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
   DecodedEvent out;
   Event& ev = out.event;
   if (!raw.event_id) return Refuse("event_id", "required");
-  if (raw.bad_string_field == "event_id") return Refuse("event_id", "must be a string");
+  if (raw.event_id_not_string) return Refuse("event_id", "must be a string");
   if (!IsValidEventId(*raw.event_id)) {
     return Refuse("event_id", "must be 1-128 characters of [A-Za-z0-9._:-]");
   }
   ev.event_id = std::move(*raw.event_id);
 
   if (!raw.type) return Refuse("type", "required");
-  if (raw.bad_string_field == "type") return Refuse("type", "must be a string");
+  if (raw.type_not_string) return Refuse("type", "must be a string");
   if (!IsValidType(*raw.type)) {
     return Refuse("type", "must look like <entity>.<action>, e.g. receipt.issued");
   }
   ev.type = std::move(*raw.type);
 
   if (!raw.occurred_at) return Refuse("occurred_at", "required");
-  if (raw.bad_string_field == "occurred_at") {
+  if (raw.occurred_at_not_string) {
     return Refuse("occurred_at", "must be a string");
   }
   Result<int64_t> when = ParseRfc3339(*raw.occurred_at);
@@ -391,11 +418,15 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
 }
 
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {
-  std::optional<std::string_view> header = FindHeader(headers, "X-RR-Event-Id");
-  if (header && *header != event_id) {
-    return Refuse("X-RR-Event-Id", "header \"" + std::string(*header) +
-                                       "\" does not match body event_id \"" +
-                                       std::string(event_id) + "\"");
+  // X-RR-Event-Id (ReceiptRoller) and webhook-id (Standard Webhooks) both
+  // name the event; either, when present, must be the body's.
+  for (std::string_view name : {"X-RR-Event-Id", "webhook-id"}) {
+    std::optional<std::string_view> header = FindHeader(headers, name);
+    if (header && *header != event_id) {
+      return Refuse(name, "header \"" + std::string(*header) +
+                              "\" does not match body event_id \"" +
+                              std::string(event_id) + "\"");
+    }
   }
   return Status::OK();
 }

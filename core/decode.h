@@ -35,7 +35,8 @@ struct DecodedEvent {
 // "<field>: <reason>" on any refusal.
 Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 
-// The SPEC §2 header rule: X-RR-Event-Id, when present, equals the body's id.
+// The SPEC §2 header rules: X-RR-Event-Id and webhook-id, when present,
+// equal the body's event_id.
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id);
 
 // True when `id` is 1-128 bytes of [A-Za-z0-9._:-].

@@ -266,7 +266,13 @@ Result<Profile> Profile::FromJson(std::string_view json) {
   od::document doc;
   if (parser.iterate(padded).get(doc)) return Invalid("document", "not JSON");
   od::object root;
-  if (doc.get_object().get(root)) return Invalid("document", "must be a JSON object");
+  if (auto e = doc.get_object().get(root)) {
+    // On-demand parsing reports a truncated document only here; calling it
+    // "not a JSON object" would send the user looking for the wrong mistake.
+    return Invalid("document", e == simdjson::INCORRECT_TYPE
+                                   ? "must be a JSON object"
+                                   : "not JSON");
+  }
   std::string name;
   std::vector<EntityType> entities;
   bool has_entities = false;

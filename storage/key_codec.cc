@@ -34,6 +34,7 @@ std::string MetaKey(std::string_view name) { return Join(kMetaPrefix, name); }
 std::string EventKey(uint64_t seq) { return SeqKey(kEventPrefix, seq); }
 std::string DedupKey(std::string_view event_id) { return Join(kDedupPrefix, event_id); }
 std::string ConflictKey(uint64_t seq) { return SeqKey(kConflictPrefix, seq); }
+std::string QuarantineKey(uint64_t seq) { return SeqKey(kQuarantinePrefix, seq); }
 
 std::string LogPrefix(const EntityRef& ref) {
   std::string key(kLogPrefix);
@@ -77,7 +78,8 @@ std::optional<EntityRef> ParseProjectionKey(std::string_view key) {
 }
 
 std::optional<std::pair<EntityRef, uint64_t>> ParseLogKey(std::string_view key) {
-  if (key.substr(0, kLogPrefix.size()) != kLogPrefix || key.size() < kLogPrefix.size() + 10) {
+  if (key.substr(0, kLogPrefix.size()) != kLogPrefix || key.size() < kLogPrefix.size() + 10 ||
+      key[key.size() - 9] != '\0') {
     return std::nullopt;
   }
   const uint64_t seq = ReadBigEndian(key.substr(key.size() - 8));

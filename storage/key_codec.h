@@ -11,6 +11,7 @@
 //   l/<entity>\0<id>\0<seq>       LogRecord: the entity's log, arrival order
 //   p/<entity>\0<id>              ProjectionRecord: current projection
 //   c/<seq>                       ConflictRecord: refused conflicting delivery
+//   q/<seq>                       QuarantineRecord: refused delivery (bounded)
 //
 // One-letter families keep keys short; the `/` keeps them readable in dumps.
 // Thread-safe: pure functions.
@@ -34,11 +35,13 @@ inline constexpr std::string_view kDedupPrefix = "d/";
 inline constexpr std::string_view kLogPrefix = "l/";
 inline constexpr std::string_view kProjectionPrefix = "p/";
 inline constexpr std::string_view kConflictPrefix = "c/";
+inline constexpr std::string_view kQuarantinePrefix = "q/";
 
 std::string MetaKey(std::string_view name);
 std::string EventKey(uint64_t seq);
 std::string DedupKey(std::string_view event_id);
 std::string ConflictKey(uint64_t seq);
+std::string QuarantineKey(uint64_t seq);
 
 // "l/<entity>\0<id>\0": every log entry of one entity starts with this.
 std::string LogPrefix(const EntityRef& ref);

@@ -221,4 +221,39 @@ Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view valu
   return e;
 }
 
+std::string EncodeRefused(const RefusedDelivery& r) {
+  fbs::FlatBufferBuilder b(256 + r.body_prefix.size());
+  std::vector<fbs::Offset<fb::HeaderRecord>> headers;
+  for (const auto& [name, value] : r.headers) {
+    headers.push_back(fb::CreateHeaderRecord(b, b.CreateString(name), b.CreateString(value)));
+  }
+  auto headers_vec = b.CreateVector(headers);
+  auto reason = b.CreateString(r.reason);
+  auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(r.body_prefix.data()),
+                             r.body_prefix.size());
+  b.Finish(fb::CreateQuarantineRecord(b, r.received_at, static_cast<uint8_t>(r.outcome),
+                                      r.status, reason, headers_vec, body, r.body_bytes));
+  return Finish(b);
+}
+
+Result<RefusedDelivery> DecodeRefused(std::string_view key, std::string_view value) {
+  Status error;
+  const auto* q = Verified<fb::QuarantineRecord>(key, value, &error);
+  if (!q) return error;
+  RefusedDelivery r;
+  r.seq = ParseSeqKey(key, kQuarantinePrefix).value_or(0);
+  r.received_at = q->received_at();
+  r.outcome = static_cast<Outcome>(q->outcome());
+  r.status = q->status();
+  r.reason = View(q->reason());
+  if (q->headers()) {
+    for (const fb::HeaderRecord* h : *q->headers()) {
+      r.headers.emplace_back(std::string(View(h->name())), std::string(View(h->value())));
+    }
+  }
+  r.body_prefix = View(q->body_prefix());
+  r.body_bytes = q->body_bytes();
+  return r;
+}
+
 }  // namespace eventfold::storage

@@ -15,6 +15,7 @@
 #include "eventfold/event.h"
 #include "eventfold/projection.h"
 #include "eventfold/status.h"
+#include "eventfold/store.h"
 
 namespace eventfold::storage {
 
@@ -76,6 +77,10 @@ Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view 
 
 std::string EncodeConflict(const ConflictEntry& e);
 Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view value);
+
+// q/<seq>; the seq comes from the key.
+std::string EncodeRefused(const RefusedDelivery& r);
+Result<RefusedDelivery> DecodeRefused(std::string_view key, std::string_view value);
 
 }  // namespace eventfold::storage
 

@@ -1,5 +1,6 @@
 #include "storage/store_impl.h"
 
+#include <cctype>
 #include <mutex>
 
 #include <leveldb/write_batch.h>
@@ -26,6 +27,19 @@ namespace storage {
 namespace {
 
 constexpr std::string_view kFormatVersion = "1";
+
+std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+
+// Header names whose values are credentials: never stored.
+bool IsCredential(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view word : {"signature", "secret", "authorization", "cookie", "token",
+                                "api-key", "apikey"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
 
 // A WriteBatch with no records is its 12-byte header (LevelDB's format).
 const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();
@@ -82,6 +96,8 @@ Status StoreImpl::Init(const std::string& path) {
   st = LoadOrCreateProfile();
   if (!st.ok()) return st;
   st = RecoverSequence();
+  if (!st.ok()) return st;
+  st = RecoverQuarantine();
   if (!st.ok()) return st;
 
   // A rebuild that was interrupted is finished before anything else runs.
@@ -145,6 +161,19 @@ Status StoreImpl::RecoverSequence() {
   }
   next_seq_.store(last + 1);
   return Status::OK();
+}
+
+Status StoreImpl::RecoverQuarantine() {
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  const std::string prefix(kQuarantinePrefix);
+  it->Seek(prefix);
+  if (it->Valid() && it->key().starts_with(prefix)) {
+    quarantine_oldest_ = ParseSeqKey(View(it->key()), kQuarantinePrefix).value_or(1);
+    it->Seek(PrefixEnd(prefix));
+    it->Valid() ? it->Prev() : it->SeekToLast();
+    quarantine_next_ = ParseSeqKey(View(it->key()), kQuarantinePrefix).value_or(0) + 1;
+  }
+  return FromLevelDb(it->status(), "scanning quarantine");
 }
 
 bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out,
@@ -246,6 +275,20 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     }
   }
   if (st.ok()) counters_.unrouted.fetch_add(txn.unrouted);
+  // Refusals go to the quarantine after the events: it is diagnostics and
+  // must never delay or fail an acknowledgement.
+  for (size_t i = 0; i < n; ++i) {
+    const Outcome o = results[i].outcome;
+    if (o == Outcome::kInvalid || o == Outcome::kTooLarge || o == Outcome::kConflict) {
+      RefusedDelivery r;
+      r.outcome = o;
+      r.reason = results[i].message;
+      r.headers = deliveries[i]->headers;
+      r.body_prefix = deliveries[i]->body.substr(0, kQuarantineBodyBytes);
+      r.body_bytes = deliveries[i]->body.size();
+      (void)Quarantine(std::move(r));
+    }
+  }
   return results;
 }
 
@@ -472,6 +515,49 @@ Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
   vo.env = options_.env;
   vo.profile = &profile_;
   return VerifyAside(db_.get(), vo, on_difference);
+}
+
+Status StoreImpl::Quarantine(RefusedDelivery r) {
+  if (options_.quarantine_max_entries == 0) return Status::OK();
+  r.received_at = clock_->NowMicros();
+  r.status = HttpStatus(r.outcome);
+  std::erase_if(r.headers, [](const auto& h) { return IsCredential(h.first); });
+  if (r.body_bytes == 0) r.body_bytes = r.body_prefix.size();
+  if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
+
+  std::lock_guard lock(quarantine_mu_);
+  leveldb::WriteBatch batch;
+  batch.Put(QuarantineKey(quarantine_next_), EncodeRefused(r));
+  uint64_t oldest = quarantine_oldest_;
+  while (quarantine_next_ + 1 - oldest > options_.quarantine_max_entries) {
+    batch.Delete(QuarantineKey(oldest++));
+  }
+  Status st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "quarantining");
+  if (st.ok()) {
+    ++quarantine_next_;
+    quarantine_oldest_ = oldest;
+  }
+  return st;
+}
+
+Status StoreImpl::ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) {
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  const std::string prefix(kQuarantinePrefix);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    Result<RefusedDelivery> r = DecodeRefused(View(it->key()), View(it->value()));
+    if (!r.ok()) return r.status();
+    if (!fn(*r)) break;
+  }
+  return FromLevelDb(it->status(), "listing quarantine");
+}
+
+uint64_t StoreImpl::ApproximateBytes() {
+  leveldb::Range all("", "\xff");
+  uint64_t size = 0;
+  db_->GetApproximateSizes(&all, 1, &size);
+  return size;
 }
 
 Counters StoreImpl::counters() const {

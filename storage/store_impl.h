@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -40,6 +41,9 @@ class StoreImpl final : public Store {
   Result<EntityLog> Log(std::string_view entity, std::string_view id) override;
   Result<RebuildSummary> Rebuild(const Profile* profile) override;
   Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
+  Status Quarantine(RefusedDelivery refused) override;
+  Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
+  uint64_t ApproximateBytes() override;
   const Profile& profile() const override { return profile_; }
   Counters counters() const override;
 
@@ -56,6 +60,7 @@ class StoreImpl final : public Store {
   Status Init(const std::string& path);
   Status LoadOrCreateProfile();
   Status RecoverSequence();
+  Status RecoverQuarantine();
   Result<RebuildSummary> RebuildLocked(const Profile& profile);
 
   // Ingest and IngestBatch: one transaction over n deliveries.
@@ -77,6 +82,11 @@ class StoreImpl final : public Store {
   std::shared_mutex rebuild_mu_;
   LockTable locks_;
   std::atomic<uint64_t> next_seq_{1};
+
+  // Quarantine keys are contiguous: [oldest, next).
+  std::mutex quarantine_mu_;
+  uint64_t quarantine_oldest_ = 1;
+  uint64_t quarantine_next_ = 1;
 
   struct AtomicCounters {
     std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0},

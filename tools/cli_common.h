@@ -40,6 +40,8 @@ void AddListCommand(CLI::App* app, Action* action);
 void AddLogCommand(CLI::App* app, Action* action);
 void AddReplayCommand(CLI::App* app, Action* action);
 void AddDemoCommand(CLI::App* app, Action* action);
+void AddServeCommand(CLI::App* app, Action* action);
+void AddRefusedCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

@@ -5,7 +5,9 @@
 
 #include "core/envelope.h"
 #include "core/json_writer.h"
+#include "core/signature.h"
 #include "tools/cli_common.h"
+#include "tools/secrets.h"
 
 namespace eventfold::cli {
 namespace {
@@ -31,7 +33,38 @@ void Report(size_t line_no, const IngestResult& r, Tally* t) {
             << r.http_status() << "): " << r.message << "\n";
 }
 
-int Run(const std::string& dir, const std::string& profile, const std::string& input) {
+struct IngestArgs {
+  std::string dir, profile, input;
+  std::vector<std::string> secrets, secret_files;
+  int64_t tolerance = 300;
+};
+
+// With secrets, every line must be a signed envelope: the receiver's check.
+Status VerifyLine(const SignatureVerifier& verifier, bool envelope, const Delivery& d) {
+  if (!envelope) {
+    return Status::InvalidArgument(
+        "signature: with --secret every line must be an envelope with headers");
+  }
+  return verifier.Verify(d.headers, d.body, SystemClock()->NowMicros(), nullptr);
+}
+
+int Run(const IngestArgs& args) {
+  const std::string& dir = args.dir;
+  const std::string& input = args.input;
+  std::optional<SignatureVerifier> verifier;
+  if (!args.secrets.empty() || !args.secret_files.empty()) {
+    Result<std::vector<std::string>> secrets = CollectSecrets(args.secrets, args.secret_files);
+    if (!secrets.ok()) {
+      std::cerr << "eventfold: " << secrets.status().message() << "\n";
+      return kExitError;
+    }
+    Result<SignatureVerifier> v = SignatureVerifier::Make(*secrets, args.tolerance);
+    if (!v.ok()) {
+      std::cerr << "eventfold: " << v.status().message() << "\n";
+      return kExitError;
+    }
+    verifier = std::move(*v);
+  }
   std::ifstream file;
   std::istream* in = &std::cin;
   if (!input.empty() && input != "-") {
@@ -42,7 +75,7 @@ int Run(const std::string& dir, const std::string& profile, const std::string& i
     }
     in = &file;
   }
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/true, profile);
+  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/true, args.profile);
   if (!store) return kExitError;
 
   Tally tally;
@@ -63,6 +96,20 @@ int Run(const std::string& dir, const std::string& profile, const std::string& i
       ++tally.invalid;
       std::cerr << "line " << line_no << ": invalid (400): " << d.status().message() << "\n";
       continue;
+    }
+    if (verifier) {
+      Status st = VerifyLine(*verifier, IsEnvelope(line), *d);
+      if (!st.ok()) {
+        ++tally.unauthorized;
+        std::cerr << "line " << line_no << ": unauthorized (401): " << st.message() << "\n";
+        RefusedDelivery r;
+        r.outcome = Outcome::kUnauthorized;
+        r.reason = st.message();
+        r.headers = d->headers;
+        r.body_prefix = d->body;
+        (void)store->Quarantine(std::move(r));
+        continue;
+      }
     }
     batch.push_back(std::move(*d));
     line_numbers.push_back(line_no);
@@ -87,13 +134,16 @@ int Run(const std::string& dir, const std::string& profile, const std::string& i
 
 void AddIngestCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("ingest", "store NDJSON deliveries (bodies or envelopes)");
-  auto dir = std::make_shared<std::string>();
-  auto profile = std::make_shared<std::string>();
-  auto input = std::make_shared<std::string>();
-  AddDataOption(cmd, dir.get());
-  cmd->add_option("--profile", *profile, "profile file for a new store");
-  cmd->add_option("input", *input, "NDJSON file, or - for standard input (default)");
-  cmd->callback([=] { *action = [=] { return Run(*dir, *profile, *input); }; });
+  auto a = std::make_shared<IngestArgs>();
+  AddDataOption(cmd, &a->dir);
+  cmd->add_option("--profile", a->profile, "profile file for a new store");
+  cmd->add_option("--secret", a->secrets,
+                  "signing secret; every line must then be a signed envelope");
+  cmd->add_option("--secret-file", a->secret_files, "file of secrets, one per line");
+  cmd->add_option("--tolerance", a->tolerance, "signature timestamp window, seconds")
+      ->capture_default_str();
+  cmd->add_option("input", a->input, "NDJSON file, or - for standard input (default)");
+  cmd->callback([=] { *action = [=] { return Run(*a); }; });
 }
 
 }  // namespace eventfold::cli

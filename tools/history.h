@@ -33,19 +33,38 @@ struct HistoryOptions {
   size_t target_body_bytes = 600;           // approximate size of a body
 };
 
+// What the sender did, for reports (`eventfold demo`) and tests.
+struct HistoryStats {
+  size_t receipts = 0;          // receipts issued (entities)
+  size_t products = 0;          // products created (entities)
+  size_t receipt_events = 0;    // receipt.* events, impossible ones included
+  size_t product_events = 0;    // product.* events, impossible ones included
+  size_t inventory_events = 0;  // inventory.updated events, stale ones included
+  size_t impossible = 0;        // events made to break a state machine
+  size_t retried = 0;           // events delivered more than once
+  size_t retries = 0;           // deliveries beyond each event's first
+  size_t with_header = 0;       // valid deliveries carrying X-RR-Event-Id
+  size_t late = 0;              // events whose deliveries were moved to the end
+};
+
 struct History {
   // Every distinct valid event body, in the order the sender produced them.
   std::vector<std::string> events;
   // What arrives at the receiver: every event at least once, duplicates,
   // shuffled; plus malformed bodies and conflicting reuses of event ids.
+  // Each conflicting reuse arrives after the first delivery of its original,
+  // so ingesting `deliveries` in this order stores exactly `events`.
   std::vector<Delivery> deliveries;
   size_t malformed = 0;   // deliveries that must be refused as invalid
   size_t conflicts = 0;   // deliveries that must be refused as conflicts
+  HistoryStats stats;
 };
 
 History GenerateHistory(const HistoryOptions& options);
 
 // Shuffles `deliveries` with a seeded generator (a new arrival order).
+// A plain permutation: a conflicting reuse of an event_id may then arrive
+// before the original, and becomes the one stored (first one wins).
 void Shuffle(std::vector<Delivery>* deliveries, uint64_t seed);
 
 }  // namespace eventfold::sim

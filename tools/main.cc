@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   AddLogCommand(&app, &action);
   AddReplayCommand(&app, &action);
   AddDemoCommand(&app, &action);
+  AddServeCommand(&app, &action);
+  AddRefusedCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

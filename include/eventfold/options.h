@@ -48,6 +48,9 @@ struct Options {
   // Bodies larger than this are refused (413) before any parsing.
   size_t max_body_bytes = 1 << 20;
 
+  // Refused deliveries kept for operators; the oldest go first.
+  size_t quarantine_max_entries = 10000;
+
   // Source of time; nullptr means SystemClock().
   Clock* clock = nullptr;
 

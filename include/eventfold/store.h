@@ -51,6 +51,21 @@ struct RebuildSummary {
   double seconds = 0;
 };
 
+// A delivery the store refused (400, 401, 409, 413), as kept in its
+// quarantine for operators: the sender will not retry it.
+struct RefusedDelivery {
+  uint64_t seq = 0;           // quarantine order
+  int64_t received_at = 0;    // microseconds since the epoch
+  Outcome outcome = Outcome::kInvalid;
+  int status = 0;             // HTTP status answered
+  std::string reason;         // field and reason
+  Headers headers;            // without credentials or signatures
+  std::string body_prefix;    // the first kQuarantineBodyBytes of the body
+  uint64_t body_bytes = 0;    // the whole body's size
+};
+
+inline constexpr size_t kQuarantineBodyBytes = 1024;
+
 // Result of comparing the live projections with a rebuild made aside.
 struct VerifySummary {
   uint64_t entities = 0;     // entities compared
@@ -117,6 +132,22 @@ class Store {
   // with the live projections as of the call, reporting each difference.
   // Live data is never written; ingest may go on meanwhile.
   virtual Result<VerifySummary> Verify(const DifferenceFn& on_difference) = 0;
+
+  // Keeps a refused delivery in the quarantine (best effort: not synced).
+  // Ingest quarantines its own refusals; a receiver adds those it refuses
+  // before ingest (401, 413). The oldest entries are dropped past
+  // Options::quarantine_max_entries.
+  // The store sets seq, received_at (from its Clock) and status, removes
+  // credential headers, and cuts body_prefix to kQuarantineBodyBytes;
+  // body_bytes 0 means body_prefix's full size.
+  virtual Status Quarantine(RefusedDelivery refused) = 0;
+
+  // Calls `fn` for each quarantined delivery, oldest first, until it
+  // returns false.
+  virtual Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) = 0;
+
+  // Approximate bytes the store occupies on disk.
+  virtual uint64_t ApproximateBytes() = 0;
 
   // The profile this store routes and folds with.
   virtual const Profile& profile() const = 0;

@@ -2,11 +2,12 @@
 
 #include "core/decode.h"
 
+#include <gtest/gtest.h>
+
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "eventfold/ingest.h"
 #include "eventfold/profile.h"
@@ -66,15 +67,15 @@ std::string Refusal(const std::string& body,
   return r.status().message();
 }
 
-#define EXPECT_REFUSED_WITH_FIELD(body, field)                        \
-  do {                                                                \
-    const std::string msg_ = Refusal(body);                           \
-    EXPECT_EQ(msg_.rfind(std::string(field) + ": ", 0), 0u)           \
-        << "body: " << (body) << "\nmessage: " << msg_;               \
+#define EXPECT_REFUSED_WITH_FIELD(body, field)              \
+  do {                                                      \
+    const std::string msg_ = Refusal(body);                 \
+    EXPECT_EQ(msg_.rfind(std::string(field) + ": ", 0), 0u) \
+        << "body: " << (body) << "\nmessage: " << msg_;     \
   } while (0)
 
 std::string FieldJson(const std::vector<eventfold::Field>& fields,
-                  const std::string& name) {
+                      const std::string& name) {
   for (const auto& f : fields) {
     if (f.name == name) return f.json;
   }
@@ -129,7 +130,8 @@ TEST(DecodeTest, WhitespaceAroundTheObjectIsAllowed) {
 
 TEST(DecodeTest, ExtraMembersAreIgnored) {
   BodyParts b;
-  b.extra = R"(,"livemode":true,"meta":{"a":[1,{"b":null}],"c":"x"},"n":-1.5e3)";
+  b.extra =
+      R"(,"livemode":true,"meta":{"a":[1,{"b":null}],"c":"x"},"n":-1.5e3)";
   const DecodedEvent d = DecodeOk(b.Json());
   EXPECT_EQ(d.event.event_id, "evt_1");
   EXPECT_EQ(d.event.data.size(), 2u);
@@ -176,9 +178,9 @@ TEST(DecodeTest, EventIdCharacters) {
   BodyParts b;
   b.event_id = R"("AZaz09._:-")";
   EXPECT_EQ(DecodeOk(b.Json()).event.event_id, "AZaz09._:-");
-  for (const char* bad : {R"("evt 1")", R"("evt/1")", R"("evt+1")",
-                          R"("\u00e9vt")", "\"\xc3\xa9vt\"", R"("evt\n1")",
-                          R"("evt\u00001")"}) {
+  for (const char* bad :
+       {R"("evt 1")", R"("evt/1")", R"("evt+1")", R"("\u00e9vt")",
+        "\"\xc3\xa9vt\"", R"("evt\n1")", R"("evt\u00001")"}) {
     b.event_id = bad;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "event_id");
   }
@@ -273,9 +275,9 @@ TEST(DecodeTest, VersionValidValues) {
 }
 
 TEST(DecodeTest, VersionInvalidValues) {
-  for (const char* v : {"-1", "1.5", "1.0", "\"2\"", "1e2", "true", "[1]",
-                        "{}", "-0", "9223372036854775808",
-                        "99999999999999999999999"}) {
+  for (const char* v :
+       {"-1", "1.5", "1.0", "\"2\"", "1e2", "true", "[1]", "{}", "-0",
+        "9223372036854775808", "99999999999999999999999"}) {
     BodyParts b;
     b.version = v;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "version");
@@ -291,8 +293,8 @@ TEST(DecodeTest, DataMissing) {
 }
 
 TEST(DecodeTest, DataNotAnObject) {
-  for (const char* v : {"[]", "[{\"receipt_id\":\"r\"}]", "\"x\"", "1",
-                        "null", "true"}) {
+  for (const char* v :
+       {"[]", "[{\"receipt_id\":\"r\"}]", "\"x\"", "1", "null", "true"}) {
     BodyParts b;
     b.data = v;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "data");
@@ -361,6 +363,18 @@ TEST(DecodeTest, KeyIntegerIsDecimalText) {
             "9223372036854775807");
 }
 
+TEST(DecodeTest, KeyIntegerBeyondInt64IsDecimalText) {
+  // Still a JSON integer (SPEC §4), e.g. a uint64 id from the sender.
+  for (const char* v : {"18446744073709551615", "99999999999999999999",
+                        "-9223372036854775809"}) {
+    BodyParts b;
+    b.data = std::string(R"({"receipt_id":)") + v + "}";
+    const DecodedEvent d = DecodeOk(b.Json());
+    ASSERT_TRUE(d.entity.has_value()) << v;
+    EXPECT_EQ(d.entity->id, v);
+  }
+}
+
 TEST(DecodeTest, KeyOtherTypesRefused) {
   for (const char* v : {"42.0", "4.2", "1e2", "true", "false", "null", "{}",
                         R"({"id":"x"})", "[\"x\"]", "[]"}) {
@@ -419,22 +433,47 @@ TEST(DecodeTest, NestedKeyPath) {
   const DecodedEvent d = DecodeOk(b.Json(), *p);
   ASSERT_TRUE(d.entity.has_value());
   EXPECT_EQ(*d.entity, (EntityRef{"order", "c_9"}));
-  EXPECT_EQ(FieldJson(d.event.data, "customer"), R"({"name":"Ann","id":"c_9"})");
+  EXPECT_EQ(FieldJson(d.event.data, "customer"),
+            R"({"name":"Ann","id":"c_9"})");
 
   b.data = R"({"customer":{"id":77}})";
   EXPECT_EQ(DecodeOk(b.Json(), *p).entity->id, "77");
 
-  for (const char* data : {R"({"customer":{"name":"Ann"}})",
-                           R"({"customer":"c_9"})", R"({"id":"c_9"})",
-                           R"({"customer":[{"id":"c_9"}]})"}) {
+  for (const char* data :
+       {R"({"customer":{"name":"Ann"}})", R"({"customer":"c_9"})",
+        R"({"id":"c_9"})", R"({"customer":[{"id":"c_9"}]})"}) {
     b.data = data;
     EXPECT_EQ(Refusal(b.Json(), *p), "data.customer.id: required") << data;
   }
   b.data = R"({"customer":{"id":1.5}})";
   EXPECT_EQ(Refusal(b.Json(), *p).rfind("data.customer.id: ", 0), 0u);
+  b.data = R"({"customer":{"id":1e30}})";
+  EXPECT_EQ(Refusal(b.Json(), *p).rfind("data.customer.id: ", 0), 0u);
   // The built-in profile does not know the type.
   b.data = R"({"customer":{"id":"c_9"}})";
   EXPECT_FALSE(DecodeOk(b.Json()).entity.has_value());
+}
+
+TEST(DecodeTest, NestedKeyPathSegmentsAreMemberNames) {
+  // A segment naming "a/b" or "t~1" is one member, not a JSON pointer.
+  const std::string data =
+      R"({"c":{"a":{"b":"nested"},"a/b":"slash","t~1":"tilde","t/":"t-slash"}})";
+  for (const auto& [key, want] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"data.c.a/b", "slash"},
+           {"data.c.t~1", "tilde"},
+           {"data.c.a.b", "nested"}}) {
+    Result<Profile> p = Profile::FromJson(
+        R"({"name":"p","entities":[{"name":"o","key":")" + key +
+        R"(","transitions":[{"type":"o.x","from":["none"],"to":"x"}]}]})");
+    ASSERT_TRUE(p.ok()) << key << ": " << p.status().message();
+    BodyParts b;
+    b.type = R"("o.x")";
+    b.data = data;
+    const DecodedEvent d = DecodeOk(b.Json(), *p);
+    ASSERT_TRUE(d.entity.has_value()) << key;
+    EXPECT_EQ(d.entity->id, want) << key;
+  }
 }
 
 // ---------------------------------------------------------------- body
@@ -499,22 +538,27 @@ TEST(DecodeTest, EveryTruncationIsRefused) {
     const std::string cut = good.substr(0, len);
     Result<DecodedEvent> r = Decode(cut);
     EXPECT_FALSE(r.ok()) << "prefix of length " << len << ": " << cut;
-    if (!r.ok()) EXPECT_TRUE(r.status().IsInvalidArgument());
+    if (!r.ok()) {
+      EXPECT_TRUE(r.status().IsInvalidArgument());
+    }
   }
 }
 
 TEST(DecodeTest, InvalidJsonInsideIgnoredMembersRefused) {
   // The engine ignores these members, but the body must still be JSON.
-  for (const char* extra :
-       {R"(,"extra":[1,2,})", R"(,"extra":[1,2,])", R"(,"extra":[1 2])",
-        R"(,"extra":{"a":tru})", R"(,"extra":{"a":nul})",
-        R"(,"extra":{"a":falsey})", R"(,"extra":01)", R"(,"extra":1.)",
-        R"(,"extra":.5)", R"(,"extra":+1)", R"(,"extra":-)", R"(,"extra":1e)",
-        R"(,"extra":0x10)", R"(,"extra":"\x")", R"(,"extra":"\u12")",
-        R"(,"extra":{"a" 1})", R"(,"extra":{"a":1,})", R"(,"extra":{1:2})",
-        R"(,"extra":NaN)", R"(,"extra":undefined)", R"(,"extra":'s')",
-        R"(,"extra":[[[[}]]]])", ",\"extra\":\"\xff\"", R"(,"extra")",
-        R"(,"extra":)", R"(,,"extra":1)"}) {
+  for (const char* extra : {R"(,"extra":[1,2,})",    R"(,"extra":[1,2,])",
+                            R"(,"extra":[1 2])",     R"(,"extra":{"a":tru})",
+                            R"(,"extra":{"a":nul})", R"(,"extra":{"a":falsey})",
+                            R"(,"extra":01)",        R"(,"extra":1.)",
+                            R"(,"extra":.5)",        R"(,"extra":+1)",
+                            R"(,"extra":-)",         R"(,"extra":1e)",
+                            R"(,"extra":0x10)",      R"(,"extra":"\x")",
+                            R"(,"extra":"\u12")",    R"(,"extra":{"a" 1})",
+                            R"(,"extra":{"a":1,})",  R"(,"extra":{1:2})",
+                            R"(,"extra":NaN)",       R"(,"extra":undefined)",
+                            R"(,"extra":'s')",       R"(,"extra":[[[[}]]]])",
+                            ",\"extra\":\"\xff\"",   R"(,"extra")",
+                            R"(,"extra":)",          R"(,,"extra":1)"}) {
     BodyParts b;
     b.extra = extra;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "body");
@@ -562,6 +606,16 @@ TEST(DecodeTest, DeepNestingRefused) {
   BodyParts b;
   b.extra = ",\"deep\":" + nested(32);
   DecodeOk(b.Json());
+  // The root object plus 63 nested levels pass, whatever the innermost
+  // value; 66 levels in all are refused.
+  b.extra = ",\"deep\":" + nested(63);
+  DecodeOk(b.Json());
+  b.extra = ",\"deep\":" + std::string(63, '[') + "1" + std::string(63, ']');
+  DecodeOk(b.Json());
+  b.extra = ",\"deep\":" + nested(65);
+  EXPECT_REFUSED_WITH_FIELD(b.Json(), "body");
+  b.extra = ",\"deep\":" + std::string(65, '[') + "1" + std::string(65, ']');
+  EXPECT_REFUSED_WITH_FIELD(b.Json(), "body");
   b.extra = ",\"deep\":" + nested(100);
   EXPECT_REFUSED_WITH_FIELD(b.Json(), "body");
   b.extra = ",\"deep\":" + nested(5000);
@@ -585,7 +639,8 @@ TEST(DecodeTest, CheckOrderReportsFirstFieldInSpecOrder) {
   EXPECT_EQ(Refusal(R"({"event_id":"e","type":"a.b"})"),
             "occurred_at: required");
   EXPECT_EQ(
-      Refusal(R"({"event_id":"e","type":"a.b","occurred_at":"2026-11-29T10:15:30Z"})"),
+      Refusal(
+          R"({"event_id":"e","type":"a.b","occurred_at":"2026-11-29T10:15:30Z"})"),
       "data: required");
 }
 
@@ -596,19 +651,32 @@ TEST(DecodeTest, EventIdHeader) {
   EXPECT_TRUE(CheckEventIdHeader({{"X-RR-Event-Id", "evt_1"}}, "evt_1").ok());
   EXPECT_TRUE(CheckEventIdHeader({{"x-rr-event-id", "evt_1"}}, "evt_1").ok());
   EXPECT_TRUE(CheckEventIdHeader({{"X-RR-EVENT-ID", "evt_1"}}, "evt_1").ok());
-  EXPECT_TRUE(
-      CheckEventIdHeader({{"X-Other", "zzz"}, {"X-RR-Event-Id", "evt_1"}}, "evt_1")
-          .ok());
+  EXPECT_TRUE(CheckEventIdHeader(
+                  {{"X-Other", "zzz"}, {"X-RR-Event-Id", "evt_1"}}, "evt_1")
+                  .ok());
 
   for (const Headers& h :
-       {Headers{{"X-RR-Event-Id", "evt_2"}}, Headers{{"x-rr-event-id", "evt_2"}},
-        Headers{{"X-RR-Event-Id", ""}}, Headers{{"X-RR-Event-Id", "EVT_1"}},
+       {Headers{{"X-RR-Event-Id", "evt_2"}},
+        Headers{{"x-rr-event-id", "evt_2"}}, Headers{{"X-RR-Event-Id", ""}},
+        Headers{{"X-RR-Event-Id", "EVT_1"}},
         Headers{{"X-RR-Event-Id", "evt_1 "}}}) {
     Status st = CheckEventIdHeader(h, "evt_1");
     EXPECT_FALSE(st.ok()) << h[0].second;
     EXPECT_TRUE(st.IsInvalidArgument());
     EXPECT_EQ(st.message().rfind("X-RR-Event-Id: ", 0), 0u) << st.message();
   }
+}
+
+TEST(DecodeTest, WebhookIdHeader) {
+  // Standard Webhooks (SPEC §2): webhook-id must equal the body's event_id.
+  EXPECT_TRUE(CheckEventIdHeader({{"webhook-id", "evt_1"}}, "evt_1").ok());
+  EXPECT_TRUE(CheckEventIdHeader({{"Webhook-Id", "evt_1"}}, "evt_1").ok());
+  Status st = CheckEventIdHeader({{"webhook-id", "msg_2"}}, "evt_1");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("webhook-id: ", 0), 0u) << st.message();
+  st = CheckEventIdHeader({{"X-RR-Event-Id", "evt_1"}, {"webhook-id", "msg_2"}},
+                          "evt_1");
+  EXPECT_FALSE(st.ok());
 }
 
 }  // namespace

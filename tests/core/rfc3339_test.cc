@@ -2,11 +2,11 @@
 
 #include "core/rfc3339.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <random>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/core/test_seed.h"
 
@@ -181,8 +181,8 @@ TEST(Rfc3339Test, FormatParseRoundTripProperty) {
       test_util::TestSeed("Rfc3339Test.FormatParseRoundTripProperty", 3339);
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  constexpr int64_t kMin = -62135596800LL * kSecond;             // 0001-01-01
-  constexpr int64_t kMax = 253402300799LL * kSecond + 999999;    // 9999-12-31
+  constexpr int64_t kMin = -62135596800LL * kSecond;           // 0001-01-01
+  constexpr int64_t kMax = 253402300799LL * kSecond + 999999;  // 9999-12-31
   std::uniform_int_distribution<int64_t> wide(kMin, kMax);
   std::uniform_int_distribution<int64_t> near(-100LL * 86400 * kSecond,
                                               100LL * 86400 * kSecond);

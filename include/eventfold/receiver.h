@@ -1,0 +1,85 @@
+// Receiver: the webhook endpoint logic, independent of any HTTP server.
+//
+// Given a request's method, path, headers and raw body, a Receiver answers
+// with the status and small JSON body SPEC §3 prescribes, applying in order:
+// method (POST ingests; GET /healthz and GET /metrics), body size (413,
+// before any parsing), admission (429 when max_in_flight deliveries are
+// already being stored), signature (401), decoding (400), ingest (200
+// accepted or duplicate, 409 conflict) and storage failure (503). It never
+// answers 3xx. Refused deliveries (400, 401, 409, 413) go to the store's
+// quarantine. Applications embed it in their own server; `eventfold serve`
+// is one such embedding.
+//
+// Thread-safety: Handle() may be called from any number of threads.
+
+#ifndef EVENTFOLD_RECEIVER_H_
+#define EVENTFOLD_RECEIVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eventfold/clock.h"
+#include "eventfold/ingest.h"
+#include "eventfold/status.h"
+#include "eventfold/store.h"
+
+namespace eventfold {
+
+struct ReceiverOptions {
+  // Signing secrets; any may sign (rotation). "whsec_<base64>" secrets also
+  // verify Standard Webhooks. Each must be at least 16 bytes.
+  std::vector<std::string> secrets;
+
+  // Accept deliveries without a signature. Only for a receiver behind a
+  // trusted proxy that verified them already; Make() refuses an empty
+  // `secrets` otherwise.
+  bool allow_unsigned = false;
+
+  // Largest |now - t| accepted for a signature's timestamp.
+  int64_t tolerance_seconds = 300;
+
+  // Bodies above this are answered 413 unread.
+  size_t max_body_bytes = 1 << 20;
+
+  // Deliveries being verified and stored at once; more are answered 429
+  // immediately instead of queueing without bound.
+  size_t max_in_flight = 256;
+
+  // Source of time for signature tolerance and latency; nullptr: SystemClock().
+  Clock* clock = nullptr;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+class Receiver {
+ public:
+  // Fails with kInvalidArgument for an empty, short or malformed secret.
+  // `store` must outlive the receiver.
+  static Result<std::unique_ptr<Receiver>> Make(Store* store,
+                                                const ReceiverOptions& options);
+
+  virtual ~Receiver() = default;
+
+  // Answers one request. Never throws.
+  virtual HttpResponse Handle(std::string_view method, std::string_view path,
+                              const Headers& headers, std::string_view body) = 0;
+
+  // For servers that stop reading an oversized body themselves (from its
+  // Content-Length): records, quarantines and answers 413 like Handle().
+  virtual HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) = 0;
+
+  // Prometheus text exposition: deliveries by outcome and status, an
+  // acknowledgement latency histogram, in-flight count, store size.
+  virtual std::string MetricsText() = 0;
+};
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_RECEIVER_H_

@@ -1,0 +1,185 @@
+#include "eventfold/receiver.h"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+
+#include "core/json_writer.h"
+#include "core/signature.h"
+
+namespace eventfold {
+namespace {
+
+// Upper bounds (seconds) of the acknowledgement latency histogram.
+constexpr std::array<double, 14> kLatencyBuckets = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+
+constexpr size_t kOutcomes = 8;  // Outcome values 0..7
+
+HttpResponse Json(int status, std::string body) {
+  return HttpResponse{status, "application/json", std::move(body)};
+}
+
+HttpResponse Answer(const IngestResult& r) {
+  return Json(r.http_status(), r.ResponseBody());
+}
+
+class ReceiverImpl final : public Receiver {
+ public:
+  ReceiverImpl(Store* store, const ReceiverOptions& options,
+               std::optional<SignatureVerifier> verifier)
+      : store_(store),
+        options_(options),
+        clock_(options.clock ? options.clock : SystemClock()),
+        verifier_(std::move(verifier)) {}
+
+  HttpResponse Handle(std::string_view method, std::string_view path,
+                      const Headers& headers, std::string_view body) override {
+    if (method == "GET" || method == "HEAD") {
+      if (path == "/healthz") return Json(200, R"({"status":"ok"})");
+      if (path == "/metrics") return HttpResponse{200, "text/plain; version=0.0.4", MetricsText()};
+      return Json(404, R"({"status":"not_found","error":"GET serves /healthz and /metrics"})");
+    }
+    if (method != "POST") {
+      return Json(405, R"({"status":"method_not_allowed","error":"deliveries are POSTed"})");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    IngestResult r = Deliver(headers, body);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Record(r.outcome, seconds);
+    return Answer(r);
+  }
+
+  HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
+    IngestResult r = TooLarge(body_bytes);
+    Keep(r, headers, {}, body_bytes);
+    Record(r.outcome, 0);
+    return Answer(r);
+  }
+
+  std::string MetricsText() override {
+    std::string out;
+    out += "# HELP eventfold_deliveries_total Deliveries answered, by outcome and status.\n";
+    out += "# TYPE eventfold_deliveries_total counter\n";
+    for (size_t i = 0; i < kOutcomes; ++i) {
+      const auto o = static_cast<Outcome>(i);
+      out += "eventfold_deliveries_total{outcome=\"" + std::string(OutcomeName(o)) +
+             "\",status=\"" + std::to_string(HttpStatus(o)) + "\"} " +
+             std::to_string(outcomes_[i].load()) + "\n";
+    }
+    out += "# HELP eventfold_ack_latency_seconds Time from request to answer for POSTs.\n";
+    out += "# TYPE eventfold_ack_latency_seconds histogram\n";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
+      cumulative += buckets_[i].load();
+      out += "eventfold_ack_latency_seconds_bucket{le=\"" + Format(kLatencyBuckets[i]) +
+             "\"} " + std::to_string(cumulative) + "\n";
+    }
+    cumulative += buckets_[kLatencyBuckets.size()].load();
+    out += "eventfold_ack_latency_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+    out += "eventfold_ack_latency_seconds_sum " +
+           Format(static_cast<double>(latency_sum_ns_.load()) / 1e9) + "\n";
+    out += "eventfold_ack_latency_seconds_count " + std::to_string(cumulative) + "\n";
+    out += "# HELP eventfold_in_flight Deliveries being verified and stored now.\n";
+    out += "# TYPE eventfold_in_flight gauge\n";
+    out += "eventfold_in_flight " + std::to_string(in_flight_.load()) + "\n";
+    out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
+    out += "# TYPE eventfold_store_bytes gauge\n";
+    out += "eventfold_store_bytes " + std::to_string(store_->ApproximateBytes()) + "\n";
+    return out;
+  }
+
+ private:
+  static std::string Format(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return buf;
+  }
+
+  IngestResult Deliver(const Headers& headers, std::string_view body) {
+    IngestResult r;
+    if (body.size() > options_.max_body_bytes) {
+      r = TooLarge(body.size());
+      Keep(r, headers, body, body.size());
+      return r;
+    }
+    // Admission: bounded work in flight; past it the sender retries later.
+    if (in_flight_.fetch_add(1) >= options_.max_in_flight) {
+      in_flight_.fetch_sub(1);
+      r.outcome = Outcome::kOverloaded;
+      r.message = "overloaded: " + std::to_string(options_.max_in_flight) +
+                  " deliveries in flight; retry later";
+      return r;
+    }
+    if (verifier_) {
+      Status st = verifier_->Verify(headers, body, clock_->NowMicros(), nullptr);
+      if (!st.ok()) {
+        r.outcome = Outcome::kUnauthorized;
+        r.message = st.message();
+        Keep(r, headers, body, body.size());
+        in_flight_.fetch_sub(1);
+        return r;
+      }
+    }
+    r = store_->Ingest(Delivery{headers, std::string(body)});
+    in_flight_.fetch_sub(1);
+    return r;
+  }
+
+  // Quarantines a delivery refused before it reached the store.
+  void Keep(const IngestResult& r, const Headers& headers, std::string_view body,
+            uint64_t body_bytes) {
+    RefusedDelivery refused;
+    refused.outcome = r.outcome;
+    refused.reason = r.message;
+    refused.headers = headers;
+    refused.body_prefix = body.substr(0, kQuarantineBodyBytes);
+    refused.body_bytes = body_bytes;
+    (void)store_->Quarantine(std::move(refused));
+  }
+
+  IngestResult TooLarge(uint64_t bytes) const {
+    IngestResult r;
+    r.outcome = Outcome::kTooLarge;
+    r.message = "body: " + std::to_string(bytes) + " bytes exceeds the limit of " +
+                std::to_string(options_.max_body_bytes);
+    return r;
+  }
+
+  void Record(Outcome outcome, double seconds) {
+    outcomes_[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
+    size_t b = 0;
+    while (b < kLatencyBuckets.size() && seconds > kLatencyBuckets[b]) ++b;
+    buckets_[b].fetch_add(1, std::memory_order_relaxed);
+    latency_sum_ns_.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
+  }
+
+  Store* store_;
+  ReceiverOptions options_;
+  Clock* clock_;
+  std::optional<SignatureVerifier> verifier_;
+  std::atomic<size_t> in_flight_{0};
+  std::array<std::atomic<uint64_t>, kOutcomes> outcomes_{};
+  std::array<std::atomic<uint64_t>, kLatencyBuckets.size() + 1> buckets_{};
+  std::atomic<uint64_t> latency_sum_ns_{0};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
+  std::optional<SignatureVerifier> verifier;
+  if (!options.secrets.empty()) {
+    Result<SignatureVerifier> v =
+        SignatureVerifier::Make(options.secrets, options.tolerance_seconds);
+    if (!v.ok()) return v.status();
+    verifier = std::move(*v);
+  } else if (!options.allow_unsigned) {
+    return Status::InvalidArgument(
+        "secrets: none configured (set allow_unsigned only behind a verifying proxy)");
+  }
+  return std::unique_ptr<Receiver>(new ReceiverImpl(store, options, std::move(verifier)));
+}
+
+}  // namespace eventfold

@@ -1,0 +1,292 @@
+// Concurrency of the Store: dedup under racing deliveries of one event_id,
+// parallel ingest of distinct entities, racing events of one entity (the
+// result must equal the sequential fold), and group commit on a real disk.
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "eventfold/store.h"
+#include "tests/storage/storage_test_util.h"
+
+namespace eventfold {
+namespace {
+
+using storage_test::GenerateEvents;
+using storage_test::Issued;
+using storage_test::ListAll;
+using storage_test::Refunded;
+using storage_test::ScratchDir;
+using storage_test::TestSeed;
+
+constexpr int kThreads = 8;
+
+std::unique_ptr<Store> OpenOrDie(const std::string& path, const Options& o) {
+  Result<std::unique_ptr<Store>> s = Store::Open(path, o);
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status().ToString();
+    return nullptr;
+  }
+  return std::move(*s);
+}
+
+TEST(StoreConcurrencyTest, OneEventIdFromEightThreadsIsAcceptedOnce) {
+  auto env = storage_test::NewMemEnv();
+  Options o;
+  o.env = env.get();
+  auto store = OpenOrDie("/mem/dedup", o);
+  ASSERT_TRUE(store);
+  constexpr int kRounds = 50;
+  std::barrier start(kThreads);
+  // outcomes[round][thread]
+  std::vector<std::vector<Outcome>> outcomes(kRounds, std::vector<Outcome>(kThreads));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        // Every round half the ids share a receipt with the previous round,
+        // so the entity stripe is contended as well as the event_id one.
+        const std::string body = Issued("evt_" + std::to_string(round),
+                                        "rcp_" + std::to_string(round / 2),
+                                        round % 2 ? "2026-11-29T11:00:00Z" : "2026-11-29T10:00:00Z");
+        start.arrive_and_wait();
+        outcomes[round][t] = store->Ingest(body).outcome;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int round = 0; round < kRounds; ++round) {
+    const auto accepted = std::count(outcomes[round].begin(), outcomes[round].end(), Outcome::kAccepted);
+    const auto duplicate = std::count(outcomes[round].begin(), outcomes[round].end(), Outcome::kDuplicate);
+    EXPECT_EQ(accepted, 1) << "round " << round;
+    EXPECT_EQ(duplicate, kThreads - 1) << "round " << round;
+  }
+  const Counters c = store->counters();
+  EXPECT_EQ(c.accepted, uint64_t{kRounds});
+  EXPECT_EQ(c.duplicate, uint64_t{kRounds} * (kThreads - 1));
+  // Each receipt got two issues (one per round of the pair): one applied.
+  for (int r = 0; r < kRounds / 2; ++r) {
+    Result<Projection> p = store->Get("receipt", "rcp_" + std::to_string(r));
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->applied, 1u);
+    EXPECT_EQ(p->rejected.size(), 1u);
+    Result<EntityLog> log = store->Log("receipt", "rcp_" + std::to_string(r));
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(log->fold_order.size(), 2u) << "a log entry per event, none duplicated";
+  }
+}
+
+TEST(StoreConcurrencyTest, DistinctEntitiesInParallel) {
+  auto env = storage_test::NewMemEnv();
+  Options o;
+  o.env = env.get();
+  auto store = OpenOrDie("/mem/parallel", o);
+  ASSERT_TRUE(store);
+  constexpr int kReceiptsPerThread = 250;  // 2 events each: 8 x 500 events
+  std::barrier start(kThreads);
+  std::atomic<int> not_accepted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kReceiptsPerThread; ++i) {
+        const std::string rid = "rcp_" + std::to_string(t) + "_" + std::to_string(i);
+        const std::string id = std::to_string(t) + "_" + std::to_string(i);
+        // Half the receipts get their refund first (a re-fold).
+        std::vector<std::string> bodies = {Issued("i_" + id, rid), Refunded("r_" + id, rid)};
+        if (i % 2) std::swap(bodies[0], bodies[1]);
+        for (const std::string& b : bodies) {
+          if (store->Ingest(b).outcome != Outcome::kAccepted) ++not_accepted;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(not_accepted.load(), 0);
+  const Counters c = store->counters();
+  EXPECT_EQ(c.accepted, uint64_t{kThreads} * kReceiptsPerThread * 2);
+  EXPECT_EQ(c.duplicate, 0u);
+  EXPECT_EQ(c.storage_error, 0u);
+  size_t listed = 0;
+  ASSERT_TRUE(store->List("receipt", [&](const Projection& p) {
+    ++listed;
+    EXPECT_EQ(p.state, "refunded") << p.id;
+    EXPECT_EQ(p.applied, 2u) << p.id;
+    EXPECT_TRUE(p.rejected.empty()) << p.id;
+    return true;
+  }).ok());
+  EXPECT_EQ(listed, size_t{kThreads} * kReceiptsPerThread);
+}
+
+// Ingests `deliveries` from kThreads threads, round-robin, after a barrier.
+void IngestConcurrently(Store* store, const std::vector<std::string>& deliveries) {
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (size_t i = t; i < deliveries.size(); i += kThreads) {
+        const IngestResult r = store->Ingest(deliveries[i]);
+        if (r.outcome != Outcome::kAccepted && r.outcome != Outcome::kDuplicate) {
+          ADD_FAILURE() << OutcomeName(r.outcome) << ": " << r.message;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+TEST(StoreConcurrencyTest, RacingEventsOfOneEntityGiveTheSequentialFold) {
+  const uint64_t seed = TestSeed("RacingEventsOfOneEntityGiveTheSequentialFold", 20261129);
+  std::mt19937_64 rng(seed);
+  // Issue + refund (+ sometimes an impossible re-issue) of the same
+  // receipts, plus versioned products and inventory; every event delivered
+  // 1-3 times, shuffled, spread over threads.
+  const std::vector<std::string> events = GenerateEvents(seed, 150, 40);
+  std::vector<std::string> deliveries;
+  for (const std::string& e : events) {
+    const int copies = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < copies; ++k) deliveries.push_back(e);
+  }
+  std::shuffle(deliveries.begin(), deliveries.end(), rng);
+
+  // The reference: one thread, each event once, in generation order.
+  auto ref_env = storage_test::NewMemEnv();
+  Options ro;
+  ro.env = ref_env.get();
+  ro.durability = Durability::kBuffered;
+  auto reference = OpenOrDie("/mem/reference", ro);
+  ASSERT_TRUE(reference);
+  for (const std::string& e : events) {
+    ASSERT_EQ(reference->Ingest(e).outcome, Outcome::kAccepted) << e;
+  }
+  const std::vector<std::string> want = ListAll(reference.get());
+
+  for (int trial = 0; trial < 3; ++trial) {
+    auto env = storage_test::NewMemEnv();
+    Options o;
+    o.env = env.get();
+    auto store = OpenOrDie("/mem/racing", o);
+    ASSERT_TRUE(store);
+    std::shuffle(deliveries.begin(), deliveries.end(), rng);
+    IngestConcurrently(store.get(), deliveries);
+    const Counters c = store->counters();
+    EXPECT_EQ(c.accepted, events.size()) << "trial " << trial;
+    EXPECT_EQ(c.duplicate, deliveries.size() - events.size()) << "trial " << trial;
+    const std::vector<std::string> got = ListAll(store.get());
+    ASSERT_EQ(got.size(), want.size()) << "trial " << trial;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i], want[i]) << "trial " << trial << ", projection " << i;
+    }
+    Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->differences, 0u) << "trial " << trial;
+  }
+}
+
+TEST(StoreConcurrencyTest, IssueAndRefundFromDifferentThreads) {
+  const uint64_t seed = TestSeed("IssueAndRefundFromDifferentThreads", 77);
+  std::mt19937_64 rng(seed);
+  auto env = storage_test::NewMemEnv();
+  Options o;
+  o.env = env.get();
+  auto store = OpenOrDie("/mem/pairs", o);
+  ASSERT_TRUE(store);
+  constexpr int kReceipts = 400;
+  // Thread t issues receipts while thread (t+1)%8 refunds them; each thread
+  // works through its share in its own random order.
+  std::vector<std::vector<std::string>> work(kThreads);
+  for (int r = 0; r < kReceipts; ++r) {
+    const std::string rid = "rcp_" + std::to_string(r);
+    const int t = static_cast<int>(rng() % kThreads);
+    work[t].push_back(Issued("i_" + std::to_string(r), rid));
+    work[(t + 1) % kThreads].push_back(Refunded("r_" + std::to_string(r), rid));
+    if (r % 10 == 0) {  // an impossible re-issue from a third thread
+      work[(t + 2) % kThreads].push_back(
+          Issued("x_" + std::to_string(r), rid, "2026-11-30T00:00:00Z"));
+    }
+  }
+  for (auto& w : work) std::shuffle(w.begin(), w.end(), rng);
+  std::barrier start(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (const std::string& b : work[t]) {
+        const IngestResult res = store->Ingest(b);
+        if (res.outcome != Outcome::kAccepted) ADD_FAILURE() << res.message;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < kReceipts; ++r) {
+    Result<Projection> p = store->Get("receipt", "rcp_" + std::to_string(r));
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->state, "refunded") << r;
+    EXPECT_EQ(p->applied, 2u) << r;
+    if (r % 10 == 0) {
+      ASSERT_EQ(p->rejected.size(), 1u) << r;
+      EXPECT_EQ(p->rejected[0].reason, "impossible transition refunded -> issued");
+    } else {
+      EXPECT_TRUE(p->rejected.empty()) << r;
+    }
+  }
+}
+
+TEST(StoreConcurrencyTest, GroupCommitWithSyncOnDisk) {
+  ScratchDir dir;
+  Options o;  // durability: kSync, the default
+  ASSERT_EQ(o.durability, Durability::kSync);
+  constexpr int kPerThread = 250;  // 2000 synced events
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    auto store = OpenOrDie(dir.path(), o);
+    ASSERT_TRUE(store);
+    std::barrier start(kThreads);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        start.arrive_and_wait();
+        for (int i = 0; i < kPerThread; ++i) {
+          // Receipts shared between neighbouring threads: their issue and
+          // refund commit in different groups.
+          const std::string rid = "rcp_" + std::to_string((t / 2) * kPerThread + i);
+          const std::string id = std::to_string(t) + "_" + std::to_string(i);
+          const std::string body =
+              t % 2 ? Refunded("r_" + id, rid) : Issued("i_" + id, rid);
+          if (store->Ingest(body).outcome != Outcome::kAccepted) ++failures;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(store->counters().accepted, uint64_t{kThreads} * kPerThread);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("2000 synced ingests from %d threads: %.2f s\n", kThreads, seconds);
+  // Everything acknowledged is there after a reopen.
+  auto store = OpenOrDie(dir.path(), o);
+  ASSERT_TRUE(store);
+  size_t listed = 0;
+  ASSERT_TRUE(store->List("receipt", [&](const Projection& p) {
+    ++listed;
+    EXPECT_EQ(p.state, "refunded") << p.id;
+    EXPECT_EQ(p.applied, 2u) << p.id;
+    return true;
+  }).ok());
+  EXPECT_EQ(listed, size_t{kThreads / 2} * kPerThread);
+}
+
+}  // namespace
+}  // namespace eventfold

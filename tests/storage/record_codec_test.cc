@@ -1,0 +1,283 @@
+// Tests of storage/record_codec: every record round-trips, and a damaged
+// value is reported as corruption naming its key, never misread.
+
+#include "storage/record_codec.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "storage/key_codec.h"
+
+namespace eventfold::storage {
+namespace {
+
+Event SampleEvent() {
+  Event e;
+  e.event_id = "evt_1";
+  e.type = "receipt.issued";
+  e.occurred_at = 1795941330123000;
+  e.version = 7;
+  e.data = {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}, {"lines", "[{\"sku\":\"a\"}]"}};
+  return e;
+}
+
+TEST(RecordCodecTest, StoredEventRoundTrips) {
+  StoredEvent e;
+  e.seq = 0x0102030405060708ull;
+  e.event = SampleEvent();
+  e.event.data.clear();  // the body holds the data
+  e.received_at = -5;    // before the epoch still round-trips
+  e.body = std::string("{\"binary\":\"\0\xff\x01\"}", 17);  // verbatim bytes, NULs too
+  e.entity = EntityRef{"receipt", "rcp_1"};
+  const std::string key = EventKey(e.seq);
+  Result<StoredEvent> d = DecodeStoredEvent(key, EncodeEvent(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->seq, e.seq);  // from the key
+  EXPECT_EQ(d->event, e.event);
+  EXPECT_EQ(d->received_at, e.received_at);
+  EXPECT_EQ(d->body, e.body);
+  EXPECT_EQ(d->entity, e.entity);
+
+  // Unrouted, without a version, empty body.
+  e.entity.reset();
+  e.event.version.reset();
+  e.body.clear();
+  d = DecodeStoredEvent(key, EncodeEvent(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->event, e.event);
+  EXPECT_FALSE(d->entity.has_value());
+  EXPECT_FALSE(d->event.version.has_value());
+  EXPECT_EQ(d->body, "");
+}
+
+TEST(RecordCodecTest, LogEntryRoundTrips) {
+  LogEntry e;
+  e.ranked.event = SampleEvent();
+  e.ranked.rank = 3;
+  e.seq = 42;
+  e.received_at = 1795941330999999;
+  const std::string key = LogKey({"receipt", "rcp_1"}, e.seq);
+  Result<LogEntry> d = DecodeLog(key, EncodeLog(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->ranked.event, e.ranked.event);
+  EXPECT_EQ(d->ranked.rank, 3u);
+  EXPECT_EQ(d->seq, 42u);  // from the key
+  EXPECT_EQ(d->received_at, e.received_at);
+
+  // Version 0 is a version, not an absent one; empty data stays empty.
+  e.ranked.event.version = 0;
+  e.ranked.event.data.clear();
+  d = DecodeLog(key, EncodeLog(e));
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->ranked.event.version.has_value());
+  EXPECT_EQ(*d->ranked.event.version, 0);
+  EXPECT_TRUE(d->ranked.event.data.empty());
+
+  e.ranked.event.version.reset();
+  d = DecodeLog(key, EncodeLog(e));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->ranked.event.version.has_value());
+}
+
+TEST(RecordCodecTest, DedupEntryRoundTrips) {
+  DedupEntry e{std::numeric_limits<uint64_t>::max(), "product.updated",
+               std::numeric_limits<int64_t>::min(), EntityRef{"product", "p\x01\xff"}};
+  Result<DedupEntry> d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->seq, e.seq);
+  EXPECT_EQ(d->type, e.type);
+  EXPECT_EQ(d->occurred_at, e.occurred_at);
+  EXPECT_EQ(d->entity, e.entity);
+
+  e.entity.reset();  // unrouted
+  d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->entity.has_value());
+}
+
+TEST(RecordCodecTest, ProjectionRoundTrips) {
+  ProjectionState s;
+  Projection& p = s.projection;
+  p.entity = "receipt";  // entity and id come from the key
+  p.id = "rcp_1";
+  p.state = "refunded";
+  p.fields = {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}, {"currency", "\"THB\""}};
+  p.version = 2;
+  p.applied = 2;
+  p.rejected = {{"evt_9", "receipt.issued", "impossible transition refunded -> issued"},
+                {"evt_3", "receipt.refunded", "stale version 1 (entity is at version 2)"}};
+  p.occurred_at = 1795941330123000;
+  s.events = 4;
+  s.last = FoldKey{1795941400000000, std::nullopt, 0, "evt_9"};
+  const std::string key = ProjectionKey({"receipt", "rcp_1"});
+  Result<ProjectionState> d = DecodeProjection(key, EncodeProjection(s));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->projection, p);
+  EXPECT_EQ(d->events, 4u);
+  EXPECT_EQ(d->last, s.last);
+
+  // The key, not the value, names the entity.
+  d = DecodeProjection(ProjectionKey({"product", "x"}), EncodeProjection(s));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->projection.entity, "product");
+  EXPECT_EQ(d->projection.id, "x");
+
+  // A projection with nothing applied: null version and occurred_at.
+  ProjectionState empty;
+  empty.projection.entity = "receipt";
+  empty.projection.id = "rcp_1";
+  empty.projection.rejected = {{"evt_2", "receipt.refunded", "impossible transition none -> refunded"}};
+  empty.events = 1;
+  empty.last = FoldKey{5, 3, 1, "evt_2"};
+  d = DecodeProjection(key, EncodeProjection(empty));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->projection, empty.projection);
+  EXPECT_EQ(d->projection.state, "none");
+  EXPECT_FALSE(d->projection.version.has_value());
+  EXPECT_FALSE(d->projection.occurred_at.has_value());
+  EXPECT_EQ(d->last, empty.last);
+}
+
+TEST(RecordCodecTest, ConflictRoundTrips) {
+  ConflictEntry e;
+  e.event_id = "evt_1";
+  e.first_seq = 17;
+  e.type = "receipt.refunded";
+  e.occurred_at = 1795941330123000;
+  e.entity = EntityRef{"receipt", "rcp_2"};
+  e.received_at = 1795941330999000;
+  e.reason = "evt_1 is already stored with type receipt.issued";
+  e.body = "{\"event_id\":\"evt_1\"}";
+  Result<ConflictEntry> d = DecodeConflict(ConflictKey(18), EncodeConflict(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->event_id, e.event_id);
+  EXPECT_EQ(d->first_seq, e.first_seq);
+  EXPECT_EQ(d->type, e.type);
+  EXPECT_EQ(d->occurred_at, e.occurred_at);
+  EXPECT_EQ(d->entity, e.entity);
+  EXPECT_EQ(d->received_at, e.received_at);
+  EXPECT_EQ(d->reason, e.reason);
+  EXPECT_EQ(d->body, e.body);
+
+  e.entity.reset();
+  d = DecodeConflict(ConflictKey(18), EncodeConflict(e));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->entity.has_value());
+}
+
+// One record family: its key, a valid encoding, and a decoder reduced to its
+// status.
+struct Family {
+  std::string name;
+  std::string key;
+  std::string printable_key;  // as the error message shows it: '.' for
+                              // each non-printable byte
+  std::string value;
+  // Decodes and re-encodes: the status, and the re-encoded value on success.
+  std::function<Status(std::string_view, std::string_view, std::string*)> decode;
+};
+
+// Decodes with `decode` and re-encodes with `encode` into *out.
+template <typename Decode, typename Encode>
+auto Recode(Decode decode, Encode encode) {
+  return [decode, encode](std::string_view k, std::string_view v, std::string* out) {
+    auto r = decode(k, v);
+    if (r.ok()) *out = encode(*r);
+    return r.status();
+  };
+}
+
+std::vector<Family> Families() {
+  std::vector<Family> out;
+  StoredEvent ev;
+  ev.event = SampleEvent();
+  ev.body = "{\"event_id\":\"evt_1\"}";
+  ev.entity = EntityRef{"receipt", "rcp_1"};
+  out.push_back({"event", EventKey(1), "a/........", EncodeEvent(ev),
+                 Recode(DecodeStoredEvent, EncodeEvent)});
+  LogEntry log{RankedEvent{SampleEvent(), 1}, 9, 10};
+  out.push_back({"log", LogKey({"receipt", "rcp_1"}, 9), "l/receipt.rcp_1.........",
+                 EncodeLog(log), Recode(DecodeLog, EncodeLog)});
+  DedupEntry dedup{9, "receipt.issued", 5, EntityRef{"receipt", "rcp_1"}};
+  out.push_back({"dedup", DedupKey("evt_1"), "d/evt_1", EncodeDedup(dedup),
+                 Recode(DecodeDedup, EncodeDedup)});
+  ProjectionState ps;
+  ps.projection.state = "issued";
+  ps.projection.fields = {{"amount", "1"}};
+  ps.projection.rejected = {{"e", "receipt.issued", "r"}};
+  ps.events = 2;
+  ps.last.event_id = "evt_1";
+  out.push_back({"projection", ProjectionKey({"receipt", "rcp_1"}), "p/receipt.rcp_1",
+                 EncodeProjection(ps),
+                 Recode(DecodeProjection, EncodeProjection)});
+  ConflictEntry c;
+  c.event_id = "evt_1";
+  c.type = "receipt.issued";
+  c.reason = "because";
+  c.body = "{}";
+  out.push_back({"conflict", ConflictKey(3), "c/........", EncodeConflict(c),
+                 Recode(DecodeConflict, EncodeConflict)});
+  return out;
+}
+
+void ExpectCorruptionNamingKey(const Status& st, const Family& f, const std::string& what) {
+  EXPECT_TRUE(st.IsCorruption()) << f.name << " " << what << ": " << st.ToString();
+  EXPECT_NE(st.message().find(f.printable_key), std::string::npos)
+      << f.name << " " << what << ": message does not name the key: " << st.message();
+}
+
+TEST(RecordCodecTest, TruncatedValuesAreCorruptionNamingTheKeyNeverMisread) {
+  for (const Family& f : Families()) {
+    std::string recoded;
+    ASSERT_TRUE(f.decode(f.key, f.value, &recoded).ok()) << f.name;
+    EXPECT_EQ(recoded, f.value) << f.name << ": encoding is deterministic";
+    size_t corrupt = 0;
+    for (size_t n = 0; n < f.value.size(); ++n) {
+      recoded.clear();
+      Status st = f.decode(f.key, std::string_view(f.value).substr(0, n), &recoded);
+      const std::string what = "truncated to " + std::to_string(n) + " of " +
+                               std::to_string(f.value.size());
+      if (st.ok()) {
+        // FlatBuffers ends a buffer with alignment padding; losing only
+        // padding loses no information. Anything else must be refused.
+        EXPECT_EQ(recoded, f.value) << f.name << " " << what << ": misread";
+        EXPECT_GE(n + 4, f.value.size()) << f.name << " " << what << ": accepted";
+      } else {
+        ExpectCorruptionNamingKey(st, f, what);
+        ++corrupt;
+      }
+    }
+    EXPECT_GE(corrupt + 3, f.value.size()) << f.name;
+  }
+}
+
+TEST(RecordCodecTest, GarbageValuesAreCorruptionNamingTheKey) {
+  for (const Family& f : Families()) {
+    // Not a FlatBuffer at all.
+    std::string ignored;
+    ExpectCorruptionNamingKey(f.decode(f.key, "not a flatbuffer, just text", &ignored), f,
+                              "text");
+    // The root offset pointing far outside the buffer.
+    std::string bad_root = f.value;
+    bad_root[0] = bad_root[1] = bad_root[2] = bad_root[3] = '\xff';
+    ExpectCorruptionNamingKey(f.decode(f.key, bad_root, &ignored), f, "root offset");
+    // Every 4-byte word after the root offset overwritten with 0x7fffffff:
+    // vtable and string offsets and lengths all point outside the buffer.
+    std::string smashed = f.value;
+    for (size_t i = 4; i + 4 <= smashed.size(); i += 4) {
+      smashed[i] = '\xff';
+      smashed[i + 1] = '\xff';
+      smashed[i + 2] = '\xff';
+      smashed[i + 3] = '\x7f';
+    }
+    ExpectCorruptionNamingKey(f.decode(f.key, smashed, &ignored), f, "smashed");
+  }
+}
+
+}  // namespace
+}  // namespace eventfold::storage

@@ -1,0 +1,957 @@
+// Tests of the LevelDB-backed Store (storage/store_impl): ingest outcomes of
+// SPEC §3, the fold as seen through Get/Log/List, persistence, batches,
+// rebuilds and profile switches, Verify, locking and storage faults.
+
+#include "eventfold/store.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+
+#include "storage/key_codec.h"
+#include "storage/record_codec.h"
+#include "tests/storage/storage_test_util.h"
+
+namespace eventfold {
+namespace {
+
+using storage_test::Body;
+using storage_test::GenerateEvents;
+using storage_test::Issued;
+using storage_test::ListAll;
+using storage_test::Refunded;
+using storage_test::ScratchDir;
+using storage_test::TestSeed;
+
+constexpr int64_t kStart = 1795000000000000;  // ManualClock start
+
+// The built-in profile plus an "invoice" entity.
+constexpr const char* kInvoiceProfile = R"({"name":"receiptroller-invoices",
+ "entities":[
+  {"name":"receipt","key":"data.receipt_id",
+   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
+                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
+  {"name":"product","key":"data.product_id",
+   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
+                  {"type":"product.updated","from":["active"],"to":"active"},
+                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
+  {"name":"inventory","key":"data.product_id",
+   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
+  {"name":"invoice","key":"data.invoice_id",
+   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})";
+
+std::string InvoicePaid(const std::string& event_id, const std::string& invoice_id) {
+  return Body(event_id, "invoice.paid", "2026-11-29T12:00:00Z",
+              "{\"invoice_id\":\"" + invoice_id + "\",\"total\":99}");
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  StoreTest() : env_(storage_test::NewMemEnv()), clock_(kStart) {}
+
+  Options Opts() const {
+    Options o;
+    o.env = env_.get();
+    o.clock = &clock_;
+    return o;
+  }
+
+  std::unique_ptr<Store> Open(const Options& o) {
+    Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  std::unique_ptr<Store> Open() { return Open(Opts()); }
+
+  IngestResult MustAccept(Store* store, const std::string& body) {
+    IngestResult r = store->Ingest(body);
+    EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message << "\n" << body;
+    return r;
+  }
+
+  std::unique_ptr<leveldb::Env> env_;
+  mutable ManualClock clock_;
+  const std::string path_ = "/mem/store";
+};
+
+TEST(OptionsTest, DefaultsAreTheSafeOnes) {
+  Options o;
+  EXPECT_EQ(o.durability, Durability::kSync);
+  EXPECT_TRUE(o.create_if_missing);
+  EXPECT_FALSE(o.error_if_exists);
+  EXPECT_EQ(o.max_body_bytes, size_t{1} << 20);
+  EXPECT_FALSE(o.profile.has_value());
+  EXPECT_EQ(o.clock, nullptr);
+  EXPECT_EQ(o.env, nullptr);
+}
+
+TEST_F(StoreTest, IngestThenGet) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  IngestResult r = store->Ingest(Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z", 1));
+  EXPECT_EQ(r.outcome, Outcome::kAccepted);
+  EXPECT_EQ(r.http_status(), 200);
+  EXPECT_EQ(r.message, "");
+  EXPECT_EQ(r.ResponseBody(), R"({"status":"accepted"})");
+  EXPECT_EQ(r.event_id, "evt_1");
+  EXPECT_EQ(r.entity, (EntityRef{"receipt", "rcp_1"}));
+
+  Result<Projection> p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->entity, "receipt");
+  EXPECT_EQ(p->id, "rcp_1");
+  EXPECT_EQ(p->state, "issued");
+  EXPECT_EQ(p->fields, (std::vector<Field>{{"receipt_id", "\"rcp_1\""},
+                                           {"amount", "1500"},
+                                           {"currency", "\"THB\""}}));
+  EXPECT_EQ(p->version, 1);
+  EXPECT_EQ(p->applied, 1u);
+  EXPECT_TRUE(p->rejected.empty());
+  EXPECT_EQ(p->occurred_at, 1795947330123000);  // 2026-11-29T10:15:30.123Z
+
+  EXPECT_TRUE(store->Get("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_TRUE(store->Get("product", "rcp_1").status().IsNotFound());
+  EXPECT_TRUE(store->Log("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_EQ(store->counters().accepted, 1u);
+}
+
+TEST_F(StoreTest, DuplicateIs200AndChangesNothing) {
+  auto store = Open();
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  IngestResult r = store->Ingest(Issued("evt_1", "rcp_1"));
+  EXPECT_EQ(r.outcome, Outcome::kDuplicate);
+  EXPECT_EQ(r.http_status(), 200);
+  EXPECT_EQ(r.ResponseBody(), R"({"status":"duplicate"})");
+  // Same identity (type, occurred_at, entity), other payload: still a
+  // duplicate, and the first body's data stays.
+  r = store->Ingest(Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z", std::nullopt, 42));
+  EXPECT_EQ(r.outcome, Outcome::kDuplicate) << r.message;
+  // The same instant spelled differently is the same occurred_at.
+  r = store->Ingest(Issued("evt_1", "rcp_1", "2026-11-29T17:15:30.123000+07:00"));
+  EXPECT_EQ(r.outcome, Outcome::kDuplicate) << r.message;
+
+  Result<Projection> p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->applied, 1u);
+  EXPECT_EQ(p->fields[1], (Field{"amount", "1500"}));
+  Result<EntityLog> log = store->Log("receipt", "rcp_1");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->fold_order.size(), 1u);
+  const Counters c = store->counters();
+  EXPECT_EQ(c.accepted, 1u);
+  EXPECT_EQ(c.duplicate, 3u);
+}
+
+TEST_F(StoreTest, ConflictIs409AndTheFirstOneWins) {
+  auto store = Open();
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  const std::vector<std::pair<std::string, std::string>> conflicting = {
+      {"other type", Refunded("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z")},
+      {"other occurred_at", Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.124Z")},
+      {"other entity", Issued("evt_1", "rcp_2")},
+      {"unrouted type", Body("evt_1", "invoice.paid", "2026-11-29T10:15:30.123Z", "{}")},
+  };
+  for (const auto& [what, body] : conflicting) {
+    IngestResult r = store->Ingest(body);
+    EXPECT_EQ(r.outcome, Outcome::kConflict) << what;
+    EXPECT_EQ(r.http_status(), 409) << what;
+    EXPECT_TRUE(r.message.starts_with("event_id:")) << what << ": " << r.message;
+    EXPECT_NE(r.message.find("evt_1"), std::string::npos) << r.message;
+  }
+  // The projection keeps the first event's data; the conflicting entity
+  // got nothing.
+  Result<Projection> p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->state, "issued");
+  EXPECT_EQ(p->applied, 1u);
+  EXPECT_EQ(p->occurred_at, 1795947330123000);
+  EXPECT_TRUE(store->Get("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_EQ(store->Log("receipt", "rcp_1")->fold_order.size(), 1u);
+  // The original is still a duplicate after the conflicts.
+  EXPECT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kDuplicate);
+  const Counters c = store->counters();
+  EXPECT_EQ(c.accepted, 1u);
+  EXPECT_EQ(c.conflict, 4u);
+  EXPECT_EQ(c.duplicate, 1u);
+  EXPECT_EQ(c.unrouted, 0u);
+}
+
+TEST_F(StoreTest, InvalidIs400AndNamesTheField) {
+  auto store = Open();
+  const std::string at = "2026-11-29T10:15:30Z";
+  const std::string data = R"({"receipt_id":"rcp_1"})";
+  struct Case {
+    std::string body;
+    std::string field;  // the message starts with "<field>:"
+  };
+  const std::vector<Case> cases = {
+      {"not json at all", "body"},
+      {"", "body"},
+      {"[1,2]", "body"},
+      {R"({"event_id":"evt_1","type":"receipt.issued")", "body"},  // truncated
+      {R"({"type":"receipt.issued","occurred_at":"2026-11-29T10:15:30Z","data":{}})", "event_id"},
+      {Body("evt 1", "receipt.issued", at, data), "event_id"},
+      {Body(std::string(129, 'e'), "receipt.issued", at, data), "event_id"},
+      {R"({"event_id":"evt_1","occurred_at":"2026-11-29T10:15:30Z","data":{}})", "type"},
+      {Body("evt_1", "receipt", at, data), "type"},
+      {R"({"event_id":"evt_1","type":"receipt.issued","data":{}})", "occurred_at"},
+      {Body("evt_1", "receipt.issued", "2026-02-30T10:15:30Z", data), "occurred_at"},
+      {Body("evt_1", "receipt.issued", "yesterday", data), "occurred_at"},
+      {Body("evt_1", "receipt.issued", "2026-11-29 10:15:30", data), "occurred_at"},
+      {Body("evt_1", "receipt.issued", at, data, -1), "version"},
+      {R"({"event_id":"evt_1","type":"receipt.issued","occurred_at":"2026-11-29T10:15:30Z"})", "data"},
+      {Body("evt_1", "receipt.issued", at, "[1]"), "data"},
+      {Body("evt_1", "receipt.issued", at, R"({"amount":1})"), "data.receipt_id"},
+      {Body("evt_1", "receipt.issued", at, R"({"receipt_id":true})"), "data.receipt_id"},
+      {Body("evt_1", "receipt.issued", at, R"({"receipt_id":1.5})"), "data.receipt_id"},
+  };
+  for (const Case& c : cases) {
+    IngestResult r = store->Ingest(c.body);
+    EXPECT_EQ(r.outcome, Outcome::kInvalid) << c.body;
+    EXPECT_EQ(r.http_status(), 400) << c.body;
+    EXPECT_TRUE(r.message.starts_with(c.field + ":"))
+        << "body " << c.body << "\nwant field " << c.field << ", got: " << r.message;
+    EXPECT_NE(r.ResponseBody().find("\"status\":\"invalid\""), std::string::npos);
+  }
+  EXPECT_EQ(store->counters().invalid, cases.size());
+  EXPECT_EQ(store->counters().accepted, 0u);
+  EXPECT_TRUE(ListAll(store.get()).empty());
+  // Nothing was stored under any of those ids: a valid evt_1 is new.
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  // A JSON integer key is taken as its decimal text.
+  MustAccept(store.get(), Body("evt_2", "receipt.issued", at, R"({"receipt_id":12})"));
+  EXPECT_TRUE(store->Get("receipt", "12").ok());
+}
+
+TEST_F(StoreTest, TooLargeIs413CheckedBeforeParsing) {
+  auto store = Open();
+  // 2 MiB of non-JSON: the size is refused before the body is read.
+  IngestResult r = store->Ingest(std::string(2 << 20, 'x'));
+  EXPECT_EQ(r.outcome, Outcome::kTooLarge);
+  EXPECT_EQ(r.http_status(), 413);
+  EXPECT_TRUE(r.message.starts_with("body:")) << r.message;
+  // A valid event over the limit is refused too.
+  std::string big = Body("evt_big", "receipt.issued", "2026-11-29T10:15:30Z",
+                         R"({"receipt_id":"rcp_big","pad":")" + std::string(1 << 20, 'p') + "\"}");
+  EXPECT_EQ(store->Ingest(big).outcome, Outcome::kTooLarge);
+  EXPECT_EQ(store->counters().too_large, 2u);
+  EXPECT_EQ(store->counters().invalid, 0u);
+  EXPECT_TRUE(store->Get("receipt", "rcp_big").status().IsNotFound());
+  store.reset();
+
+  // The limit is Options::max_body_bytes, inclusive.
+  Options o = Opts();
+  const std::string body = Issued("evt_1", "rcp_1");
+  o.max_body_bytes = body.size() - 1;
+  store = Open(o);
+  EXPECT_EQ(store->Ingest(body).outcome, Outcome::kTooLarge);
+  EXPECT_EQ(store->Ingest(std::string(body.size(), '{')).outcome, Outcome::kTooLarge);
+  store.reset();
+  o.max_body_bytes = body.size();
+  store = Open(o);
+  EXPECT_EQ(store->Ingest(body).outcome, Outcome::kAccepted);
+}
+
+TEST_F(StoreTest, UnknownTypeIsStoredAndUnrouted) {
+  auto store = Open();
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  IngestResult r = store->Ingest(InvoicePaid("evt_inv_1", "inv_1"));
+  EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+  EXPECT_EQ(r.http_status(), 200);
+  EXPECT_FALSE(r.entity.has_value());
+  EXPECT_EQ(store->counters().unrouted, 1u);
+  EXPECT_EQ(store->counters().accepted, 2u);
+  // Listed by no projection.
+  std::vector<std::string> all = ListAll(store.get());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_NE(all[0].find("rcp_1"), std::string::npos);
+  EXPECT_TRUE(store->Get("invoice", "inv_1").status().IsNotFound());
+  // Stored: a redelivery is a duplicate, not counted as unrouted again.
+  EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_1", "inv_1")).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store->counters().unrouted, 1u);
+}
+
+TEST_F(StoreTest, EventIdHeaderMustMatchTheBody) {
+  auto store = Open();
+  IngestResult r = store->Ingest(Delivery{{{"X-RR-Event-Id", "evt_2"}}, Issued("evt_1", "rcp_1")});
+  EXPECT_EQ(r.outcome, Outcome::kInvalid);
+  EXPECT_EQ(r.http_status(), 400);
+  EXPECT_TRUE(r.message.starts_with("X-RR-Event-Id:")) << r.message;
+  EXPECT_TRUE(store->Get("receipt", "rcp_1").status().IsNotFound());
+  // Header names are case-insensitive; a matching one is fine.
+  r = store->Ingest(Delivery{{{"x-rr-event-id", "evt_1"}}, Issued("evt_1", "rcp_1")});
+  EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+  r = store->Ingest(Delivery{{{"X-RR-EVENT-ID", "EVT_1"}}, Issued("evt_1", "rcp_1")});
+  EXPECT_EQ(r.outcome, Outcome::kInvalid) << "values compare exactly";
+}
+
+TEST_F(StoreTest, LateEventRefolds) {
+  auto store = Open();
+  // The refund arrives first: rejected, nothing applied.
+  MustAccept(store.get(), Refunded("evt_2", "rcp_1", "2026-11-29T11:00:00Z"));
+  Result<Projection> p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok()) << "an entity whose events were all rejected still has a projection";
+  EXPECT_EQ(p->state, "none");
+  EXPECT_EQ(p->applied, 0u);
+  EXPECT_FALSE(p->occurred_at.has_value());
+  EXPECT_FALSE(p->version.has_value());
+  ASSERT_EQ(p->rejected.size(), 1u);
+  EXPECT_EQ(p->rejected[0], (Rejection{"evt_2", "receipt.refunded",
+                                       "impossible transition none -> refunded"}));
+  // Then the issue, which sorts before it: both applied.
+  MustAccept(store.get(), Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z"));
+  p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->state, "refunded");
+  EXPECT_EQ(p->applied, 2u);
+  EXPECT_TRUE(p->rejected.empty());
+  EXPECT_EQ(p->occurred_at, 1795950000000000);  // 2026-11-29T11:00:00Z
+
+  // Versions: an older version that occurred later is stale.
+  MustAccept(store.get(), Body("inv_3", "inventory.updated", "2026-11-29T10:00:00Z",
+                               R"({"product_id":"p1","qty":3})", 3));
+  MustAccept(store.get(), Body("inv_2", "inventory.updated", "2026-11-29T10:05:00Z",
+                               R"({"product_id":"p1","qty":2})", 2));
+  MustAccept(store.get(), Body("inv_1", "inventory.updated", "2026-11-29T09:00:00Z",
+                               R"({"product_id":"p1","qty":1})", 1));
+  p = store->Get("inventory", "p1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->state, "tracked");
+  EXPECT_EQ(p->version, 3);
+  EXPECT_EQ(p->applied, 2u);
+  ASSERT_EQ(p->rejected.size(), 1u);
+  EXPECT_EQ(p->rejected[0].reason, "stale version 2 (entity is at version 3)");
+  EXPECT_EQ(p->fields[1], (Field{"qty", "3"}));
+}
+
+TEST_F(StoreTest, LogShowsArrivalAndFoldOrderWithVerdicts) {
+  auto store = Open();
+  clock_.Set(kStart + 10);
+  MustAccept(store.get(), Refunded("evt_2", "rcp_1", "2026-11-29T11:00:00Z", 2));
+  clock_.Set(kStart + 20);
+  MustAccept(store.get(), Issued("evt_other", "rcp_9"));  // another entity in between
+  clock_.Set(kStart + 30);
+  MustAccept(store.get(), Body("evt_9", "receipt.issued", "2026-11-29T12:00:00Z",
+                               R"({"receipt_id":"rcp_1","amount":9999})"));
+  clock_.Set(kStart + 40);
+  MustAccept(store.get(), Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z", 1));
+
+  Result<EntityLog> log = store->Log("receipt", "rcp_1");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->ref, (EntityRef{"receipt", "rcp_1"}));
+  ASSERT_EQ(log->fold_order.size(), 3u);
+  const LoggedEvent& a = log->fold_order[0];
+  const LoggedEvent& b = log->fold_order[1];
+  const LoggedEvent& c = log->fold_order[2];
+  EXPECT_EQ(a.event.event_id, "evt_1");
+  EXPECT_TRUE(a.applied);
+  EXPECT_EQ(a.reason, "");
+  EXPECT_EQ(a.received_at, kStart + 40);
+  EXPECT_EQ(a.event.version, 1);
+  EXPECT_EQ(a.event.type, "receipt.issued");
+  EXPECT_EQ(b.event.event_id, "evt_2");
+  EXPECT_TRUE(b.applied);
+  EXPECT_EQ(b.received_at, kStart + 10);
+  EXPECT_EQ(c.event.event_id, "evt_9");
+  EXPECT_FALSE(c.applied);
+  EXPECT_EQ(c.reason, "impossible transition refunded -> issued");
+  EXPECT_EQ(c.received_at, kStart + 30);
+  // Arrival order is by seq: evt_2, (evt_other), evt_9, evt_1.
+  EXPECT_LT(b.seq, c.seq);
+  EXPECT_LT(c.seq, a.seq);
+  EXPECT_GT(c.seq, b.seq + 1) << "evt_other took a seq in between";
+  // The log's events carry their data as the fold saw it.
+  EXPECT_EQ(c.event.data, (std::vector<Field>{{"receipt_id", "\"rcp_1\""}, {"amount", "9999"}}));
+
+  const std::string json = EntityLogToJson(*log);
+  const size_t arrival = json.find("\"arrival\":[");
+  const size_t fold = json.find("\"fold\":[");
+  ASSERT_NE(arrival, std::string::npos);
+  ASSERT_NE(fold, std::string::npos);
+  auto pos = [&](size_t from, const std::string& id) {
+    return json.find("\"event_id\":\"" + id + "\"", from);
+  };
+  EXPECT_LT(pos(arrival, "evt_2"), pos(arrival, "evt_9"));
+  EXPECT_LT(pos(arrival, "evt_9"), pos(arrival, "evt_1"));
+  EXPECT_LT(pos(fold, "evt_1"), pos(fold, "evt_2"));
+  EXPECT_LT(pos(fold, "evt_2"), pos(fold, "evt_9"));
+  EXPECT_NE(json.find("\"verdict\":\"rejected\",\"reason\":\"impossible transition refunded -> issued\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"received_at\":\"" + FormatTimestamp(kStart + 40) + "\""),
+            std::string::npos)
+      << json;
+
+  Result<Projection> p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(ProjectionToJson(*p),
+            R"({"entity":"receipt","id":"rcp_1","state":"refunded",)"
+            R"("fields":{"receipt_id":"rcp_1","amount":1500,"currency":"THB"},)"
+            R"("version":2,"applied":2,)"
+            R"("rejected":[{"event_id":"evt_9","type":"receipt.issued",)"
+            R"("reason":"impossible transition refunded -> issued"}],)"
+            R"("occurred_at":"2026-11-29T11:00:00.000000Z"})");
+}
+
+TEST_F(StoreTest, ListOrdersByEntityThenIdBytewiseAndFilters) {
+  auto store = Open();
+  // ids chosen so that bytewise, numeric and case-insensitive orders differ.
+  const std::vector<std::string> receipts = {"b", "a", "B", "aa", "10", "9", "\xc3\xa9", "a-"};
+  int n = 0;
+  for (const std::string& id : receipts) {
+    MustAccept(store.get(), Issued("evt_r" + std::to_string(n++), id));
+  }
+  MustAccept(store.get(), Body("evt_p1", "product.created", "2026-11-29T10:00:00Z",
+                               R"({"product_id":"z"})"));
+  MustAccept(store.get(), Body("evt_i1", "inventory.updated", "2026-11-29T10:00:00Z",
+                               R"({"product_id":"z","qty":1})"));
+  std::vector<std::pair<std::string, std::string>> seen;
+  ASSERT_TRUE(store->List("", [&](const Projection& p) {
+    seen.emplace_back(p.entity, p.id);
+    return true;
+  }).ok());
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"inventory", "z"}, {"product", "z"}, {"receipt", "10"}, {"receipt", "9"},
+      {"receipt", "B"},   {"receipt", "a"}, {"receipt", "a-"}, {"receipt", "aa"},
+      {"receipt", "b"},   {"receipt", "\xc3\xa9"},
+  };
+  EXPECT_EQ(seen, want);
+
+  seen.clear();
+  ASSERT_TRUE(store->List("receipt", [&](const Projection& p) {
+    seen.emplace_back(p.entity, p.id);
+    return true;
+  }).ok());
+  const std::vector<std::pair<std::string, std::string>> receipts_only(want.begin() + 2,
+                                                                      want.end());
+  EXPECT_EQ(seen, receipts_only);
+  EXPECT_EQ(ListAll(store.get(), "product").size(), 1u);
+  EXPECT_TRUE(ListAll(store.get(), "invoice").empty());
+  EXPECT_TRUE(ListAll(store.get(), "receip").empty()) << "a prefix of an entity name is not it";
+
+  // Returning false stops the scan.
+  int calls = 0;
+  ASSERT_TRUE(store->List("", [&](const Projection&) { return ++calls < 3; }).ok());
+  EXPECT_EQ(calls, 3);
+}
+
+TEST_F(StoreTest, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
+  // Entity "a" is a prefix of entity "ab": a/z must list before ab/a, and
+  // List("a") must not include ab's projections.
+  Result<Profile> profile = Profile::FromJson(R"({"name":"prefixes","entities":[
+    {"name":"ab","key":"data.id","transitions":[{"type":"ab.created","from":["none"],"to":"live"}]},
+    {"name":"a","key":"data.id","transitions":[{"type":"a.created","from":["none"],"to":"live"}]}]})");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  Options o = Opts();
+  o.profile = *profile;
+  auto store = Open(o);
+  const std::string at = "2026-11-29T10:00:00Z";
+  MustAccept(store.get(), Body("e1", "ab.created", at, R"({"id":"a"})"));
+  MustAccept(store.get(), Body("e2", "a.created", at, R"({"id":"z"})"));
+  MustAccept(store.get(), Body("e3", "a.created", at, R"({"id":"b"})"));
+  MustAccept(store.get(), Body("e4", "ab.created", at, R"({"id":"\u0001"})"));
+  std::vector<std::string> order;
+  ASSERT_TRUE(store->List("", [&](const Projection& p) {
+    order.push_back(p.entity + "/" + p.id);
+    return true;
+  }).ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z", "ab/\x01", "ab/a"}));
+  order.clear();
+  ASSERT_TRUE(store->List("a", [&](const Projection& p) {
+    order.push_back(p.entity + "/" + p.id);
+    return true;
+  }).ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z"}));
+}
+
+TEST_F(StoreTest, PersistsAcrossReopen) {
+  {
+    auto store = Open();
+    clock_.Set(kStart + 1);
+    MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_3", "rcp_2"));
+    MustAccept(store.get(), InvoicePaid("evt_inv", "inv_1"));
+    EXPECT_EQ(store->Ingest(Refunded("evt_3", "rcp_2")).outcome, Outcome::kConflict);
+  }
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->counters().accepted, 0u) << "counters are since open";
+  Result<Projection> p = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->state, "refunded");
+  EXPECT_EQ(p->applied, 2u);
+  EXPECT_EQ(ListAll(store.get()).size(), 2u);
+  // Dedup survived: every old id is a duplicate (the unrouted one too), and
+  // the conflict's loser is still a conflict.
+  EXPECT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store->Ingest(Refunded("evt_2", "rcp_1")).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv", "inv_1")).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store->Ingest(Refunded("evt_3", "rcp_2")).outcome, Outcome::kConflict);
+  // The sequence continues: a new event arrives after the old ones.
+  clock_.Set(kStart + 2);
+  MustAccept(store.get(), Refunded("evt_4", "rcp_2"));
+  Result<EntityLog> log = store->Log("receipt", "rcp_2");
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->fold_order.size(), 2u);
+  EXPECT_EQ(log->fold_order[0].event.event_id, "evt_3");
+  EXPECT_EQ(log->fold_order[1].event.event_id, "evt_4");
+  EXPECT_LT(log->fold_order[0].seq, log->fold_order[1].seq);
+  Result<EntityLog> old_log = store->Log("receipt", "rcp_1");
+  ASSERT_TRUE(old_log.ok());
+  for (const LoggedEvent& e : old_log->fold_order) {
+    EXPECT_LT(e.seq, log->fold_order[1].seq) << e.event.event_id;
+    EXPECT_EQ(e.received_at, kStart + 1);
+  }
+  EXPECT_EQ(log->fold_order[1].received_at, kStart + 2);
+  EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "refunded");
+}
+
+TEST_F(StoreTest, ErrorIfExistsAndCreateIfMissing) {
+  Options o = Opts();
+  o.create_if_missing = false;
+  Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+  EXPECT_FALSE(s.ok());
+  Open().reset();  // creates it
+  o = Opts();
+  o.error_if_exists = true;
+  s = Store::Open(path_, o);
+  EXPECT_FALSE(s.ok());
+}
+
+TEST_F(StoreTest, IngestBatchGivesPerDeliveryResultsInOrder) {
+  const std::vector<Delivery> batch = {
+      {{}, Issued("evt_1", "rcp_1")},                                   // accepted
+      {{}, Issued("evt_1", "rcp_1")},                                   // duplicate in batch
+      {{}, Refunded("evt_1", "rcp_1")},                                 // conflict in batch
+      {{}, "{oops"},                                                    // invalid
+      {{{"X-RR-Event-Id", "nope"}}, Issued("evt_5", "rcp_5")},          // invalid header
+      {{}, InvoicePaid("evt_inv", "inv_1")},                            // unrouted
+      {{}, Refunded("evt_2", "rcp_1")},                                 // accepted, same entity
+      {{}, std::string((1 << 20) + 1, ' ')},                            // too large
+      {{}, Refunded("evt_3", "rcp_3")},                                 // accepted, rejected in fold
+      {{}, Issued("evt_4", "rcp_3", "2026-11-29T09:00:00Z")},           // late: re-fold in batch
+      {{}, Refunded("evt_2", "rcp_1")},                                 // duplicate of in-batch
+  };
+  const std::vector<Outcome> want = {
+      Outcome::kAccepted, Outcome::kDuplicate, Outcome::kConflict, Outcome::kInvalid,
+      Outcome::kInvalid,  Outcome::kAccepted,  Outcome::kAccepted, Outcome::kTooLarge,
+      Outcome::kAccepted, Outcome::kAccepted,  Outcome::kDuplicate,
+  };
+  auto store = Open();
+  std::vector<IngestResult> results = store->IngestBatch(batch);
+  ASSERT_EQ(results.size(), batch.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].outcome, want[i]) << "delivery " << i << ": " << results[i].message;
+  }
+  EXPECT_TRUE(results[3].message.starts_with("body:")) << results[3].message;
+  EXPECT_TRUE(results[4].message.starts_with("X-RR-Event-Id:")) << results[4].message;
+  const Counters c = store->counters();
+  EXPECT_EQ(c.accepted, 5u);
+  EXPECT_EQ(c.duplicate, 2u);
+  EXPECT_EQ(c.conflict, 1u);
+  EXPECT_EQ(c.invalid, 2u);
+  EXPECT_EQ(c.too_large, 1u);
+  EXPECT_EQ(c.unrouted, 1u);
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "refunded");
+  EXPECT_EQ(store->Get("receipt", "rcp_3")->state, "refunded");
+  EXPECT_EQ(store->Get("receipt", "rcp_3")->applied, 2u);
+  const std::vector<std::string> batched = ListAll(store.get());
+  EXPECT_TRUE(store->IngestBatch({}).empty());
+
+  // One by one, in the same order, into a fresh store: same results, same
+  // projections.
+  auto env2 = storage_test::NewMemEnv();
+  Options o = Opts();
+  o.env = env2.get();
+  Result<std::unique_ptr<Store>> single = Store::Open(path_, o);
+  ASSERT_TRUE(single.ok());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    IngestResult r = (*single)->Ingest(batch[i]);
+    EXPECT_EQ(r.outcome, results[i].outcome) << "delivery " << i;
+    EXPECT_EQ(r.message, results[i].message) << "delivery " << i;
+    EXPECT_EQ(r.event_id, results[i].event_id) << "delivery " << i;
+    EXPECT_EQ(r.entity, results[i].entity) << "delivery " << i;
+  }
+  EXPECT_EQ(ListAll(single->get()), batched);
+  // A second identical batch is all duplicates/refusals.
+  results = store->IngestBatch(batch);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Outcome o2 = results[i].outcome;
+    EXPECT_TRUE(o2 == Outcome::kDuplicate || o2 == Outcome::kConflict ||
+                o2 == Outcome::kInvalid || o2 == Outcome::kTooLarge)
+        << "delivery " << i << ": " << OutcomeName(o2);
+  }
+  EXPECT_EQ(ListAll(store.get()), batched);
+}
+
+TEST_F(StoreTest, RebuildWithTheSameProfileKeepsProjections) {
+  const uint64_t seed = TestSeed("RebuildWithTheSameProfileKeepsProjections", 1234);
+  auto store = Open();
+  std::vector<std::string> events = GenerateEvents(seed, 150, 40);
+  std::mt19937_64 rng(seed);
+  std::shuffle(events.begin(), events.end(), rng);
+  for (const std::string& e : events) MustAccept(store.get(), e);
+  MustAccept(store.get(), InvoicePaid("evt_inv", "inv_1"));
+  const std::vector<std::string> before = ListAll(store.get());
+
+  Result<RebuildSummary> sum = store->Rebuild(nullptr);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(ListAll(store.get()), before);
+  EXPECT_EQ(sum->entities, before.size());
+  EXPECT_EQ(sum->events, events.size() + 1);
+  EXPECT_EQ(sum->unrouted, 1u);
+  uint64_t applied = 0, rejected = 0;
+  ASSERT_TRUE(store->List("", [&](const Projection& p) {
+    applied += p.applied;
+    rejected += p.rejected.size();
+    return true;
+  }).ok());
+  EXPECT_EQ(sum->applied, applied);
+  EXPECT_EQ(sum->rejected, rejected);
+  EXPECT_EQ(sum->applied + sum->rejected + sum->unrouted, sum->events);
+  EXPECT_EQ(store->profile().Fingerprint(), Profile::ReceiptRoller().Fingerprint());
+  // Ingest still works and dedups after a rebuild.
+  EXPECT_EQ(store->Ingest(events[0]).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv", "inv_1")).outcome, Outcome::kDuplicate);
+  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->differences, 0u);
+}
+
+TEST_F(StoreTest, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered) {
+  Result<Profile> invoices = Profile::FromJson(kInvoiceProfile);
+  ASSERT_TRUE(invoices.ok()) << invoices.status().ToString();
+  {
+    auto store = Open();
+    MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+    MustAccept(store.get(), InvoicePaid("evt_inv_1", "inv_1"));
+    MustAccept(store.get(), InvoicePaid("evt_inv_2", "inv_2"));
+    EXPECT_EQ(store->counters().unrouted, 2u);
+    EXPECT_TRUE(store->Get("invoice", "inv_1").status().IsNotFound());
+
+    Result<RebuildSummary> sum = store->Rebuild(&*invoices);
+    ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+    EXPECT_EQ(sum->events, 3u);
+    EXPECT_EQ(sum->entities, 3u);
+    EXPECT_EQ(sum->unrouted, 0u);
+    EXPECT_EQ(store->profile().name(), "receiptroller-invoices");
+    Result<Projection> inv = store->Get("invoice", "inv_1");
+    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+    EXPECT_EQ(inv->state, "paid");
+    EXPECT_EQ(inv->fields, (std::vector<Field>{{"invoice_id", "\"inv_1\""}, {"total", "99"}}));
+    EXPECT_EQ(ListAll(store.get(), "invoice").size(), 2u);
+    EXPECT_TRUE(store->Log("invoice", "inv_2").ok());
+    // The old events are duplicates under their new routing.
+    EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_1", "inv_1")).outcome, Outcome::kDuplicate);
+    MustAccept(store.get(), InvoicePaid("evt_inv_3", "inv_3"));
+    EXPECT_EQ(store->counters().unrouted, 2u) << "evt_inv_3 is routed";
+  }
+  // Reopened without a profile: the store remembers its new one.
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->profile().Fingerprint(), invoices->Fingerprint());
+    EXPECT_EQ(store->Get("invoice", "inv_3")->state, "paid");
+    EXPECT_EQ(ListAll(store.get()).size(), 4u);
+    EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_2", "inv_2")).outcome, Outcome::kDuplicate);
+  }
+  // Opened with the profile it was created with: refused now.
+  Options o = Opts();
+  o.profile = Profile::ReceiptRoller();
+  Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
+  // With the new one: fine.
+  o.profile = *invoices;
+  EXPECT_TRUE(Store::Open(path_, o).ok());
+}
+
+TEST_F(StoreTest, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
+  Result<Profile> receipts_only = Profile::FromJson(R"({"name":"receipts","entities":[
+    {"name":"receipt","key":"data.receipt_id",
+     "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
+                    {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]}]})");
+  ASSERT_TRUE(receipts_only.ok());
+  auto store = Open();
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  MustAccept(store.get(), Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
+                               R"({"product_id":"p1"})"));
+  Result<RebuildSummary> sum = store->Rebuild(&*receipts_only);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(sum->unrouted, 1u);
+  EXPECT_TRUE(store->Get("product", "p1").status().IsNotFound());
+  EXPECT_EQ(ListAll(store.get()).size(), 1u);
+  // Stored, not dropped: a duplicate still, now unrouted.
+  EXPECT_EQ(store->Ingest(Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
+                               R"({"product_id":"p1"})"))
+                .outcome,
+            Outcome::kDuplicate);
+  // And switching back brings it back.
+  ASSERT_TRUE(store->Rebuild(&Profile::ReceiptRoller()).ok());
+  EXPECT_EQ(store->Get("product", "p1")->state, "active");
+}
+
+TEST_F(StoreTest, OpeningWithAnotherProfileFails) {
+  Open().reset();  // created with the built-in profile
+  Result<Profile> other = Profile::FromJson(kInvoiceProfile);
+  ASSERT_TRUE(other.ok());
+  Options o = Opts();
+  o.profile = *other;
+  Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("receiptroller"), std::string::npos)
+      << s.status().message();
+  // Naming the stored profile explicitly is fine.
+  o.profile = Profile::ReceiptRoller();
+  EXPECT_TRUE(Store::Open(path_, o).ok());
+}
+
+TEST(StoreLockTest, ASecondStoreOnTheSameDirectoryIsBusy) {
+  ScratchDir dir;
+  Options o;
+  o.durability = Durability::kBuffered;
+  Result<std::unique_ptr<Store>> first = Store::Open(dir.path(), o);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  Result<std::unique_ptr<Store>> second = Store::Open(dir.path(), o);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().IsBusy()) << second.status().ToString();
+  // The first is unaffected, and once closed the directory opens again.
+  EXPECT_EQ((*first)->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
+  first.value().reset();  // closes it
+  Result<std::unique_ptr<Store>> third = Store::Open(dir.path(), o);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ((*third)->Get("receipt", "rcp_1")->state, "issued");
+}
+
+TEST_F(StoreTest, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
+  {
+    auto store = Open();
+    for (const std::string& e : GenerateEvents(5, 20, 5)) MustAccept(store.get(), e);
+    int calls = 0;
+    Result<VerifySummary> v = store->Verify([&](const auto&, const auto&) { ++calls; });
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(v->differences, 0u);
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(v->entities, ListAll(store.get()).size());
+    EXPECT_GT(v->entities, 20u);
+    MustAccept(store.get(), Issued("evt_t", "rcp_tamper"));
+  }
+  // Tamper with one projection behind the store's back.
+  {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    const std::string key = storage::ProjectionKey({"receipt", "rcp_tamper"});
+    std::string value;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
+    Result<storage::ProjectionState> state = storage::DecodeProjection(key, value);
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    ASSERT_EQ(state->projection.state, "issued");
+    state->projection.state = "refunded";
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), key, storage::EncodeProjection(*state)).ok());
+  }
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Get("receipt", "rcp_tamper")->state, "refunded");
+  std::vector<std::pair<std::optional<Projection>, std::optional<Projection>>> diffs;
+  Result<VerifySummary> v = store->Verify(
+      [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
+        diffs.emplace_back(live, rebuilt);
+      });
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->differences, 1u);
+  ASSERT_EQ(diffs.size(), 1u);
+  ASSERT_TRUE(diffs[0].first.has_value());
+  ASSERT_TRUE(diffs[0].second.has_value());
+  EXPECT_EQ(diffs[0].first->id, "rcp_tamper");
+  EXPECT_EQ(diffs[0].first->state, "refunded");
+  EXPECT_EQ(diffs[0].second->state, "issued");
+  // Verify never writes live data; a rebuild repairs it.
+  EXPECT_EQ(store->Get("receipt", "rcp_tamper")->state, "refunded");
+  ASSERT_TRUE(store->Rebuild(nullptr).ok());
+  EXPECT_EQ(store->Get("receipt", "rcp_tamper")->state, "issued");
+  v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->differences, 0u);
+}
+
+TEST(StoreVerifyTest, ScratchStoreOnDiskIsRemoved) {
+  ScratchDir dir;
+  Options o;
+  o.durability = Durability::kBuffered;
+  Result<std::unique_ptr<Store>> store = Store::Open(dir.path(), o);
+  ASSERT_TRUE(store.ok());
+  ASSERT_EQ((*store)->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
+  Result<VerifySummary> v = (*store)->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->differences, 0u);
+  EXPECT_EQ(v->entities, 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + ".verify"));
+}
+
+// ---- Storage faults -------------------------------------------------------
+
+// Wraps every writable file so its Append or Sync can be made to fail.
+class FaultEnv : public leveldb::EnvWrapper {
+ public:
+  explicit FaultEnv(leveldb::Env* base) : leveldb::EnvWrapper(base) {}
+
+  std::atomic<bool> fail_append{false};
+  std::atomic<bool> fail_sync{false};
+
+  leveldb::Status NewWritableFile(const std::string& name,
+                                  leveldb::WritableFile** result) override {
+    leveldb::WritableFile* file = nullptr;
+    leveldb::Status s = target()->NewWritableFile(name, &file);
+    if (s.ok()) *result = new File(this, name, file);
+    return s;
+  }
+  leveldb::Status NewAppendableFile(const std::string& name,
+                                    leveldb::WritableFile** result) override {
+    leveldb::WritableFile* file = nullptr;
+    leveldb::Status s = target()->NewAppendableFile(name, &file);
+    if (s.ok()) *result = new File(this, name, file);
+    return s;
+  }
+
+ private:
+  class File : public leveldb::WritableFile {
+   public:
+    File(FaultEnv* env, std::string name, leveldb::WritableFile* base)
+        : env_(env), name_(std::move(name)), base_(base) {}
+    leveldb::Status Append(const leveldb::Slice& data) override {
+      if (env_->fail_append) return leveldb::Status::IOError(name_, "injected append failure");
+      return base_->Append(data);
+    }
+    leveldb::Status Close() override { return base_->Close(); }
+    leveldb::Status Flush() override { return base_->Flush(); }
+    leveldb::Status Sync() override {
+      if (env_->fail_sync) return leveldb::Status::IOError(name_, "injected sync failure");
+      return base_->Sync();
+    }
+
+   private:
+    FaultEnv* env_;
+    std::string name_;
+    std::unique_ptr<leveldb::WritableFile> base_;
+  };
+};
+
+class StoreFaultTest : public ::testing::Test {
+ protected:
+  StoreFaultTest() : mem_(storage_test::NewMemEnv()), env_(mem_.get()) {}
+  std::unique_ptr<Store> Open() {
+    Options o;
+    o.env = &env_;  // durability: the default kSync
+    Result<std::unique_ptr<Store>> s = Store::Open("/mem/faulty", o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  std::unique_ptr<leveldb::Env> mem_;
+  FaultEnv env_;
+};
+
+void ExpectStorageError(const IngestResult& r, const std::string& what) {
+  EXPECT_EQ(r.outcome, Outcome::kStorageError) << what << ": " << r.message;
+  EXPECT_EQ(r.http_status(), 503) << what;
+  EXPECT_FALSE(r.message.empty()) << what;
+  EXPECT_NE(r.message.find("injected"), std::string::npos) << what << ": " << r.message;
+}
+
+TEST_F(StoreFaultTest, FailedAppendIs503AndNothingIsVisible) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
+
+  env_.fail_append = true;
+  ExpectStorageError(store->Ingest(Issued("evt_2", "rcp_2")), "new entity");
+  ExpectStorageError(store->Ingest(Refunded("evt_3", "rcp_1")), "existing entity");
+  std::vector<IngestResult> batch = store->IngestBatch(
+      {{{}, Issued("evt_4", "rcp_4")}, {{}, Issued("evt_1", "rcp_1")}, {{}, "bad"}});
+  ExpectStorageError(batch[0], "batch");
+  // Refusals that need no write keep their own outcome.
+  EXPECT_EQ(batch[1].outcome, Outcome::kDuplicate);
+  EXPECT_EQ(batch[2].outcome, Outcome::kInvalid);
+
+  // Nothing partial: no projection, no log, the old projection unchanged.
+  EXPECT_TRUE(store->Get("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_TRUE(store->Get("receipt", "rcp_4").status().IsNotFound());
+  EXPECT_TRUE(store->Log("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
+  EXPECT_EQ(store->Log("receipt", "rcp_1")->fold_order.size(), 1u);
+  const Counters c = store->counters();
+  EXPECT_EQ(c.storage_error, 3u);
+  EXPECT_EQ(c.accepted, 1u);
+  EXPECT_EQ(c.duplicate, 1u);
+
+  // What LevelDB 1.23 does afterwards: a failed log *append* is returned to
+  // the writer but not recorded as a background error, so once the file
+  // system recovers the next writes succeed (the log writer's block offset
+  // has moved past the record it could not write; on recovery the reader
+  // skips what does not line up). The sender's retry of the refused events
+  // is then accepted as new — nothing of the failed write was stored.
+  env_.fail_append = false;
+  IngestResult retry = store->Ingest(Issued("evt_2", "rcp_2"));
+  EXPECT_TRUE(retry.outcome == Outcome::kAccepted || retry.outcome == Outcome::kStorageError)
+      << OutcomeName(retry.outcome) << ": " << retry.message;
+  std::printf("after a failed append, a retry on the same store: %s\n",
+              std::string(OutcomeName(retry.outcome)).c_str());
+  if (retry.outcome == Outcome::kAccepted) {
+    EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
+  }
+}
+
+TEST_F(StoreFaultTest, FailedSyncIs503AndNothingIsVisible) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
+
+  env_.fail_sync = true;
+  ExpectStorageError(store->Ingest(Issued("evt_2", "rcp_2")), "sync");
+  EXPECT_TRUE(store->Get("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_TRUE(store->Log("receipt", "rcp_2").status().IsNotFound());
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->applied, 1u);
+
+  // What LevelDB 1.23 does afterwards: a failed *sync* leaves the log in an
+  // unknown state (the record was appended, maybe not durable), so LevelDB
+  // records a sticky background error and refuses every later write with it
+  // until the DB is reopened; reads keep working. The store therefore keeps
+  // answering 503 (the sender retries) until it is reopened.
+  env_.fail_sync = false;
+  IngestResult again = store->Ingest(Issued("evt_5", "rcp_5"));
+  EXPECT_TRUE(again.outcome == Outcome::kStorageError || again.outcome == Outcome::kAccepted)
+      << OutcomeName(again.outcome);
+  std::printf("after a failed sync, a new event on the same store: %s (%s)\n",
+              std::string(OutcomeName(again.outcome)).c_str(), again.message.c_str());
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued") << "reads still work";
+  store.reset();
+
+  // After a reopen, the appended-but-unsynced record may or may not be
+  // replayed; either way the sender's retry gets a 200 (accepted, or
+  // duplicate when the record survived) and the store is consistent.
+  store = Open();
+  ASSERT_TRUE(store);
+  IngestResult retry = store->Ingest(Issued("evt_2", "rcp_2"));
+  EXPECT_TRUE(retry.outcome == Outcome::kAccepted || retry.outcome == Outcome::kDuplicate)
+      << OutcomeName(retry.outcome) << ": " << retry.message;
+  EXPECT_EQ(retry.http_status(), 200);
+  EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
+  EXPECT_EQ(store->Get("receipt", "rcp_2")->applied, 1u);
+  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->differences, 0u);
+}
+
+}  // namespace
+}  // namespace eventfold

@@ -1,0 +1,30 @@
+#include "tools/secrets.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace eventfold::cli {
+
+Result<std::vector<std::string>> CollectSecrets(const std::vector<std::string>& flags,
+                                                const std::vector<std::string>& files) {
+  std::vector<std::string> secrets = flags;
+  for (const std::string& path : files) {
+    std::ifstream in(path);
+    if (!in) return Status::IOError("cannot read secret file " + path);
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || line[0] == '#') continue;
+      secrets.push_back(line);
+    }
+  }
+  if (const char* env = std::getenv(kSecretsEnv)) {
+    std::istringstream words(env);
+    std::string s;
+    while (words >> s) secrets.push_back(s);
+  }
+  return secrets;
+}
+
+}  // namespace eventfold::cli
