@@ -42,7 +42,8 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-// Appends `value` as a quoted JSON string to `out`.
+// Appends `value` as a quoted JSON string to `out`; bytes that are not
+// well-formed UTF-8 become U+FFFD, so the output is always valid JSON.
 void AppendJsonString(std::string_view value, std::string* out);
 
 }  // namespace eventfold

@@ -75,7 +75,8 @@ std::string Base64Encode(std::string_view bytes) {
 }
 
 std::optional<std::string> Base64Decode(std::string_view text) {
-  if (text.empty() || text.size() % 4 != 0) return std::nullopt;
+  if (text.empty()) return std::string();  // RFC 4648: BASE64("") = ""
+  if (text.size() % 4 != 0) return std::nullopt;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

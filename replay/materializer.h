@@ -1,15 +1,18 @@
 // Materializer: keeps one entity's projection equal to the fold of its log.
 //
 // An event that sorts after every event already folded is applied to the
-// stored projection directly (the common, in-order case: O(1)). An event that
-// sorts earlier — late, reordered — re-folds the entity from its whole log,
-// so the result is always the fold of SPEC §4 over the set of stored events.
-// Pure computation over the log it is handed; thread-safe.
+// projection directly (the common, in-order case: O(1)). An event that sorts
+// earlier — late, reordered — re-folds the entity, but only from the nearest
+// fold snapshot before the event's position: snapshots are taken every
+// `snapshot_interval` events, so a late arrival costs at most about one
+// interval of events, however long the entity's log is. Snapshots are a
+// cache: without any, the result is the same (a fold from state none).
+// Pure computation over the LogView it is handed; thread-safe.
 
 #ifndef EVENTFOLD_REPLAY_MATERIALIZER_H_
 #define EVENTFOLD_REPLAY_MATERIALIZER_H_
 
-#include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/fold.h"
@@ -19,18 +22,41 @@
 
 namespace eventfold {
 
-// Appends every event already in the entity's log to `out`.
-using LogLoader = std::function<Status(std::vector<RankedEvent>* out)>;
+// One entity's stored log and snapshots, as the materializer needs them.
+class LogView {
+ public:
+  virtual ~LogView() = default;
+  // The latest snapshot taken strictly before `key` in fold order, if any.
+  virtual Result<std::optional<storage::ProjectionState>> SnapshotBefore(
+      const FoldKey& key) = 0;
+  // Appends, in fold order, every logged event after `after` (all when null).
+  virtual Status EventsAfter(const FoldKey* after, std::vector<RankedEvent>* out) = 0;
+};
 
-// Folds a complete log into a projection state (sorting `events`).
-storage::ProjectionState FoldLog(const EntityType& type, const EntityRef& ref,
-                                 std::vector<RankedEvent>* events);
+// What a materialization leaves to store besides the projection.
+struct Materialized {
+  std::vector<storage::ProjectionState> snapshots;  // new snapshots to keep
+  std::optional<FoldKey> stale_after;  // stored snapshots after this are stale
+  uint64_t events_folded = 0;          // work done: 1 for a direct apply
+};
 
-// Adds `event` to `state` (state->events == 0 for an entity without events),
-// calling `load` only when a re-fold is needed.
-Status Materialize(const EntityType& type, const EntityRef& ref,
-                   const RankedEvent& event, const LogLoader& load,
-                   storage::ProjectionState* state);
+// Applies one event to `state` and advances its cursor.
+void ApplyToState(const EntityType& type, const RankedEvent& event,
+                  storage::ProjectionState* state);
+
+// Folds `sorted` (fold order) onto `state` (events == 0: from none), adding
+// a snapshot to `snapshots` whenever the event count reaches a multiple of
+// `interval` (0: never).
+void FoldOnto(const EntityType& type, const EntityRef& ref,
+              const std::vector<RankedEvent>& sorted, uint64_t interval,
+              storage::ProjectionState* state,
+              std::vector<storage::ProjectionState>* snapshots);
+
+// Adds `event` to `state` (state->events == 0 for an entity without events).
+Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
+                                 const RankedEvent& event, LogView& log,
+                                 uint64_t snapshot_interval,
+                                 storage::ProjectionState* state);
 
 }  // namespace eventfold
 

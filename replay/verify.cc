@@ -15,6 +15,8 @@ namespace {
 
 using storage::FromLevelDb;
 
+constexpr uint32_t kScratchGen = 1;
+
 std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 
 Status CopyEvents(leveldb::DB* from, const leveldb::Snapshot* snap, leveldb::DB* to) {
@@ -36,52 +38,61 @@ Status CopyEvents(leveldb::DB* from, const leveldb::Snapshot* snap, leveldb::DB*
   return FromLevelDb(to->Write(leveldb::WriteOptions(), &batch), "verify copy");
 }
 
-// Decodes the projection under the iterator, or nullopt when exhausted.
-Result<std::optional<storage::ProjectionState>> At(leveldb::Iterator* it) {
-  const leveldb::Slice prefix(storage::kProjectionPrefix.data(),
-                              storage::kProjectionPrefix.size());
-  if (!it->Valid() || !it->key().starts_with(prefix)) {
-    return std::optional<storage::ProjectionState>();
+// One side of the comparison: a generation's projection range.
+class Side {
+ public:
+  Side(leveldb::DB* db, const leveldb::Snapshot* snap, uint32_t gen)
+      : prefix_(storage::ProjectionScanPrefix(gen, "")) {
+    leveldb::ReadOptions ro;
+    ro.snapshot = snap;
+    ro.fill_cache = false;
+    it_.reset(db->NewIterator(ro));
+    it_->Seek(prefix_);
   }
-  Result<storage::ProjectionState> p =
-      storage::DecodeProjection(View(it->key()), View(it->value()));
-  if (!p.ok()) return p.status();
-  return std::optional<storage::ProjectionState>(std::move(*p));
-}
+  bool Done() const { return !it_->Valid() || !it_->key().starts_with(prefix_); }
+  // The key below the generation prefix: "<entity>\0<id>".
+  std::string_view Entity() const { return View(it_->key()).substr(prefix_.size()); }
+  Result<storage::ProjectionState> Read() const {
+    return storage::DecodeProjection(View(it_->key()), View(it_->value()));
+  }
+  void Next() { it_->Next(); }
+  Status status() const { return FromLevelDb(it_->status(), "verify scan"); }
 
-Result<VerifySummary> Compare(leveldb::DB* live, const leveldb::Snapshot* snap,
-                              leveldb::DB* rebuilt, const DifferenceFn& on_difference) {
+ private:
+  std::string prefix_;
+  std::unique_ptr<leveldb::Iterator> it_;
+};
+
+Result<VerifySummary> Compare(Side& live, Side& rebuilt, const DifferenceFn& on_difference) {
   VerifySummary sum;
-  leveldb::ReadOptions lro;
-  lro.snapshot = snap;
-  lro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> a(live->NewIterator(lro));
-  std::unique_ptr<leveldb::Iterator> b(rebuilt->NewIterator(leveldb::ReadOptions()));
-  const leveldb::Slice prefix(storage::kProjectionPrefix.data(),
-                              storage::kProjectionPrefix.size());
-  a->Seek(prefix);
-  b->Seek(prefix);
-  while (true) {
-    auto pa = At(a.get());
-    if (!pa.ok()) return pa.status();
-    auto pb = At(b.get());
-    if (!pb.ok()) return pb.status();
-    if (!*pa && !*pb) break;
+  while (!live.Done() || !rebuilt.Done()) {
     ++sum.entities;
-    int order = !*pa ? 1 : !*pb ? -1 : a->key().compare(b->key());
-    std::optional<Projection> left, right;
-    if (order <= 0) left = (*pa)->projection;
-    if (order >= 0) right = (*pb)->projection;
-    const bool same = order == 0 && left == right && (*pa)->events == (*pb)->events;
+    const int order = live.Done()      ? 1
+                      : rebuilt.Done() ? -1
+                                       : live.Entity().compare(rebuilt.Entity());
+    std::optional<storage::ProjectionState> a, b;
+    if (order <= 0) {
+      Result<storage::ProjectionState> p = live.Read();
+      if (!p.ok()) return p.status();
+      a = std::move(*p);
+    }
+    if (order >= 0) {
+      Result<storage::ProjectionState> p = rebuilt.Read();
+      if (!p.ok()) return p.status();
+      b = std::move(*p);
+    }
+    const bool same = a && b && a->projection == b->projection && a->events == b->events;
     if (!same) {
       ++sum.differences;
-      on_difference(left, right);
+      on_difference(a ? std::optional<Projection>(a->projection) : std::nullopt,
+                    b ? std::optional<Projection>(b->projection) : std::nullopt);
     }
-    if (order <= 0) a->Next();
-    if (order >= 0) b->Next();
+    if (order <= 0) live.Next();
+    if (order >= 0) rebuilt.Next();
   }
-  if (!a->status().ok()) return FromLevelDb(a->status(), "verify scan");
-  if (!b->status().ok()) return FromLevelDb(b->status(), "verify scan");
+  Status st = live.status();
+  if (st.ok()) st = rebuilt.status();
+  if (!st.ok()) return st;
   return sum;
 }
 
@@ -100,17 +111,19 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
                           "opening verify scratch store " + options.scratch_path);
   if (!st.ok()) return st;
   std::unique_ptr<leveldb::DB> scratch(raw);
-  const leveldb::Snapshot* snap = live->GetSnapshot();
 
   Result<VerifySummary> result = [&]() -> Result<VerifySummary> {
-    Status s = CopyEvents(live, snap, scratch.get());
+    Status s = CopyEvents(live, options.snapshot, scratch.get());
     if (!s.ok()) return s;
-    Result<RebuildSummary> rebuilt = RebuildProjections(scratch.get(), *options.profile);
+    Result<RebuildSummary> rebuilt =
+        BuildGeneration(scratch.get(), nullptr, *options.profile,
+                        RebuildTarget{kScratchGen, options.snapshot_interval, 1, {}});
     if (!rebuilt.ok()) return rebuilt.status();
-    return Compare(live, snap, scratch.get(), on_difference);
+    Side a(live, options.snapshot, options.live_gen);
+    Side b(scratch.get(), nullptr, kScratchGen);
+    return Compare(a, b, on_difference);
   }();
 
-  live->ReleaseSnapshot(snap);
   scratch.reset();
   leveldb::DestroyDB(options.scratch_path, lo);
   if (result.ok()) {

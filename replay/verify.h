@@ -1,13 +1,14 @@
 // Verify: rebuild aside, then compare with the live projections.
 //
 // Copies every stored event of a snapshot of the live store into a scratch
-// LevelDB, rebuilds it there (replay/rebuild.h), and walks both projection
-// ranges side by side. The scratch store is destroyed afterwards, also on
-// failure. Memory stays bounded by one entity's log.
+// LevelDB, builds a generation there (replay/rebuild.h), and walks both
+// projection ranges side by side. The scratch store is destroyed afterwards,
+// also on failure. Memory stays bounded by one entity's log.
 
 #ifndef EVENTFOLD_REPLAY_VERIFY_H_
 #define EVENTFOLD_REPLAY_VERIFY_H_
 
+#include <cstdint>
 #include <string>
 
 #include <leveldb/db.h>
@@ -19,9 +20,12 @@
 namespace eventfold {
 
 struct VerifyOptions {
-  std::string scratch_path;       // must not hold anything worth keeping
-  leveldb::Env* env = nullptr;    // nullptr: LevelDB's default
-  const Profile* profile = nullptr;
+  std::string scratch_path;                  // must hold nothing worth keeping
+  leveldb::Env* env = nullptr;               // nullptr: LevelDB's default
+  const Profile* profile = nullptr;          // the live generation's profile
+  uint32_t live_gen = 1;                     // the generation to compare
+  const leveldb::Snapshot* snapshot = nullptr;  // the live state to compare
+  uint64_t snapshot_interval = 1000;
 };
 
 Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& options,

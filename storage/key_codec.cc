@@ -3,15 +3,18 @@
 namespace eventfold::storage {
 namespace {
 
-void AppendBigEndian(uint64_t v, std::string* out) {
-  for (int shift = 56; shift >= 0; shift -= 8) {
+constexpr size_t kGenPrefixBytes = 2 + 4 + 1;  // "g/" be32 "/"
+constexpr size_t kFamilyBytes = 2;             // "l/", "p/", "s/"
+
+void AppendBigEndian(uint64_t v, int bytes, std::string* out) {
+  for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8) {
     out->push_back(static_cast<char>((v >> shift) & 0xFF));
   }
 }
 
-uint64_t ReadBigEndian(std::string_view s) {
+uint64_t ReadBigEndian(std::string_view s, int bytes) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(s[i]);
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(s[i]);
   return v;
 }
 
@@ -24,9 +27,24 @@ std::string Join(std::string_view prefix, std::string_view rest) {
 
 std::string SeqKey(std::string_view prefix, uint64_t seq) {
   std::string key(prefix);
-  AppendBigEndian(seq, &key);
+  AppendBigEndian(seq, 8, &key);
   return key;
 }
+
+std::string FamilyPrefix(uint32_t gen, std::string_view family) {
+  std::string key = GenerationPrefix(gen);
+  key.append(family);
+  return key;
+}
+
+std::string EntityPrefix(uint32_t gen, std::string_view family, const EntityRef& ref) {
+  std::string key = FamilyPrefix(gen, family);
+  key.append(ref.entity).push_back('\0');
+  key.append(ref.id).push_back('\0');
+  return key;
+}
+
+constexpr uint64_t kSignBit = 1ull << 63;
 
 }  // namespace
 
@@ -36,29 +54,80 @@ std::string DedupKey(std::string_view event_id) { return Join(kDedupPrefix, even
 std::string ConflictKey(uint64_t seq) { return SeqKey(kConflictPrefix, seq); }
 std::string QuarantineKey(uint64_t seq) { return SeqKey(kQuarantinePrefix, seq); }
 
-std::string LogPrefix(const EntityRef& ref) {
-  std::string key(kLogPrefix);
+std::string EncodeFoldKey(const FoldKey& k) {
+  std::string out;
+  out.reserve(8 + 9 + 4 + k.event_id.size());
+  AppendBigEndian(static_cast<uint64_t>(k.occurred_at) ^ kSignBit, 8, &out);
+  if (k.version) {
+    out.push_back('\x01');
+    AppendBigEndian(static_cast<uint64_t>(*k.version) ^ kSignBit, 8, &out);
+  } else {
+    out.push_back('\0');
+  }
+  AppendBigEndian(k.rank, 4, &out);
+  out.append(k.event_id);
+  return out;
+}
+
+std::optional<FoldKey> DecodeFoldKey(std::string_view b) {
+  if (b.size() < 8 + 1 + 4) return std::nullopt;
+  FoldKey k;
+  k.occurred_at = static_cast<int64_t>(ReadBigEndian(b, 8) ^ kSignBit);
+  b.remove_prefix(8);
+  const char flag = b[0];
+  b.remove_prefix(1);
+  if (flag == '\x01') {
+    if (b.size() < 8 + 4) return std::nullopt;
+    k.version = static_cast<int64_t>(ReadBigEndian(b, 8) ^ kSignBit);
+    b.remove_prefix(8);
+  } else if (flag != '\0') {
+    return std::nullopt;
+  }
+  k.rank = static_cast<uint32_t>(ReadBigEndian(b, 4));
+  b.remove_prefix(4);
+  k.event_id = b;
+  return k;
+}
+
+std::string GenerationPrefix(uint32_t gen) {
+  std::string key(kGenerationPrefix);
+  AppendBigEndian(gen, 4, &key);
+  key.push_back('/');
+  return key;
+}
+
+std::string LogPrefix(uint32_t gen, const EntityRef& ref) {
+  return EntityPrefix(gen, "l/", ref);
+}
+
+std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {
+  std::string key = LogPrefix(gen, ref);
+  key.append(EncodeFoldKey(fold));
+  return key;
+}
+
+std::string LogFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, "l/"); }
+
+std::string ProjectionKey(uint32_t gen, const EntityRef& ref) {
+  std::string key = FamilyPrefix(gen, "p/");
   key.append(ref.entity).push_back('\0');
-  key.append(ref.id).push_back('\0');
+  key.append(ref.id);
   return key;
 }
 
-std::string LogKey(const EntityRef& ref, uint64_t seq) {
-  std::string key = LogPrefix(ref);
-  AppendBigEndian(seq, &key);
-  return key;
-}
-
-std::string ProjectionScanPrefix(std::string_view entity) {
-  std::string key(kProjectionPrefix);
+std::string ProjectionScanPrefix(uint32_t gen, std::string_view entity) {
+  std::string key = FamilyPrefix(gen, "p/");
   if (!entity.empty()) key.append(entity).push_back('\0');
   return key;
 }
 
-std::string ProjectionKey(const EntityRef& ref) {
-  std::string key(kProjectionPrefix);
-  key.append(ref.entity).push_back('\0');
-  key.append(ref.id);
+std::string SnapshotPrefix(uint32_t gen, const EntityRef& ref) {
+  return EntityPrefix(gen, "s/", ref);
+}
+
+std::string SnapshotKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {
+  std::string key = SnapshotPrefix(gen, ref);
+  key.append(EncodeFoldKey(fold));
   return key;
 }
 
@@ -66,29 +135,38 @@ std::optional<uint64_t> ParseSeqKey(std::string_view key, std::string_view prefi
   if (key.size() != prefix.size() + 8 || key.substr(0, prefix.size()) != prefix) {
     return std::nullopt;
   }
-  return ReadBigEndian(key.substr(prefix.size()));
+  return ReadBigEndian(key.substr(prefix.size()), 8);
 }
 
 std::optional<EntityRef> ParseProjectionKey(std::string_view key) {
-  if (key.substr(0, kProjectionPrefix.size()) != kProjectionPrefix) return std::nullopt;
-  key.remove_prefix(kProjectionPrefix.size());
+  if (key.size() < kGenPrefixBytes + kFamilyBytes || key.substr(0, 2) != kGenerationPrefix ||
+      key.substr(kGenPrefixBytes, kFamilyBytes) != "p/") {
+    return std::nullopt;
+  }
+  key.remove_prefix(kGenPrefixBytes + kFamilyBytes);
   const size_t nul = key.find('\0');
   if (nul == std::string_view::npos) return std::nullopt;
   return EntityRef{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1))};
 }
 
-std::optional<std::pair<EntityRef, uint64_t>> ParseLogKey(std::string_view key) {
-  if (key.substr(0, kLogPrefix.size()) != kLogPrefix || key.size() < kLogPrefix.size() + 10 ||
-      key[key.size() - 9] != '\0') {
+std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key) {
+  if (key.size() < kGenPrefixBytes + kFamilyBytes || key.substr(0, 2) != kGenerationPrefix) {
     return std::nullopt;
   }
-  const uint64_t seq = ReadBigEndian(key.substr(key.size() - 8));
-  key.remove_prefix(kLogPrefix.size());
-  key.remove_suffix(9);  // "\0" + seq
-  const size_t nul = key.find('\0');
-  if (nul == std::string_view::npos) return std::nullopt;
-  return std::make_pair(
-      EntityRef{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1))}, seq);
+  if (const std::string_view family = key.substr(kGenPrefixBytes, kFamilyBytes);
+      family != "l/" && family != "s/") {
+    return std::nullopt;
+  }
+  key.remove_prefix(kGenPrefixBytes + kFamilyBytes);
+  const size_t nul1 = key.find('\0');
+  if (nul1 == std::string_view::npos) return std::nullopt;
+  const size_t nul2 = key.find('\0', nul1 + 1);
+  if (nul2 == std::string_view::npos) return std::nullopt;
+  std::optional<FoldKey> fold = DecodeFoldKey(key.substr(nul2 + 1));
+  if (!fold) return std::nullopt;
+  return std::make_pair(EntityRef{std::string(key.substr(0, nul1)),
+                                  std::string(key.substr(nul1 + 1, nul2 - nul1 - 1))},
+                        std::move(*fold));
 }
 
 std::string PrefixEnd(std::string_view prefix) {

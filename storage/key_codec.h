@@ -1,20 +1,29 @@
 // Key codec: every LevelDB key an eventfold store writes.
 //
-// Key grammar (bytewise order is LevelDB's; <seq> is a big-endian uint64 so
-// keys sort in arrival order; <entity> is a profile entity name, never
-// containing NUL; <id> is an entity key, refused at decode if it holds NUL):
+// Key grammar (LevelDB orders keys bytewise). <seq> is a big-endian uint64,
+// so those keys sort in arrival order; <gen> is a big-endian uint32
+// projection generation; <entity> is a profile entity name (never NUL);
+// <id> is an entity key (decoding refuses NUL in it); <fold> is an event's
+// fold key encoded so that bytewise order is fold order (SPEC §4):
 //
-//   m/<name>                      store metadata: "format", "profile",
-//                                 "rebuild" (present while a rebuild runs)
-//   a/<seq>                       EventRecord: accepted event, verbatim body
-//   d/<event_id>                  DedupRecord: event_id -> seq and identity
-//   l/<entity>\0<id>\0<seq>       LogRecord: the entity's log, arrival order
-//   p/<entity>\0<id>              ProjectionRecord: current projection
-//   c/<seq>                       ConflictRecord: refused conflicting delivery
-//   q/<seq>                       QuarantineRecord: refused delivery (bounded)
+//   <fold> = be64(occurred_at ^ 2^63)       signed time, order-preserving
+//            0x00 | 0x01 be64(version)      absent version sorts first
+//            be32(rank)
+//            event_id                       last, so prefixes sort first
 //
-// One-letter families keep keys short; the `/` keeps them readable in dumps.
-// Thread-safe: pure functions.
+//   m/<name>                        store metadata: "format", "profile",
+//                                   "generation", "routing_epoch", "rebuild"
+//   a/<seq>                         EventRecord: accepted event, verbatim body
+//   d/<event_id>                    DedupRecord: event_id -> seq and identity
+//   c/<seq>                         ConflictRecord: refused conflicting delivery
+//   q/<seq>                         QuarantineRecord: refused delivery (bounded)
+//   g/<gen>/l/<entity>\0<id>\0<fold>  LogRecord: the entity's log, fold order
+//   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection
+//   g/<gen>/s/<entity>\0<id>\0<fold>  ProjectionRecord: fold snapshot after <fold>
+//
+// Everything under g/<gen>/ is derived from the a/ records and can be rebuilt
+// into another generation beside the live one. One-letter families keep keys
+// short; the `/` keeps them readable in dumps. Thread-safe: pure functions.
 
 #ifndef EVENTFOLD_STORAGE_KEY_CODEC_H_
 #define EVENTFOLD_STORAGE_KEY_CODEC_H_
@@ -23,7 +32,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "core/fold.h"
 #include "eventfold/event.h"
 
 namespace eventfold::storage {
@@ -32,10 +43,9 @@ namespace eventfold::storage {
 inline constexpr std::string_view kMetaPrefix = "m/";
 inline constexpr std::string_view kEventPrefix = "a/";
 inline constexpr std::string_view kDedupPrefix = "d/";
-inline constexpr std::string_view kLogPrefix = "l/";
-inline constexpr std::string_view kProjectionPrefix = "p/";
 inline constexpr std::string_view kConflictPrefix = "c/";
 inline constexpr std::string_view kQuarantinePrefix = "q/";
+inline constexpr std::string_view kGenerationPrefix = "g/";
 
 std::string MetaKey(std::string_view name);
 std::string EventKey(uint64_t seq);
@@ -43,19 +53,31 @@ std::string DedupKey(std::string_view event_id);
 std::string ConflictKey(uint64_t seq);
 std::string QuarantineKey(uint64_t seq);
 
-// "l/<entity>\0<id>\0": every log entry of one entity starts with this.
-std::string LogPrefix(const EntityRef& ref);
-std::string LogKey(const EntityRef& ref, uint64_t seq);
+// Order-preserving encoding of a fold key, and back.
+std::string EncodeFoldKey(const FoldKey& key);
+std::optional<FoldKey> DecodeFoldKey(std::string_view bytes);
 
-// "p/<entity>\0" (or "p/" when entity is empty): projections to list.
-std::string ProjectionScanPrefix(std::string_view entity);
-std::string ProjectionKey(const EntityRef& ref);
+// "g/<gen>/": every derived key of one generation.
+std::string GenerationPrefix(uint32_t gen);
+
+// "g/<gen>/l/<entity>\0<id>\0": one entity's log, in fold order.
+std::string LogPrefix(uint32_t gen, const EntityRef& ref);
+std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold);
+// "g/<gen>/l/": every log.
+std::string LogFamilyPrefix(uint32_t gen);
+
+std::string ProjectionKey(uint32_t gen, const EntityRef& ref);
+// "g/<gen>/p/<entity>\0", or "g/<gen>/p/" when entity is empty.
+std::string ProjectionScanPrefix(uint32_t gen, std::string_view entity);
+
+std::string SnapshotPrefix(uint32_t gen, const EntityRef& ref);
+std::string SnapshotKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold);
 
 // Parses a key of the given family; nullopt when malformed.
 std::optional<uint64_t> ParseSeqKey(std::string_view key, std::string_view prefix);
 std::optional<EntityRef> ParseProjectionKey(std::string_view key);
-// The entity of a log key and its seq.
-std::optional<std::pair<EntityRef, uint64_t>> ParseLogKey(std::string_view key);
+// A log or snapshot key: its entity and the fold key it holds.
+std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key);
 
 // The smallest key greater than every key starting with `prefix`.
 std::string PrefixEnd(std::string_view prefix);

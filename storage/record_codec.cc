@@ -1,5 +1,10 @@
 #include "storage/record_codec.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
 #include "storage/key_codec.h"
 #include "storage/records_generated.h"
 
@@ -20,6 +25,25 @@ std::string_view View(const fbs::Vector<uint8_t>* v) {
 std::string Finish(fbs::FlatBufferBuilder& b) {
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
+
+// LevelDB hands values out at any address, but FlatBuffers reads its fields
+// in place and needs them aligned: copy a misaligned value into an aligned
+// buffer, kept alive while the record is decoded.
+class AlignedValue {
+ public:
+  explicit AlignedValue(std::string_view v) : view_(v) {
+    if (reinterpret_cast<uintptr_t>(v.data()) % alignof(std::max_align_t) != 0) {
+      buffer_.reset(new std::max_align_t[v.size() / sizeof(std::max_align_t) + 1]);
+      std::memcpy(buffer_.get(), v.data(), v.size());
+      view_ = std::string_view(reinterpret_cast<const char*>(buffer_.get()), v.size());
+    }
+  }
+  std::string_view view() const { return view_; }
+
+ private:
+  std::unique_ptr<std::max_align_t[]> buffer_;
+  std::string_view view_;
+};
 
 template <typename T>
 const T* Verified(std::string_view key, std::string_view value, Status* error) {
@@ -79,7 +103,8 @@ std::string EncodeEvent(const StoredEvent& e) {
 
 Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value) {
   Status error;
-  const auto* r = Verified<fb::EventRecord>(key, value, &error);
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::EventRecord>(key, aligned.view(), &error);
   if (!r) return error;
   StoredEvent e;
   e.seq = ParseSeqKey(key, kEventPrefix).value_or(0);
@@ -101,13 +126,14 @@ std::string EncodeLog(const LogEntry& e) {
   auto data = EncodeFields(b, ev.data);
   b.Finish(fb::CreateLogRecord(b, id, type, ev.occurred_at, ev.version.has_value(),
                                ev.version.value_or(0), e.ranked.rank, e.received_at,
-                               data));
+                               data, e.seq));
   return Finish(b);
 }
 
 Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   Status error;
-  const auto* r = Verified<fb::LogRecord>(key, value, &error);
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::LogRecord>(key, aligned.view(), &error);
   if (!r) return error;
   LogEntry e;
   Event& ev = e.ranked.event;
@@ -118,7 +144,7 @@ Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   ev.data = DecodeFields(r->data());
   e.ranked.rank = r->rank();
   e.received_at = r->received_at();
-  if (auto parsed = ParseLogKey(key)) e.seq = parsed->second;
+  e.seq = r->seq();
   return e;
 }
 
@@ -127,19 +153,22 @@ std::string EncodeDedup(const DedupEntry& e) {
   auto type = b.CreateString(e.type);
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
-  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id));
+  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id,
+                                 e.routing_epoch));
   return Finish(b);
 }
 
 Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   Status error;
-  const auto* r = Verified<fb::DedupRecord>(key, value, &error);
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::DedupRecord>(key, aligned.view(), &error);
   if (!r) return error;
   DedupEntry e;
   e.seq = r->seq();
   e.type = View(r->type());
   e.occurred_at = r->occurred_at();
   e.entity = RefOf(r->entity(), r->entity_id());
+  e.routing_epoch = r->routing_epoch();
   return e;
 }
 
@@ -166,7 +195,8 @@ std::string EncodeProjection(const ProjectionState& s) {
 
 Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view value) {
   Status error;
-  const auto* r = Verified<fb::ProjectionRecord>(key, value, &error);
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::ProjectionRecord>(key, aligned.view(), &error);
   if (!r) return error;
   ProjectionState s;
   Projection& p = s.projection;
@@ -207,7 +237,8 @@ std::string EncodeConflict(const ConflictEntry& e) {
 
 Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view value) {
   Status error;
-  const auto* r = Verified<fb::ConflictRecord>(key, value, &error);
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::ConflictRecord>(key, aligned.view(), &error);
   if (!r) return error;
   ConflictEntry e;
   e.event_id = View(r->event_id());
@@ -238,7 +269,8 @@ std::string EncodeRefused(const RefusedDelivery& r) {
 
 Result<RefusedDelivery> DecodeRefused(std::string_view key, std::string_view value) {
   Status error;
-  const auto* q = Verified<fb::QuarantineRecord>(key, value, &error);
+  const AlignedValue aligned(value);
+  const auto* q = Verified<fb::QuarantineRecord>(key, aligned.view(), &error);
   if (!q) return error;
   RefusedDelivery r;
   r.seq = ParseSeqKey(key, kQuarantinePrefix).value_or(0);

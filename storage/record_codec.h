@@ -28,7 +28,7 @@ struct StoredEvent {
   std::optional<EntityRef> entity;
 };
 
-// l/<entity>\0<id>\0<seq>
+// g/<gen>/l/<entity>\0<id>\0<fold>
 struct LogEntry {
   RankedEvent ranked;
   uint64_t seq = 0;
@@ -40,10 +40,11 @@ struct DedupEntry {
   uint64_t seq = 0;
   std::string type;
   int64_t occurred_at = 0;
-  std::optional<EntityRef> entity;
+  std::optional<EntityRef> entity;  // as routed under routing_epoch's profile
+  uint32_t routing_epoch = 0;
 };
 
-// p/<entity>\0<id>
+// g/<gen>/p/<entity>\0<id>, and snapshots under g/<gen>/s/
 struct ProjectionState {
   Projection projection;
   uint64_t events = 0;

@@ -1,14 +1,15 @@
 #include "storage/store_impl.h"
 
-#include <cctype>
-#include <mutex>
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <leveldb/write_batch.h>
 
-#include "core/rfc3339.h"
 #include "replay/materializer.h"
 #include "replay/rebuild.h"
 #include "replay/verify.h"
+#include "storage/ingest_txn.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 
@@ -30,37 +31,29 @@ constexpr std::string_view kFormatVersion = "1";
 
 std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 
-// Header names whose values are credentials: never stored.
-bool IsCredential(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (std::string_view word : {"signature", "secret", "authorization", "cookie", "token",
-                                "api-key", "apikey"}) {
-    if (lower.find(word) != std::string::npos) return true;
+std::string EncodeU32(uint32_t v) { return std::to_string(v); }
+
+std::optional<uint32_t> DecodeU32(const std::string& s) {
+  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
   }
-  return false;
+  const uint64_t v = std::stoull(s);
+  if (v > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(v);
 }
 
-// A WriteBatch with no records is its 12-byte header (LevelDB's format).
-const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();
+// m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
+std::string EncodeRebuildMarker(uint32_t gen, const Profile& p) {
+  return EncodeU32(gen) + "\n" + p.ToJson();
+}
 
-std::string Describe(const std::string& type, int64_t occurred_at,
-                     const std::optional<EntityRef>& entity) {
-  std::string s = "type " + type + ", occurred_at " + FormatRfc3339(occurred_at);
-  s += entity ? ", entity " + entity->entity + "/" + entity->id : ", unrouted";
-  return s;
+leveldb::WriteOptions Synced() {
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  return wo;
 }
 
 }  // namespace
-
-// Everything one IngestBatch call stages before its single write.
-struct StoreImpl::Txn {
-  leveldb::WriteBatch batch;
-  std::map<std::string, DedupEntry, std::less<>> dedup;      // staged event ids
-  std::map<EntityRef, ProjectionState> projections;          // loaded or folded
-  std::map<EntityRef, std::vector<RankedEvent>> staged_logs; // new log entries
-  uint64_t unrouted = 0;
-};
 
 StoreImpl::StoreImpl(const Options& options, Profile profile)
     : options_(options),
@@ -93,52 +86,58 @@ Status StoreImpl::Init(const std::string& path) {
   Status st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
   if (!st.ok()) return st;
   db_.reset(db);
-  st = LoadOrCreateProfile();
-  if (!st.ok()) return st;
-  st = RecoverSequence();
-  if (!st.ok()) return st;
-  st = RecoverQuarantine();
-  if (!st.ok()) return st;
-
-  // A rebuild that was interrupted is finished before anything else runs.
-  std::string pending;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("rebuild"), &pending);
-  if (s.ok()) {
-    Result<Profile> p = Profile::FromJson(pending);
-    if (!p.ok()) return Status::Corruption("interrupted rebuild: " + p.status().message());
-    Result<RebuildSummary> r = RebuildLocked(*p);
-    if (!r.ok()) return r.status().WithContext("finishing an interrupted rebuild");
-  } else if (!s.IsNotFound()) {
-    return FromLevelDb(s, "reading store metadata");
+  for (Status (StoreImpl::*step)() :
+       {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
+        &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine}) {
+    st = (this->*step)();
+    if (!st.ok()) return st;
   }
   return Status::OK();
 }
 
-Status StoreImpl::LoadOrCreateProfile() {
+Status StoreImpl::LoadOrCreateMeta() {
   std::string stored;
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("profile"), &stored);
   if (s.IsNotFound()) {
     leveldb::WriteBatch batch;
     batch.Put(MetaKey("format"), std::string(kFormatVersion));
     batch.Put(MetaKey("profile"), profile_.ToJson());
-    leveldb::WriteOptions wo;
-    wo.sync = true;
-    return FromLevelDb(db_->Write(wo, &batch), "creating store");
+    batch.Put(MetaKey("generation"), EncodeU32(gen_));
+    batch.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_));
+    return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
   }
   if (!s.ok()) return FromLevelDb(s, "reading the store's profile");
   Result<Profile> recorded = Profile::FromJson(stored);
   if (!recorded.ok()) {
     return Status::Corruption("stored profile: " + recorded.status().message());
   }
-  if (options_.profile && options_.profile->Fingerprint() != recorded->Fingerprint()) {
-    return Status::InvalidArgument(
-        "the store was built with profile \"" + recorded->name() + "\" (" +
-        recorded->Fingerprint().substr(0, 12) + "), not \"" + options_.profile->name() +
-        "\" (" + options_.profile->Fingerprint().substr(0, 12) +
-        "); rebuild with the new profile to switch");
-  }
   profile_ = std::move(*recorded);
+  for (auto [name, field] : {std::pair{"generation", &gen_},
+                             std::pair{"routing_epoch", &routing_epoch_}}) {
+    std::string value;
+    s = db_->Get(leveldb::ReadOptions(), MetaKey(name), &value);
+    if (!s.ok()) return FromLevelDb(s, std::string("reading m/") + name);
+    std::optional<uint32_t> v = DecodeU32(value);
+    if (!v) return Status::Corruption(std::string("m/") + name + " is not a number");
+    *field = *v;
+  }
   return Status::OK();
+}
+
+Status StoreImpl::AbandonInterruptedRebuild() {
+  // A rebuild that did not reach its switch left a partial generation beside
+  // the live one: the live one stays, the partial one goes.
+  std::string marker;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("rebuild"), &marker);
+  if (s.IsNotFound()) return Status::OK();
+  if (!s.ok()) return FromLevelDb(s, "reading store metadata");
+  std::optional<uint32_t> partial = DecodeU32(marker.substr(0, marker.find('\n')));
+  if (!partial) return Status::Corruption("m/rebuild is malformed");
+  if (*partial != gen_) {
+    Status st = DropGeneration(db_.get(), *partial);
+    if (!st.ok()) return st.WithContext("removing an interrupted rebuild");
+  }
+  return FromLevelDb(db_->Delete(Synced(), MetaKey("rebuild")), "clearing rebuild marker");
 }
 
 Status StoreImpl::RecoverSequence() {
@@ -147,15 +146,9 @@ Status StoreImpl::RecoverSequence() {
   uint64_t last = 0;
   for (std::string_view prefix : {kEventPrefix, kConflictPrefix}) {
     it->Seek(PrefixEnd(prefix));
+    it->Valid() ? it->Prev() : it->SeekToLast();
     if (it->Valid()) {
-      it->Prev();
-    } else {
-      it->SeekToLast();
-    }
-    if (it->Valid()) {
-      if (auto seq = ParseSeqKey(std::string_view(it->key().data(), it->key().size()), prefix)) {
-        last = std::max(last, *seq);
-      }
+      if (auto seq = ParseSeqKey(View(it->key()), prefix)) last = std::max(last, *seq);
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "scanning sequence numbers");
   }
@@ -163,26 +156,11 @@ Status StoreImpl::RecoverSequence() {
   return Status::OK();
 }
 
-Status StoreImpl::RecoverQuarantine() {
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-  const std::string prefix(kQuarantinePrefix);
-  it->Seek(prefix);
-  if (it->Valid() && it->key().starts_with(prefix)) {
-    quarantine_oldest_ = ParseSeqKey(View(it->key()), kQuarantinePrefix).value_or(1);
-    it->Seek(PrefixEnd(prefix));
-    it->Valid() ? it->Prev() : it->SeekToLast();
-    quarantine_next_ = ParseSeqKey(View(it->key()), kQuarantinePrefix).value_or(0) + 1;
-  }
-  return FromLevelDb(it->status(), "scanning quarantine");
-}
-
-bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out,
-                         IngestResult* result) const {
+bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const {
   if (d.body.size() > options_.max_body_bytes) {
     result->outcome = Outcome::kTooLarge;
     result->message = "body: " + std::to_string(d.body.size()) +
-                      " bytes exceeds the limit of " +
-                      std::to_string(options_.max_body_bytes);
+                      " bytes exceeds the limit of " + std::to_string(options_.max_body_bytes);
     return false;
   }
   Result<DecodedEvent> decoded = DecodeEvent(d.body, profile_);
@@ -215,54 +193,46 @@ std::vector<IngestResult> StoreImpl::IngestBatch(const std::vector<Delivery>& de
   return IngestAll(all.data(), all.size());
 }
 
-std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries,
-                                               size_t n) {
+std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries, size_t n) {
   std::vector<IngestResult> results(n);
-  std::vector<Decoded> items;
+  std::vector<std::pair<size_t, DecodedEvent>> items;
   items.reserve(n);
+  // The profile may only change under rebuild_mu_, so decode under it too.
+  std::shared_lock rebuild_guard(rebuild_mu_);
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
     if (Precheck(*deliveries[i], &decoded, &results[i])) {
-      items.push_back(Decoded{i, deliveries[i], std::move(decoded)});
+      items.emplace_back(i, std::move(decoded));
     } else if (results[i].outcome == Outcome::kTooLarge) {
       counters_.too_large.fetch_add(1, std::memory_order_relaxed);
     } else {
       counters_.invalid.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (items.empty()) return results;
-
-  std::vector<size_t> stripes;
-  stripes.reserve(items.size() * 2);
-  for (const Decoded& item : items) {
-    stripes.push_back(LockTable::StripeOf(StableHash(item.decoded.event.event_id)));
-    if (const auto& ref = item.decoded.entity) {
-      stripes.push_back(LockTable::StripeOf(StableHash(ref->entity, ref->id)));
-    }
-  }
-  std::shared_lock rebuild_guard(rebuild_mu_);
-  LockTable::Guard guard(&locks_, std::move(stripes));
-
-  Txn txn;
   Status st;
-  for (const Decoded& item : items) {
-    st = Stage(item, &txn, &results[item.index]);
-    if (!st.ok()) break;
-  }
-  if (st.ok()) {
-    for (const auto& [ref, state] : txn.projections) {
-      if (txn.staged_logs.count(ref)) {
-        txn.batch.Put(ProjectionKey(ref), EncodeProjection(state));
+  uint64_t unrouted = 0, late = 0, refolded = 0;
+  if (!items.empty()) {
+    std::vector<size_t> stripes;
+    stripes.reserve(items.size() * 2);
+    for (const auto& [i, decoded] : items) {
+      stripes.push_back(LockTable::StripeOf(StableHash(decoded.event.event_id)));
+      if (const auto& ref = decoded.entity) {
+        stripes.push_back(LockTable::StripeOf(StableHash(ref->entity, ref->id)));
       }
     }
-    if (txn.batch.ApproximateSize() > kEmptyBatchBytes) {
-      leveldb::WriteOptions wo;
-      wo.sync = options_.durability == Durability::kSync;
-      st = FromLevelDb(db_->Write(wo, &txn.batch), "writing events");
+    LockTable::Guard guard(&locks_, std::move(stripes));
+    IngestTxn txn(this, gen_, &profile_);
+    for (const auto& [i, decoded] : items) {
+      st = txn.Stage(decoded, *deliveries[i], &results[i]);
+      if (!st.ok()) break;
     }
+    if (st.ok()) st = txn.Commit(options_.durability == Durability::kSync);
+    unrouted = txn.unrouted();
+    late = txn.late();
+    refolded = txn.refolded();
   }
-  for (const Decoded& item : items) {
-    IngestResult& r = results[item.index];
+  for (const auto& [i, decoded] : items) {
+    IngestResult& r = results[i];
     if (!st.ok() && r.outcome != Outcome::kDuplicate) {
       r.outcome = Outcome::kStorageError;
       r.message = "storage: " + st.message();
@@ -274,146 +244,21 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       default: counters_.storage_error.fetch_add(1); break;
     }
   }
-  if (st.ok()) counters_.unrouted.fetch_add(txn.unrouted);
+  if (st.ok()) {
+    counters_.unrouted.fetch_add(unrouted);
+    counters_.late.fetch_add(late);
+    counters_.refolded.fetch_add(refolded);
+  }
+  rebuild_guard.unlock();
   // Refusals go to the quarantine after the events: it is diagnostics and
   // must never delay or fail an acknowledgement.
-  for (size_t i = 0; i < n; ++i) {
-    const Outcome o = results[i].outcome;
-    if (o == Outcome::kInvalid || o == Outcome::kTooLarge || o == Outcome::kConflict) {
-      RefusedDelivery r;
-      r.outcome = o;
-      r.reason = results[i].message;
-      r.headers = deliveries[i]->headers;
-      r.body_prefix = deliveries[i]->body.substr(0, kQuarantineBodyBytes);
-      r.body_bytes = deliveries[i]->body.size();
-      (void)Quarantine(std::move(r));
-    }
-  }
+  QuarantineRefusals(deliveries, results);
   return results;
 }
 
-Status StoreImpl::Stage(const Decoded& item, Txn* txn, IngestResult* result) {
-  const Event& ev = item.decoded.event;
-  const std::optional<EntityRef>& ref = item.decoded.entity;
-
-  std::optional<DedupEntry> existing;
-  if (auto it = txn->dedup.find(ev.event_id); it != txn->dedup.end()) {
-    existing = it->second;
-  } else {
-    std::string value;
-    const std::string key = DedupKey(ev.event_id);
-    leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, &value);
-    if (s.ok()) {
-      Result<DedupEntry> d = DecodeDedup(key, value);
-      if (!d.ok()) return d.status();
-      existing = std::move(*d);
-    } else if (!s.IsNotFound()) {
-      return FromLevelDb(s, "reading dedup entry");
-    }
-  }
-  const int64_t now = clock_->NowMicros();
-
-  if (existing) {
-    if (existing->type == ev.type && existing->occurred_at == ev.occurred_at &&
-        existing->entity == ref) {
-      result->outcome = Outcome::kDuplicate;
-      return Status::OK();
-    }
-    ConflictEntry c;
-    c.event_id = ev.event_id;
-    c.first_seq = existing->seq;
-    c.type = ev.type;
-    c.occurred_at = ev.occurred_at;
-    c.entity = ref;
-    c.received_at = now;
-    c.reason = ev.event_id + " is already stored with " +
-               Describe(existing->type, existing->occurred_at, existing->entity) +
-               "; this delivery has " + Describe(ev.type, ev.occurred_at, ref);
-    c.body = item.delivery->body;
-    txn->batch.Put(ConflictKey(next_seq_.fetch_add(1)), EncodeConflict(c));
-    result->outcome = Outcome::kConflict;
-    result->message = "event_id: " + c.reason + " (the first one wins)";
-    return Status::OK();
-  }
-
-  const uint64_t seq = next_seq_.fetch_add(1);
-  StoredEvent stored;
-  stored.seq = seq;
-  stored.event.event_id = ev.event_id;
-  stored.event.type = ev.type;
-  stored.event.occurred_at = ev.occurred_at;
-  stored.event.version = ev.version;
-  stored.received_at = now;
-  stored.body = item.delivery->body;
-  stored.entity = ref;
-  txn->batch.Put(EventKey(seq), EncodeEvent(stored));
-
-  DedupEntry dedup{seq, ev.type, ev.occurred_at, ref};
-  txn->batch.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
-  txn->dedup.emplace(ev.event_id, std::move(dedup));
-  result->outcome = Outcome::kAccepted;
-
-  if (!ref) {
-    ++txn->unrouted;
-    return Status::OK();
-  }
-  RankedEvent ranked{ev, item.decoded.rank};
-  txn->batch.Put(LogKey(*ref, seq), EncodeLog(LogEntry{ranked, seq, now}));
-
-  ProjectionState* state = nullptr;
-  Status st = LoadProjection(*ref, txn, &state);
-  if (!st.ok()) return st;
-  std::vector<RankedEvent>& staged = txn->staged_logs[*ref];
-  LogLoader load = [&](std::vector<RankedEvent>* out) -> Status {
-    std::vector<LogEntry> stored_log;
-    Status s = ReadLog(*ref, &stored_log);
-    if (!s.ok()) return s;
-    for (LogEntry& e : stored_log) out->push_back(std::move(e.ranked));
-    out->insert(out->end(), staged.begin(), staged.end());
-    return Status::OK();
-  };
-  const EntityType& type = *profile_.FindEntity(ref->entity);
-  st = Materialize(type, *ref, ranked, load, state);
-  if (!st.ok()) return st;
-  staged.push_back(std::move(ranked));
-  return Status::OK();
-}
-
-Status StoreImpl::LoadProjection(const EntityRef& ref, Txn* txn,
-                                 ProjectionState** state) {
-  auto it = txn->projections.find(ref);
-  if (it == txn->projections.end()) {
-    ProjectionState loaded;
-    std::string value;
-    const std::string key = ProjectionKey(ref);
-    leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, &value);
-    if (s.ok()) {
-      Result<ProjectionState> p = DecodeProjection(key, value);
-      if (!p.ok()) return p.status();
-      loaded = std::move(*p);
-    } else if (!s.IsNotFound()) {
-      return FromLevelDb(s, "reading projection");
-    }
-    it = txn->projections.emplace(ref, std::move(loaded)).first;
-  }
-  *state = &it->second;
-  return Status::OK();
-}
-
-Status StoreImpl::ReadLog(const EntityRef& ref, std::vector<LogEntry>* out) {
-  const std::string prefix = LogPrefix(ref);
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<LogEntry> e = DecodeLog(std::string_view(it->key().data(), it->key().size()),
-                                   std::string_view(it->value().data(), it->value().size()));
-    if (!e.ok()) return e.status();
-    out->push_back(std::move(*e));
-  }
-  return FromLevelDb(it->status(), "reading entity log");
-}
-
 Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) {
-  const std::string key = ProjectionKey(EntityRef{std::string(entity), std::string(id)});
+  std::shared_lock guard(rebuild_mu_);
+  const std::string key = ProjectionKey(gen_, EntityRef{std::string(entity), std::string(id)});
   std::string value;
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, &value);
   if (s.IsNotFound()) {
@@ -427,16 +272,18 @@ Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) 
 
 Status StoreImpl::List(std::string_view entity,
                        const std::function<bool(const Projection&)>& fn) {
-  const std::string prefix = ProjectionScanPrefix(entity);
   leveldb::ReadOptions ro;
-  ro.snapshot = db_->GetSnapshot();
+  std::string prefix;
+  {
+    std::shared_lock guard(rebuild_mu_);
+    prefix = ProjectionScanPrefix(gen_, entity);
+    ro.snapshot = db_->GetSnapshot();
+  }
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
   Status st;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<ProjectionState> p =
-        DecodeProjection(std::string_view(it->key().data(), it->key().size()),
-                         std::string_view(it->value().data(), it->value().size()));
+    Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
     if (!p.ok()) {
       st = p.status();
       break;
@@ -450,107 +297,253 @@ Status StoreImpl::List(std::string_view entity,
 }
 
 Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
+  std::shared_lock guard(rebuild_mu_);
   EntityRef ref{std::string(entity), std::string(id)};
   const EntityType* type = profile_.FindEntity(entity);
   if (!type) {
     return Status::NotFound("profile \"" + profile_.name() + "\" has no entity \"" +
                             std::string(entity) + "\"");
   }
-  std::vector<LogEntry> entries;
-  Status st = ReadLog(ref, &entries);
-  if (!st.ok()) return st;
-  if (entries.empty()) return Status::NotFound("no events for " + ref.entity + "/" + ref.id);
-
-  std::sort(entries.begin(), entries.end(), [](const LogEntry& a, const LogEntry& b) {
-    return FoldsBefore(a.ranked, b.ranked);
-  });
-  std::vector<RankedEvent> ranked;
-  for (const LogEntry& e : entries) ranked.push_back(e.ranked);
-  std::vector<std::string> verdicts;
-  Fold(*type, ref, &ranked, &verdicts);  // already sorted: order is kept
-
   EntityLog log;
   log.ref = ref;
-  for (size_t i = 0; i < entries.size(); ++i) {
+  std::vector<RankedEvent> ranked;
+  const std::string prefix = LogPrefix(gen_, ref);
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+    if (!e.ok()) return e.status();
     LoggedEvent le;
-    le.event = std::move(entries[i].ranked.event);
-    le.seq = entries[i].seq;
-    le.received_at = entries[i].received_at;
-    le.applied = verdicts[i].empty();
-    le.reason = std::move(verdicts[i]);
+    le.event = e->ranked.event;
+    le.seq = e->seq;
+    le.received_at = e->received_at;
     log.fold_order.push_back(std::move(le));
+    ranked.push_back(std::move(e->ranked));
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
+  if (ranked.empty()) return Status::NotFound("no events for " + ref.entity + "/" + ref.id);
+  std::vector<std::string> verdicts;
+  Fold(*type, ref, &ranked, &verdicts);  // keys are in fold order: order is kept
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    log.fold_order[i].applied = verdicts[i].empty();
+    log.fold_order[i].reason = std::move(verdicts[i]);
   }
   return log;
 }
 
-Result<RebuildSummary> StoreImpl::Rebuild(const Profile* profile) {
-  std::unique_lock guard(rebuild_mu_);
-  const Profile target = profile ? *profile : profile_;
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  Status st = FromLevelDb(db_->Put(wo, MetaKey("rebuild"), target.ToJson()),
-                          "marking rebuild");
-  if (!st.ok()) return st;
-  return RebuildLocked(target);
+Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
+  if (!options.id.empty() && options.entity.empty()) {
+    return Status::InvalidArgument("rebuild: --id needs --entity");
+  }
+  if (!options.entity.empty() && options.profile) {
+    return Status::InvalidArgument(
+        "rebuild: a new profile re-routes every event; it cannot be limited to one entity");
+  }
+  bool idle = false;
+  if (!rebuilding_.compare_exchange_strong(idle, true)) {
+    return Status::Busy("a rebuild of this store is already running");
+  }
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { flag->store(false); }
+  } done{&rebuilding_};
+  return options.entity.empty() ? RebuildAll(options) : RefoldInPlace(options);
 }
 
-Result<RebuildSummary> StoreImpl::RebuildLocked(const Profile& profile) {
-  Result<RebuildSummary> summary = RebuildProjections(db_.get(), profile);
+Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::shared_lock guard(rebuild_mu_);
+  const EntityType* type = profile_.FindEntity(options.entity);
+  if (!type) {
+    return Status::InvalidArgument("rebuild: profile \"" + profile_.name() +
+                                   "\" has no entity \"" + options.entity + "\"");
+  }
+  // The entities to re-fold: one, or every projection of the type.
+  std::vector<EntityRef> refs;
+  if (!options.id.empty()) {
+    refs.push_back(EntityRef{options.entity, options.id});
+  } else {
+    const std::string prefix = ProjectionScanPrefix(gen_, options.entity);
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      if (auto ref = ParseProjectionKey(View(it->key()))) refs.push_back(std::move(*ref));
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "listing entities");
+  }
+  RebuildSummary sum;
+  double next_report = 1;  // seconds: progress about once a second
+  for (const EntityRef& ref : refs) {
+    LockTable::Guard lock(&locks_, {LockTable::StripeOf(StableHash(ref.entity, ref.id))});
+    leveldb::WriteBatch batch;
+    std::vector<RankedEvent> events;
+    const std::string log = LogPrefix(gen_, ref);
+    const std::string snaps = SnapshotPrefix(gen_, ref);
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
+      Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+      if (!e.ok()) return e.status();
+      events.push_back(std::move(e->ranked));
+    }
+    for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
+      batch.Delete(it->key());
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
+    if (events.empty()) continue;
+    ProjectionState state;
+    std::vector<ProjectionState> snapshots;
+    FoldOnto(*type, ref, events, options_.snapshot_interval, &state, &snapshots);
+    for (const ProjectionState& snap : snapshots) {
+      batch.Put(SnapshotKey(gen_, ref, snap.last), EncodeProjection(snap));
+    }
+    batch.Put(ProjectionKey(gen_, ref), EncodeProjection(state));
+    Status st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "writing projection");
+    if (!st.ok()) return st;
+    ++sum.entities;
+    sum.events += events.size();
+    sum.applied += state.projection.applied;
+    sum.rejected += state.projection.rejected.size();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options.progress && seconds >= next_report) {
+      options.progress(RebuildProgress{sum.events, 0, sum.entities, seconds});
+      next_report = seconds + 1;
+    }
+  }
+  if (!options.id.empty() && sum.entities == 0) {
+    return Status::NotFound("no events for " + options.entity + "/" + options.id);
+  }
+  sum.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options.progress) {
+    options.progress(RebuildProgress{sum.events, sum.events, sum.entities, sum.seconds});
+  }
+  return sum;
+}
+
+Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
+  const Profile* profile = options.profile;
+
+  // 1. Mark the rebuild and freeze its input: the events stored so far.
+  std::optional<Profile> target;
+  uint32_t next = 0;
+  uint64_t boundary = 0;
+  const leveldb::Snapshot* input = nullptr;
+  {
+    std::unique_lock guard(rebuild_mu_);
+    target = profile ? *profile : profile_;
+    next = gen_ + 1;
+    Status st = FromLevelDb(
+        db_->Put(Synced(), MetaKey("rebuild"), EncodeRebuildMarker(next, *target)),
+        "marking rebuild");
+    if (!st.ok()) return st;
+    boundary = next_seq_.load();
+    input = db_->GetSnapshot();
+  }
+
+  // 2. Build the new generation beside the live one; ingest and reads go on.
+  Status st = DropGeneration(db_.get(), next);  // leftovers of an earlier attempt
+  if (!st.ok()) {
+    db_->ReleaseSnapshot(input);
+    return st;
+  }
+  RebuildTarget build;
+  build.gen = next;
+  build.snapshot_interval = options_.snapshot_interval;
+  build.threads = options.threads > 0
+                      ? options.threads
+                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  build.progress = options.progress;
+  Result<RebuildSummary> summary = BuildGeneration(db_.get(), input, *target, build);
+  db_->ReleaseSnapshot(input);
   if (!summary.ok()) return summary;
-  leveldb::WriteBatch done;
-  done.Put(MetaKey("profile"), profile.ToJson());
-  done.Delete(MetaKey("rebuild"));
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  Status st = FromLevelDb(db_->Write(wo, &done), "finishing rebuild");
-  if (!st.ok()) return st;
-  profile_ = profile;
+
+  // 3. Briefly stop ingest: fold in what arrived meanwhile, then switch.
+  uint32_t old = 0;
+  {
+    std::unique_lock guard(rebuild_mu_);
+    st = CatchUp(boundary, next, *target, &*summary);
+    if (!st.ok()) return st;
+    const bool rerouted = target->Fingerprint() != profile_.Fingerprint();
+    leveldb::WriteBatch flip;
+    flip.Put(MetaKey("profile"), target->ToJson());
+    flip.Put(MetaKey("generation"), EncodeU32(next));
+    if (rerouted) flip.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_ + 1));
+    flip.Delete(MetaKey("rebuild"));
+    st = FromLevelDb(db_->Write(Synced(), &flip), "switching to the rebuilt generation");
+    if (!st.ok()) return st;
+    old = gen_;
+    gen_ = next;
+    if (rerouted) ++routing_epoch_;
+    profile_ = std::move(*target);
+  }
+
+  // 4. Nobody reads the old generation any more (open snapshots keep theirs).
+  st = DropGeneration(db_.get(), old);
+  if (!st.ok()) return st.WithContext("rebuilt, but dropping the old generation failed");
   return summary;
 }
 
+Status StoreImpl::CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile,
+                          RebuildSummary* summary) {
+  IngestTxn txn(this, gen, &profile);
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  const std::string prefix(kEventPrefix);
+  for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    Result<StoredEvent> stored = DecodeStoredEvent(View(it->key()), View(it->value()));
+    if (!stored.ok()) return stored.status();
+    ++summary->events;
+    Result<DecodedEvent> decoded = DecodeEvent(stored->body, profile);
+    if (!decoded.ok() || !decoded->entity) {
+      ++summary->unrouted;
+      continue;
+    }
+    Status st = txn.Project(*decoded->entity, RankedEvent{std::move(decoded->event), decoded->rank},
+                            stored->seq, stored->received_at);
+    if (!st.ok()) return st;
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "catching up");
+  return txn.Commit(/*sync=*/false);  // the switch that follows is synced
+}
+
 Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
-  std::shared_lock guard(rebuild_mu_);  // a rebuild would change the profile
   VerifyOptions vo;
   vo.scratch_path = path_ + ".verify";
   vo.env = options_.env;
-  vo.profile = &profile_;
-  return VerifyAside(db_.get(), vo, on_difference);
+  vo.snapshot_interval = options_.snapshot_interval;
+  std::optional<Profile> profile;
+  {
+    // The generation, profile and snapshot must agree; a later switch or
+    // drop cannot change what the snapshot shows.
+    std::shared_lock guard(rebuild_mu_);
+    profile = profile_;
+    vo.live_gen = gen_;
+    vo.snapshot = db_->GetSnapshot();
+  }
+  vo.profile = &*profile;
+  Result<VerifySummary> result = VerifyAside(db_.get(), vo, on_difference);
+  db_->ReleaseSnapshot(vo.snapshot);
+  return result;
 }
 
-Status StoreImpl::Quarantine(RefusedDelivery r) {
-  if (options_.quarantine_max_entries == 0) return Status::OK();
-  r.received_at = clock_->NowMicros();
-  r.status = HttpStatus(r.outcome);
-  std::erase_if(r.headers, [](const auto& h) { return IsCredential(h.first); });
-  if (r.body_bytes == 0) r.body_bytes = r.body_prefix.size();
-  if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
-
-  std::lock_guard lock(quarantine_mu_);
-  leveldb::WriteBatch batch;
-  batch.Put(QuarantineKey(quarantine_next_), EncodeRefused(r));
-  uint64_t oldest = quarantine_oldest_;
-  while (quarantine_next_ + 1 - oldest > options_.quarantine_max_entries) {
-    batch.Delete(QuarantineKey(oldest++));
+StoreStats StoreImpl::Stats() {
+  StoreStats s;
+  {
+    std::shared_lock guard(rebuild_mu_);
+    s.profile_name = profile_.name();
+    s.profile_fingerprint = profile_.Fingerprint();
+    s.generation = gen_;
   }
-  Status st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "quarantining");
-  if (st.ok()) {
-    ++quarantine_next_;
-    quarantine_oldest_ = oldest;
+  if (options_.profile) {
+    const std::string requested = options_.profile->Fingerprint();
+    s.profile_stale = requested != s.profile_fingerprint;
+    if (s.profile_stale) s.requested_fingerprint = requested;
   }
-  return st;
-}
-
-Status StoreImpl::ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
-  const std::string prefix(kQuarantinePrefix);
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<RefusedDelivery> r = DecodeRefused(View(it->key()), View(it->value()));
-    if (!r.ok()) return r.status();
-    if (!fn(*r)) break;
+  s.last_seq = next_seq_.load() - 1;
+  {
+    std::lock_guard lock(quarantine_mu_);
+    s.refused = quarantine_next_ - quarantine_oldest_;
   }
-  return FromLevelDb(it->status(), "listing quarantine");
+  s.approximate_bytes = ApproximateBytes();
+  return s;
 }
 
 uint64_t StoreImpl::ApproximateBytes() {
@@ -569,6 +562,8 @@ Counters StoreImpl::counters() const {
   c.too_large = counters_.too_large.load();
   c.storage_error = counters_.storage_error.load();
   c.unrouted = counters_.unrouted.load();
+  c.late = counters_.late.load();
+  c.refolded = counters_.refolded.load();
   return c;
 }
 

@@ -5,14 +5,17 @@
 // every event_id and entity they touch; Rebuild holds `rebuild_mu_`
 // exclusively. LevelDB merges concurrent synced writes into one log write and
 // sync (group commit), so parallel ingests share their syncs.
+//
+// The store's files: store_impl.cc (open, metadata, reads, rebuild),
+// ingest_txn.cc (the ingest transaction), quarantine.cc.
 
 #ifndef EVENTFOLD_STORAGE_STORE_IMPL_H_
 #define EVENTFOLD_STORAGE_STORE_IMPL_H_
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 
@@ -27,6 +30,8 @@
 
 namespace eventfold::storage {
 
+class IngestTxn;
+
 class StoreImpl final : public Store {
  public:
   static Result<std::unique_ptr<Store>> Open(const std::string& path,
@@ -39,38 +44,40 @@ class StoreImpl final : public Store {
   Status List(std::string_view entity,
               const std::function<bool(const Projection&)>& fn) override;
   Result<EntityLog> Log(std::string_view entity, std::string_view id) override;
-  Result<RebuildSummary> Rebuild(const Profile* profile) override;
+  using Store::Rebuild;
+  Result<RebuildSummary> Rebuild(const RebuildOptions& options) override;
   Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
   Status Quarantine(RefusedDelivery refused) override;
   Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
   uint64_t ApproximateBytes() override;
+  StoreStats Stats() override;
   const Profile& profile() const override { return profile_; }
   Counters counters() const override;
 
  private:
-  struct Txn;
-  struct Decoded {
-    size_t index;
-    const Delivery* delivery;
-    DecodedEvent decoded;
-  };
+  friend class IngestTxn;
 
   StoreImpl(const Options& options, Profile profile);
 
   Status Init(const std::string& path);
-  Status LoadOrCreateProfile();
+  Status LoadOrCreateMeta();
   Status RecoverSequence();
   Status RecoverQuarantine();
-  Result<RebuildSummary> RebuildLocked(const Profile& profile);
+  Status AbandonInterruptedRebuild();
+  // Rebuild without filters: a new generation, then the switch.
+  Result<RebuildSummary> RebuildAll(const RebuildOptions& options);
+  // Rebuild with filters: re-folds the matching entities in place.
+  Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options);
+  // Projects the events stored from `from_seq` on into generation `gen`.
+  Status CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile,
+                 RebuildSummary* summary);
 
   // Ingest and IngestBatch: one transaction over n deliveries.
   std::vector<IngestResult> IngestAll(const Delivery* const* deliveries, size_t n);
   // Size, decode and header checks; true when the delivery may be stored.
   bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const;
-  // Adds one decoded delivery to the transaction; a read error fails it all.
-  Status Stage(const Decoded& item, Txn* txn, IngestResult* result);
-  Status LoadProjection(const EntityRef& ref, Txn* txn, ProjectionState** state);
-  Status ReadLog(const EntityRef& ref, std::vector<LogEntry>* out);
+  void QuarantineRefusals(const Delivery* const* deliveries,
+                          const std::vector<IngestResult>& results);
 
   Options options_;
   std::string path_;
@@ -82,6 +89,12 @@ class StoreImpl final : public Store {
   std::shared_mutex rebuild_mu_;
   LockTable locks_;
   std::atomic<uint64_t> next_seq_{1};
+  // The live projection generation (g/<gen>/), and the routing epoch that
+  // dedup entries' identities were computed under; both change only under
+  // `rebuild_mu_` held exclusively.
+  uint32_t gen_ = 1;
+  uint32_t routing_epoch_ = 1;
+  std::atomic<bool> rebuilding_{false};
 
   // Quarantine keys are contiguous: [oldest, next).
   std::mutex quarantine_mu_;
@@ -90,7 +103,7 @@ class StoreImpl final : public Store {
 
   struct AtomicCounters {
     std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0},
-        too_large{0}, storage_error{0}, unrouted{0};
+        too_large{0}, storage_error{0}, unrouted{0}, late{0}, refolded{0};
   };
   mutable AtomicCounters counters_;
 };

@@ -42,6 +42,7 @@ void AddReplayCommand(CLI::App* app, Action* action);
 void AddDemoCommand(CLI::App* app, Action* action);
 void AddServeCommand(CLI::App* app, Action* action);
 void AddRefusedCommand(CLI::App* app, Action* action);
+void AddStatusCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

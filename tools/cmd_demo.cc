@@ -1,8 +1,12 @@
-// eventfold demo [--data DIR] [--seed N] [--receipts N] [--products N] [--fresh]
+// eventfold demo [--data DIR] [--seed N] [--receipts N] [--products N]
+// [--fresh]
 //
-// Generates a simulated ReceiptRoller delivery history (tools/history.h),
-// ingests it into the store the way a receiver would, and summarizes what
-// the store made of it, in a few readable lines.
+// The whole story on one machine: generates a simulated ReceiptRoller
+// delivery history (tools/history.h), runs the HTTP receiver on a loopback
+// port, and has a simulated sender (tools/sender.h) deliver the history to
+// it — signing every attempt, retrying 429s with backoff on a compressed
+// clock, resending after lost answers, and slipping in forged and
+// stale-signed deliveries — then summarizes what happened, in a few lines.
 
 #include <algorithm>
 #include <chrono>
@@ -11,16 +15,22 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <random>
 #include <sstream>
 
+#include "eventfold/receiver.h"
 #include "tools/cli_common.h"
 #include "tools/history.h"
+#include "tools/http_server.h"
+#include "tools/sender.h"
 
 namespace eventfold::cli {
 namespace {
 
-// Deliveries per IngestBatch: one atomic write and one sync each.
-constexpr size_t kBatch = 500;
+// The secret the simulated sender and the receiver share.
+constexpr const char* kDemoSecret = "demo-secret-shared-by-sender-and-receiver";
+// Concurrent sender connections.
+constexpr int kConnections = 16;
 
 struct DemoArgs {
   std::string dir;
@@ -48,14 +58,17 @@ bool RemoveStore(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (ec || !fs::exists(st)) return true;
-  if (!fs::is_directory(st) || !fs::is_regular_file(fs::path(dir) / "CURRENT", ec)) {
+  if (!fs::is_directory(st) ||
+      !fs::is_regular_file(fs::path(dir) / "CURRENT", ec)) {
     std::cerr << "eventfold: --fresh: " << dir
-              << " is not an eventfold store (no CURRENT file); refusing to delete it\n";
+              << " is not an eventfold store (no CURRENT file); refusing to "
+                 "delete it\n";
     return false;
   }
   fs::remove_all(dir, ec);
   if (ec) {
-    std::cerr << "eventfold: --fresh: cannot remove " << dir << ": " << ec.message() << "\n";
+    std::cerr << "eventfold: --fresh: cannot remove " << dir << ": "
+              << ec.message() << "\n";
     return false;
   }
   return true;
@@ -89,28 +102,56 @@ int Run(const DemoArgs& a) {
   std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/true);
   if (!store) return kExitError;
 
-  // Ingest in arrival order, a batch at a time, as a receiver would.
-  Tally t;
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t begin = 0; begin < history.deliveries.size(); begin += kBatch) {
-    const size_t end = std::min(history.deliveries.size(), begin + kBatch);
-    const std::vector<Delivery> batch(history.deliveries.begin() + static_cast<ptrdiff_t>(begin),
-                                      history.deliveries.begin() + static_cast<ptrdiff_t>(end));
-    for (const IngestResult& r : store->IngestBatch(batch)) {
-      switch (r.outcome) {
-        case Outcome::kAccepted: ++t.accepted; break;
-        case Outcome::kDuplicate: ++t.duplicate; break;
-        case Outcome::kConflict: ++t.conflict; break;
-        case Outcome::kInvalid: ++t.invalid; break;
-        case Outcome::kStorageError:
-          std::cerr << "eventfold: " << r.message << "\n";
-          return kExitError;
-        default: ++t.other; break;
-      }
-    }
+  // The receiver, as `eventfold serve` runs it, on a loopback port.
+  ReceiverOptions ro;
+  ro.secrets = {kDemoSecret};
+  Result<std::unique_ptr<Receiver>> receiver = Receiver::Make(store.get(), ro);
+  if (!receiver.ok()) {
+    std::cerr << "eventfold: " << receiver.status().message() << "\n";
+    return kExitError;
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  HttpServerOptions so;
+  so.threads = kConnections + 4;
+  HttpServer server(receiver->get(), so);
+  if (Status st = server.Start(); !st.ok()) {
+    std::cerr << "eventfold: " << st.message() << "\n";
+    return kExitError;
+  }
+
+  // Every delivery of the history, signed per attempt; a few more that are
+  // forged or signed an hour ago; some acknowledgements "lost" on the way
+  // back, so the sender sends those events again.
+  std::vector<sim::Outgoing> outgoing;
+  std::mt19937_64 rng(a.seed);
+  for (const Delivery& d : history.deliveries) {
+    outgoing.push_back(sim::Outgoing{d, sim::Tamper::kNone, rng() % 20 == 0});
+  }
+  const size_t tampered = std::min<size_t>(history.events.size(), 5);
+  for (size_t i = 0; i < tampered; ++i) {
+    const auto at = outgoing.begin() + static_cast<ptrdiff_t>(rng() % (outgoing.size() + 1));
+    outgoing.insert(at, sim::Outgoing{Delivery{{}, history.events[i * 7 % history.events.size()]},
+                                      i < 3 ? sim::Tamper::kForged : sim::Tamper::kStale});
+  }
+  sim::SenderOptions sender;
+  sender.port = server.port();
+  sender.secret = kDemoSecret;
+  sender.connections = kConnections;
+  sender.seed = a.seed;
+  sender.time_scale = 5e-5;  // the sender's 32 hours of retries in about 6 s
+  const Counters before = store->counters();
+  const sim::SendReport report = sim::Send(outgoing, sender);
+  server.Stop();
+  const Counters after = store->counters();
+  Tally t;
+  t.accepted = after.accepted - before.accepted;
+  t.duplicate = after.duplicate - before.duplicate;
+  t.conflict = after.conflict - before.conflict;
+  t.invalid = after.invalid - before.invalid;
+  if (after.storage_error > before.storage_error) {
+    std::cerr << "eventfold: the store failed to write; see the sender's 503s\n";
+    return kExitError;
+  }
+  const double seconds = report.seconds;
 
   // What the store made of it: projections by state, rejections by reason.
   std::map<std::string, std::map<std::string, uint64_t>> states;
@@ -125,10 +166,12 @@ int Run(const DemoArgs& a) {
       ++rejected;
       ++reasons[ReasonKind(r.reason)];
       // Prefer the classic: a receipt issued again after its refund.
-      const int score = (p.entity == "receipt" ? 2 : 0) +
-                        (r.reason.find("refunded -> issued") != std::string::npos ? 4 : 0) +
-                        (r.reason.rfind("impossible", 0) == 0 ? 1 : 0);
-      if (score > example.score) example = Example{p.entity, p.id, r.reason, score};
+      const int score =
+          (p.entity == "receipt" ? 2 : 0) +
+          (r.reason.find("refunded -> issued") != std::string::npos ? 4 : 0) +
+          (r.reason.rfind("impossible", 0) == 0 ? 1 : 0);
+      if (score > example.score)
+        example = Example{p.entity, p.id, r.reason, score};
     }
     if (example.entity.empty() && p.entity == "receipt") {
       example = Example{p.entity, p.id, "", -1};
@@ -142,24 +185,49 @@ int Run(const DemoArgs& a) {
 
   const sim::HistoryStats& s = history.stats;
   std::ostringstream out;
-  out << "eventfold demo: a ReceiptRoller delivery history (seed " << a.seed << ")\n";
-  out << "  sender: " << Commas(history.events.size()) << " events (" << Commas(s.receipts)
-      << " receipts, " << Commas(s.products) << " products, " << Commas(s.inventory_events)
+  out << "eventfold demo: a simulated ReceiptRoller sending to the receiver on 127.0.0.1:"
+      << server.port() << " (seed " << a.seed << ")\n";
+  out << "  sender: " << Commas(history.events.size()) << " events ("
+      << Commas(s.receipts) << " receipts, " << Commas(s.products)
+      << " products, " << Commas(s.inventory_events)
       << " inventory updates) sent as " << Commas(history.deliveries.size())
-      << " deliveries: " << Commas(s.retries) << " retries, shuffled, " << s.late << " late, "
-      << history.malformed << " malformed, " << history.conflicts << " conflicting\n";
-  const double rate = seconds > 0 ? static_cast<double>(history.deliveries.size()) / seconds : 0;
+      << " deliveries: " << Commas(s.retries) << " retries, shuffled, "
+      << Commas(s.late) << " late, " << Commas(history.malformed)
+      << " malformed, " << Commas(history.conflicts) << " conflicting, "
+      << Commas(tampered) << " forged or stale-signed\n";
+  out << "  http:   " << Commas(report.attempts) << " attempts:";
+  for (const auto& [status, n] : report.attempts_by_status) {
+    out << " " << (status == 0 ? std::string("lost") : std::to_string(status)) << " x"
+        << Commas(n);
+  }
+  out << "; " << Commas(report.retries) << " retried with backoff ("
+      << Commas(report.lost_acks) << " after a lost answer), " << Commas(report.delivered)
+      << " delivered, " << Commas(report.dead_letters) << " dead letters (4xx)\n";
+  char latency[96];
+  std::snprintf(latency, sizeof latency, "p50 %.2f ms, p99 %.2f ms",
+                sim::Quantile(report.latencies, 0.5) * 1e3,
+                sim::Quantile(report.latencies, 0.99) * 1e3);
+  out << "  acks:   " << latency << " (each 200 only after the event is synced to disk)\n";
+  const double rate =
+      seconds > 0 ? static_cast<double>(history.deliveries.size()) / seconds
+                  : 0;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", seconds);
-  out << "  ingest: " << Commas(t.accepted) << " accepted, " << Commas(t.duplicate)
-      << " duplicate, " << Commas(t.conflict) << " conflict (409), " << Commas(t.invalid)
-      << " invalid (400)";
+  out << "  ingest: " << Commas(t.accepted) << " accepted, "
+      << Commas(t.duplicate) << " duplicate, " << Commas(t.conflict)
+      << " conflict (409), " << Commas(t.invalid) << " invalid (400)";
   if (t.other) out << ", " << Commas(t.other) << " other";
   out << " in " << secs << " s (" << Commas(static_cast<uint64_t>(rate + 0.5))
-      << " deliveries/s, each batch synced)\n";
+      << " deliveries/s)\n";
+  if (report.attempts_by_status.count(401)) {
+    out << "  refused: " << Commas(report.attempts_by_status.at(401))
+        << " unsigned or badly signed deliveries (401), kept for: eventfold refused --data "
+        << a.dir << "\n";
+  }
   if (t.accepted == 0 && t.duplicate > 0) {
     out << "  again:  all " << Commas(t.duplicate)
-        << " valid deliveries were already stored: all duplicates, nothing changed "
+        << " valid deliveries were already stored: all duplicates, nothing "
+           "changed "
            "(ingest is idempotent)\n";
   }
   out << "  store:  " << a.dir << "\n";
@@ -172,13 +240,15 @@ int Run(const DemoArgs& a) {
     if (it == states.end()) continue;
     std::vector<std::string> order;
     for (const Transition& tr : type.transitions) {
-      if (std::find(order.begin(), order.end(), tr.to) == order.end()) order.push_back(tr.to);
+      if (std::find(order.begin(), order.end(), tr.to) == order.end())
+        order.push_back(tr.to);
     }
     for (const auto& [state, n] : it->second) {
-      if (std::find(order.begin(), order.end(), state) == order.end()) order.push_back(state);
+      if (std::find(order.begin(), order.end(), state) == order.end())
+        order.push_back(state);
     }
-    out << (first_entity ? " " : " \u00b7 ") << type.name << " " << Commas(entities[type.name])
-        << " (";
+    out << (first_entity ? " " : " \u00b7 ") << type.name << " "
+        << Commas(entities[type.name]) << " (";
     bool first_state = true;
     for (const std::string& state : order) {
       auto n = it->second.find(state);
@@ -200,14 +270,15 @@ int Run(const DemoArgs& a) {
       out << (first ? "" : ", ") << kind << " " << Commas(n);
       first = false;
     }
-    out << "), e.g. " << example.entity << " " << example.id << ": " << example.reason;
+    out << "), e.g. " << example.entity << " " << example.id << ": "
+        << example.reason;
   }
   out << "\n";
   if (!example.entity.empty()) {
-    out << "  try:  eventfold show --data " << a.dir << " " << example.entity << " " << example.id
-        << "\n";
-    out << "        eventfold log --data " << a.dir << " " << example.entity << " " << example.id
-        << "\n";
+    out << "  try:  eventfold show --data " << a.dir << " " << example.entity
+        << " " << example.id << "\n";
+    out << "        eventfold log --data " << a.dir << " " << example.entity
+        << " " << example.id << "\n";
   }
   std::cout << out.str() << std::flush;
   return kExitOk;
@@ -216,18 +287,21 @@ int Run(const DemoArgs& a) {
 }  // namespace
 
 void AddDemoCommand(CLI::App* app, Action* action) {
-  auto* cmd = app->add_subcommand(
-      "demo", "ingest a simulated ReceiptRoller delivery history and summarize the result");
+  auto* cmd = app->add_subcommand("demo",
+                                  "ingest a simulated ReceiptRoller delivery "
+                                  "history and summarize the result");
   auto a = std::make_shared<DemoArgs>();
   AddDataOption(cmd, &a->dir);
-  cmd->add_option("--seed", a->seed, "seed of the simulated history")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "seed of the simulated history")
+      ->capture_default_str();
   cmd->add_option("--receipts", a->receipts, "receipts the sender issues")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 10000000));
   cmd->add_option("--products", a->products, "products the sender creates")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--fresh", a->fresh, "delete the store at --data first (only if it is one)");
+      ->check(CLI::Range(0, 10000000));
+  cmd->add_flag("--fresh", a->fresh,
+                "delete the store at --data first (only if it is one)");
   cmd->callback([=] { *action = [=] { return Run(*a); }; });
 }
 

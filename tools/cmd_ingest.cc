@@ -137,9 +137,12 @@ void AddIngestCommand(CLI::App* app, Action* action) {
   auto a = std::make_shared<IngestArgs>();
   AddDataOption(cmd, &a->dir);
   cmd->add_option("--profile", a->profile, "profile file for a new store");
+  // One value per flag, so `--secret S FILE` leaves FILE to the input.
   cmd->add_option("--secret", a->secrets,
-                  "signing secret; every line must then be a signed envelope");
-  cmd->add_option("--secret-file", a->secret_files, "file of secrets, one per line");
+                  "signing secret; every line must then be a signed envelope")
+      ->allow_extra_args(false);
+  cmd->add_option("--secret-file", a->secret_files, "file of secrets, one per line")
+      ->allow_extra_args(false);
   cmd->add_option("--tolerance", a->tolerance, "signature timestamp window, seconds")
       ->capture_default_str();
   cmd->add_option("input", a->input, "NDJSON file, or - for standard input (default)");

@@ -1,6 +1,11 @@
 // eventfold replay --data DIR [--verify] [--profile FILE]
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "core/json_writer.h"
 #include "tools/cli_common.h"
@@ -38,17 +43,50 @@ int Verify(Store* store) {
   return sum->differences == 0 ? kExitOk : kExitRefused;
 }
 
-int Replay(const std::string& dir, bool verify, const std::string& profile_file) {
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+struct ReplayArgs {
+  std::string dir, profile_file, entity, id;
+  bool verify = false;
+  bool quiet = false;
+  int threads = 0;
+};
+
+// Progress on stderr: a line redrawn in place on a terminal, otherwise a
+// plain line every few seconds (logs stay readable).
+std::function<void(const RebuildProgress&)> ProgressPrinter() {
+  const bool tty = isatty(STDERR_FILENO);
+  auto last = std::make_shared<double>(-1e9);
+  return [tty, last](const RebuildProgress& p) {
+    // An in-place re-fold does not know its total (events_total 0) until done.
+    const bool final = p.events_done == p.events_total;
+    if (!tty && !final && p.seconds - *last < 5) return;
+    *last = p.seconds;
+    const double rate = p.seconds > 0 ? static_cast<double>(p.events_done) / p.seconds : 0;
+    const uint64_t total = std::max(p.events_total, p.events_done);
+    const double eta = rate > 0 ? static_cast<double>(total - p.events_done) / rate : 0;
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "replay: %llu/%llu events (%.0f%%), %llu entities, %.0f events/s, ETA %.0f s",
+                  static_cast<unsigned long long>(p.events_done),
+                  static_cast<unsigned long long>(total),
+                  total ? 100.0 * static_cast<double>(p.events_done) / static_cast<double>(total)
+                        : 100.0,
+                  static_cast<unsigned long long>(p.entities_done), rate, eta);
+    std::cerr << (tty ? "\r" : "") << line << (tty ? "\x1b[K" : "\n") << std::flush;
+  };
+}
+
+int Replay(const ReplayArgs& a) {
+  std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
   if (!store) return kExitError;
-  if (verify) {
-    if (!profile_file.empty()) {
-      std::cerr << "eventfold: --verify compares with the store's own profile; "
-                   "drop --profile\n";
+  if (a.verify) {
+    if (!a.profile_file.empty() || !a.entity.empty()) {
+      std::cerr << "eventfold: --verify compares the whole store under its own profile; "
+                   "drop --profile, --entity and --id\n";
       return kExitError;
     }
     return Verify(store.get());
   }
+  const std::string& profile_file = a.profile_file;
   std::optional<Profile> profile;
   if (!profile_file.empty()) {
     Result<Profile> p = Profile::FromFile(profile_file);
@@ -58,7 +96,14 @@ int Replay(const std::string& dir, bool verify, const std::string& profile_file)
     }
     profile = std::move(*p);
   }
-  Result<RebuildSummary> sum = store->Rebuild(profile ? &*profile : nullptr);
+  RebuildOptions options;
+  options.profile = profile ? &*profile : nullptr;
+  options.entity = a.entity;
+  options.id = a.id;
+  options.threads = a.threads;
+  if (!a.quiet) options.progress = ProgressPrinter();
+  Result<RebuildSummary> sum = store->Rebuild(options);
+  if (!a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
   if (!sum.ok()) {
     std::cerr << "eventfold: " << sum.status().ToString() << "\n";
     return kExitError;
@@ -82,13 +127,15 @@ int Replay(const std::string& dir, bool verify, const std::string& profile_file)
 
 void AddReplayCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("replay", "rebuild every projection from the stored events");
-  auto dir = std::make_shared<std::string>();
-  auto verify = std::make_shared<bool>(false);
-  auto profile = std::make_shared<std::string>();
-  AddDataOption(cmd, dir.get());
-  cmd->add_flag("--verify", *verify, "rebuild aside and compare; exit 1 on any difference");
-  cmd->add_option("--profile", *profile, "rebuild under this profile and switch to it");
-  cmd->callback([=] { *action = [=] { return Replay(*dir, *verify, *profile); }; });
+  auto a = std::make_shared<ReplayArgs>();
+  AddDataOption(cmd, &a->dir);
+  cmd->add_flag("--verify", a->verify, "rebuild aside and compare; exit 1 on any difference");
+  cmd->add_option("--profile", a->profile_file, "rebuild under this profile and switch to it");
+  cmd->add_option("--entity", a->entity, "only this entity type (re-fold in place)");
+  cmd->add_option("--id", a->id, "only this entity (with --entity)");
+  cmd->add_option("--threads", a->threads, "worker threads (default: one per core)");
+  cmd->add_flag("--quiet", a->quiet, "no progress on stderr");
+  cmd->callback([=] { *action = [=] { return Replay(*a); }; });
 }
 
 }  // namespace eventfold::cli

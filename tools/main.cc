@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   AddDemoCommand(&app, &action);
   AddServeCommand(&app, &action);
   AddRefusedCommand(&app, &action);
+  AddStatusCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -10,6 +10,7 @@
 #define EVENTFOLD_OPTIONS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "eventfold/clock.h"
@@ -41,12 +42,17 @@ struct Options {
   Durability durability = Durability::kSync;
 
   // The profile a new store is created with; default the built-in
-  // "receiptroller". An existing store keeps the profile it records; opening
-  // it with a different one here fails until a rebuild switches profiles.
+  // "receiptroller". An existing store keeps the profile it records; when
+  // this one differs, Store::Stats() reports the projections as stale until
+  // Store::Rebuild with this profile switches the store to it.
   std::optional<Profile> profile;
 
   // Bodies larger than this are refused (413) before any parsing.
   size_t max_body_bytes = 1 << 20;
+
+  // Events between an entity's fold snapshots: a late event re-folds at
+  // most about this many events, however long the entity's log. 0: none.
+  uint64_t snapshot_interval = 1000;
 
   // Refused deliveries kept for operators; the oldest go first.
   size_t quarantine_max_entries = 10000;

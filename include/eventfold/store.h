@@ -39,6 +39,8 @@ struct Counters {
   uint64_t too_large = 0;
   uint64_t storage_error = 0;
   uint64_t unrouted = 0;  // accepted events whose type no entity knows
+  uint64_t late = 0;      // accepted events that sorted before their entity's last
+  uint64_t refolded = 0;  // events re-folded because of late ones
 };
 
 // Totals of a rebuild.
@@ -49,6 +51,31 @@ struct RebuildSummary {
   uint64_t rejected = 0;
   uint64_t unrouted = 0;
   double seconds = 0;
+};
+
+// Where a running rebuild is; reported about once a second.
+struct RebuildProgress {
+  uint64_t events_done = 0;    // stored events routed so far
+  uint64_t events_total = 0;   // stored events to route (an upper bound)
+  uint64_t entities_done = 0;  // projections written so far
+  double seconds = 0;          // since the rebuild started
+};
+
+struct RebuildOptions {
+  // Rebuild under this profile, which then becomes the store's profile;
+  // nullptr keeps the store's own.
+  const Profile* profile = nullptr;
+
+  // Only this entity type (and with `id`, only that one entity): re-folds
+  // its logs in place, without re-routing. Refused together with `profile`.
+  std::string entity;
+  std::string id;
+
+  // Worker threads; 0 means one per core.
+  int threads = 0;
+
+  // Called from a monitoring thread while the rebuild runs; may be empty.
+  std::function<void(const RebuildProgress&)> progress;
 };
 
 // A delivery the store refused (400, 401, 409, 413), as kept in its
@@ -66,6 +93,21 @@ struct RefusedDelivery {
 
 inline constexpr size_t kQuarantineBodyBytes = 1024;
 
+// What a store is and holds, cheaply (no scans).
+struct StoreStats {
+  std::string profile_name;         // the profile projections are built with
+  std::string profile_fingerprint;  // its Profile::Fingerprint()
+  // Options::profile differed from the store's profile at Open: the store
+  // keeps routing and folding with its own, and the projections are stale
+  // for the opener until a Rebuild with the requested profile.
+  bool profile_stale = false;
+  std::string requested_fingerprint;  // set when profile_stale
+  uint32_t generation = 0;          // live projection generation
+  uint64_t last_seq = 0;            // highest arrival sequence used so far
+  uint64_t refused = 0;             // deliveries in the quarantine
+  uint64_t approximate_bytes = 0;   // on disk
+};
+
 // Result of comparing the live projections with a rebuild made aside.
 struct VerifySummary {
   uint64_t entities = 0;     // entities compared
@@ -81,9 +123,9 @@ using DifferenceFn = std::function<void(const std::optional<Projection>& live,
 class Store {
  public:
   // Opens (or, with create_if_missing, creates) the store in directory
-  // `path`. Fails with kBusy when another Store holds it, kInvalidArgument
-  // when options.profile differs from the store's, kCorruption or kIOError
-  // when its files cannot be read.
+  // `path`. Fails with kBusy when another Store holds it, kCorruption or
+  // kIOError when its files cannot be read. An existing store keeps its own
+  // profile; when options.profile differs, Stats() reports it as stale.
   static Result<std::unique_ptr<Store>> Open(const std::string& path,
                                              const Options& options);
 
@@ -121,11 +163,21 @@ class Store {
   virtual Result<EntityLog> Log(std::string_view entity,
                                 std::string_view id) = 0;
 
-  // Rebuilds every log index and projection from the stored events, under
-  // `profile` when given (which then becomes the store's profile) or the
-  // store's own. Ingest is paused meanwhile. An interrupted rebuild is
-  // finished by the next Open.
-  virtual Result<RebuildSummary> Rebuild(const Profile* profile) = 0;
+  // Rebuilds the projections from the stored events. A full rebuild writes a
+  // new generation of logs and projections beside the live one while ingest
+  // and reads go on against the live one, then catches up with what arrived
+  // meanwhile and switches over atomically; the old generation is dropped.
+  // A crash before the switch leaves the live generation untouched (the
+  // partial one is removed on the next Open). kBusy when another rebuild of
+  // this store runs; kInvalidArgument for bad filters.
+  virtual Result<RebuildSummary> Rebuild(const RebuildOptions& options) = 0;
+
+  // Rebuild(options) with only a profile (nullptr: the store's own).
+  Result<RebuildSummary> Rebuild(const Profile* profile) {
+    RebuildOptions options;
+    options.profile = profile;
+    return Rebuild(options);
+  }
 
   // Rebuilds every projection from the stored events into a scratch store
   // beside this one (path + ".verify", removed afterwards) and compares it
@@ -148,6 +200,8 @@ class Store {
 
   // Approximate bytes the store occupies on disk.
   virtual uint64_t ApproximateBytes() = 0;
+
+  virtual StoreStats Stats() = 0;
 
   // The profile this store routes and folds with.
   virtual const Profile& profile() const = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,17 +26,45 @@ bool Bytewise(const std::string& a, const std::string& b) {
       [](char x, char y) { return static_cast<unsigned char>(x) < static_cast<unsigned char>(y); });
 }
 
+// Occurred_at values around the interesting boundaries, and random ones.
+int64_t RandomTime(std::mt19937_64& rng) {
+  static const int64_t kEdges[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1,
+                                   1795947330123000, std::numeric_limits<int64_t>::max()};
+  if (rng() % 4 == 0) return kEdges[rng() % 6];
+  return static_cast<int64_t>(rng()) >> (rng() % 64);
+}
+
+FoldKey RandomFoldKey(std::mt19937_64& rng) {
+  FoldKey k;
+  // Few distinct values per component, so ties on earlier components are
+  // common and later components decide.
+  static const int64_t kTimes[] = {-5, 0, 7, 1795947330123000};
+  k.occurred_at = rng() % 3 == 0 ? RandomTime(rng) : kTimes[rng() % 4];
+  if (rng() % 3) k.version = static_cast<int64_t>(rng() % 4 == 0 ? rng() >> 1 : rng() % 3);
+  k.rank = static_cast<uint32_t>(rng() % 3 == 0 ? rng() : rng() % 3);
+  static const char* kIds[] = {"a", "ab", "b", "evt_1", "evt_10", "evt_2", "A", "a.b", "a-"};
+  k.event_id = kIds[rng() % 9];
+  return k;
+}
+
 TEST(KeyCodecTest, FamiliesHaveTheirPrefixes) {
   EXPECT_EQ(MetaKey("profile"), "m/profile");
   EXPECT_EQ(DedupKey("evt_1"), "d/evt_1");
   EXPECT_EQ(EventKey(1), std::string("a/\0\0\0\0\0\0\0\x01", 10));
-  EXPECT_EQ(ConflictKey(0x0102030405060708ull), std::string("c/\x01\x02\x03\x04\x05\x06\x07\x08", 10));
-  EXPECT_EQ(LogPrefix({"receipt", "r1"}), std::string("l/receipt\0r1\0", 13));
-  EXPECT_EQ(LogKey({"receipt", "r1"}, 258),
-            std::string("l/receipt\0r1\0\0\0\0\0\0\0\x01\x02", 21));
-  EXPECT_EQ(ProjectionKey({"receipt", "r1"}), std::string("p/receipt\0r1", 12));
-  EXPECT_EQ(ProjectionScanPrefix(""), "p/");
-  EXPECT_EQ(ProjectionScanPrefix("receipt"), std::string("p/receipt\0", 10));
+  EXPECT_EQ(ConflictKey(0x0102030405060708ull),
+            std::string("c/\x01\x02\x03\x04\x05\x06\x07\x08", 10));
+  EXPECT_EQ(GenerationPrefix(0x01020304), std::string("g/\x01\x02\x03\x04/", 7));
+  const std::string g1 = GenerationPrefix(1);
+  EXPECT_EQ(LogPrefix(1, {"receipt", "r1"}), g1 + std::string("l/receipt\0r1\0", 13));
+  EXPECT_EQ(LogFamilyPrefix(1), g1 + "l/");
+  EXPECT_EQ(ProjectionKey(1, {"receipt", "r1"}), g1 + std::string("p/receipt\0r1", 12));
+  EXPECT_EQ(ProjectionScanPrefix(1, ""), g1 + "p/");
+  EXPECT_EQ(ProjectionScanPrefix(1, "receipt"), g1 + std::string("p/receipt\0", 10));
+  EXPECT_EQ(SnapshotPrefix(1, {"receipt", "r1"}), g1 + std::string("s/receipt\0r1\0", 13));
+  const FoldKey fk{5, 2, 1, "evt_1"};
+  EXPECT_EQ(LogKey(1, {"receipt", "r1"}, fk), LogPrefix(1, {"receipt", "r1"}) + EncodeFoldKey(fk));
+  EXPECT_EQ(SnapshotKey(1, {"receipt", "r1"}, fk),
+            SnapshotPrefix(1, {"receipt", "r1"}) + EncodeFoldKey(fk));
 }
 
 TEST(KeyCodecTest, SeqKeysSortNumerically) {
@@ -52,6 +81,7 @@ TEST(KeyCodecTest, SeqKeysSortNumerically) {
       const uint64_t a = seqs[i], b = seqs[j];
       EXPECT_EQ(a < b, Bytewise(EventKey(a), EventKey(b))) << a << " vs " << b;
       EXPECT_EQ(a < b, Bytewise(ConflictKey(a), ConflictKey(b))) << a << " vs " << b;
+      EXPECT_EQ(a < b, Bytewise(QuarantineKey(a), QuarantineKey(b))) << a << " vs " << b;
     }
   }
   // Sorting the keys sorts the numbers.
@@ -65,24 +95,62 @@ TEST(KeyCodecTest, SeqKeysSortNumerically) {
   }
 }
 
-TEST(KeyCodecTest, LogKeysOfOneEntityAreContiguousAndInSeqOrder) {
-  const uint64_t seed = TestSeed("LogKeysOfOneEntityAreContiguousAndInSeqOrder", 7);
+TEST(KeyCodecTest, FoldKeyEncodingPreservesFoldOrderAndRoundTrips) {
+  const uint64_t seed = TestSeed("FoldKeyEncodingPreservesFoldOrderAndRoundTrips", 4242);
+  std::mt19937_64 rng(seed);
+  std::vector<FoldKey> keys;
+  for (int i = 0; i < 600; ++i) keys.push_back(RandomFoldKey(rng));
+  // SPEC §4 order spelled out: an absent version sorts before any version,
+  // version 0 included; event ids bytewise, a prefix first.
+  keys.push_back(FoldKey{0, std::nullopt, 5, "z"});
+  keys.push_back(FoldKey{0, 0, 0, "a"});
+  for (const FoldKey& k : keys) {
+    const std::optional<FoldKey> back = DecodeFoldKey(EncodeFoldKey(k));
+    ASSERT_TRUE(back.has_value()) << k.event_id;
+    EXPECT_EQ(*back, k);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = i + 1; j < std::min(keys.size(), i + 60); ++j) {
+      const FoldKey& a = keys[i];
+      const FoldKey& b = keys[j];
+      const std::string ea = EncodeFoldKey(a), eb = EncodeFoldKey(b);
+      EXPECT_EQ(a < b, Bytewise(ea, eb))
+          << a.occurred_at << "/" << a.version.value_or(-1) << "/" << a.rank << "/" << a.event_id
+          << " vs " << b.occurred_at << "/" << b.version.value_or(-1) << "/" << b.rank << "/"
+          << b.event_id;
+      EXPECT_EQ(a == b, ea == eb);
+    }
+  }
+  EXPECT_TRUE(Bytewise(EncodeFoldKey(keys[keys.size() - 2]), EncodeFoldKey(keys.back())));
+  // Malformed encodings are refused.
+  EXPECT_FALSE(DecodeFoldKey("").has_value());
+  EXPECT_FALSE(DecodeFoldKey(std::string(12, '\0')).has_value());  // too short
+  std::string bad_flag = EncodeFoldKey(FoldKey{1, std::nullopt, 0, "e"});
+  bad_flag[8] = '\x02';
+  EXPECT_FALSE(DecodeFoldKey(bad_flag).has_value());
+  std::string cut = EncodeFoldKey(FoldKey{1, 3, 0, ""});
+  cut.resize(cut.size() - 1);  // version present, rank cut short
+  EXPECT_FALSE(DecodeFoldKey(cut).has_value());
+}
+
+TEST(KeyCodecTest, LogKeysOfOneEntityAreContiguousAndInFoldOrder) {
+  const uint64_t seed = TestSeed("LogKeysOfOneEntityAreContiguousAndInFoldOrder", 7);
   std::mt19937_64 rng(seed);
   // Entities chosen to be prefixes of each other, with ids that are too.
   const std::vector<EntityRef> refs = {
-      {"a", "b"},  {"a", "bc"}, {"a", "b0"},   {"ab", "b"},  {"ab", ""},
-      {"a", "a"},  {"a", "\x01"}, {"a", "\xff"}, {"b", "b"}, {"a", "b\xff"},
+      {"a", "b"},    {"a", "bc"}, {"a", "b0"},   {"ab", "b"},  {"ab", ""},
+      {"a", "a"},    {"a", "\x01"}, {"a", "\xff"}, {"b", "b"}, {"a", "b\xff"},
   };
   struct Item {
     std::string key;
     size_t ref;
-    uint64_t seq;
+    FoldKey fold;
   };
   std::vector<Item> items;
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < 1500; ++i) {
     const size_t r = rng() % refs.size();
-    const uint64_t seq = rng() >> (rng() % 64);
-    items.push_back({LogKey(refs[r], seq), r, seq});
+    const FoldKey fold = RandomFoldKey(rng);
+    items.push_back({LogKey(3, refs[r], fold), r, fold});
   }
   std::sort(items.begin(), items.end(),
             [](const Item& x, const Item& y) { return Bytewise(x.key, y.key); });
@@ -90,19 +158,24 @@ TEST(KeyCodecTest, LogKeysOfOneEntityAreContiguousAndInSeqOrder) {
   std::vector<bool> done(refs.size(), false);
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
-    ASSERT_FALSE(done[it.ref]) << "log of " << refs[it.ref].entity << "/"
-                               << refs[it.ref].id << " is not contiguous";
+    ASSERT_FALSE(done[it.ref]) << "log of " << refs[it.ref].entity << "/" << refs[it.ref].id
+                               << " is not contiguous";
     if (i > 0 && items[i - 1].ref == it.ref) {
-      EXPECT_LE(items[i - 1].seq, it.seq) << "seq order within one log";
+      EXPECT_FALSE(it.fold < items[i - 1].fold) << "fold order within one log";
     }
     if (i + 1 == items.size() || items[i + 1].ref != it.ref) done[it.ref] = true;
-    // Every entry starts with the entity's prefix, and no other entity's.
-    EXPECT_TRUE(it.key.starts_with(LogPrefix(refs[it.ref])));
+    // Every entry starts with its entity's prefix, and no other entity's.
+    EXPECT_TRUE(it.key.starts_with(LogPrefix(3, refs[it.ref])));
     for (size_t r = 0; r < refs.size(); ++r) {
       if (r != it.ref) {
-        EXPECT_FALSE(it.key.starts_with(LogPrefix(refs[r])));
+        EXPECT_FALSE(it.key.starts_with(LogPrefix(3, refs[r])));
       }
     }
+    // And parses back.
+    auto parsed = ParseLogKey(it.key);
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(parsed->first, refs[it.ref]);
+    EXPECT_EQ(parsed->second, it.fold);
   }
 }
 
@@ -110,11 +183,11 @@ TEST(KeyCodecTest, ProjectionKeysSortByEntityThenIdBytewise) {
   // "a" is a prefix of "ab": with a plain concatenation p/a + "z" would sort
   // after p/ab + "b". The NUL separator keeps (entity, id) order.
   const std::vector<EntityRef> refs = {
-      {"ab", "a"}, {"a", "zzz"}, {"a", ""}, {"a", "\xff"}, {"b", "0"},
-      {"ab", "\x01"}, {"a", "z"}, {"aa", "x"}, {"a", "za"}, {"a", "Z"},
+      {"ab", "a"}, {"a", "zzz"}, {"a", ""},  {"a", "\xff"}, {"b", "0"},
+      {"ab", "\x01"}, {"a", "z"}, {"aa", "x"}, {"a", "za"},  {"a", "Z"},
   };
   std::vector<std::string> keys;
-  for (const EntityRef& r : refs) keys.push_back(ProjectionKey(r));
+  for (const EntityRef& r : refs) keys.push_back(ProjectionKey(1, r));
   std::sort(keys.begin(), keys.end(), Bytewise);
   std::vector<EntityRef> by_key;
   for (const std::string& k : keys) {
@@ -132,9 +205,36 @@ TEST(KeyCodecTest, ProjectionKeysSortByEntityThenIdBytewise) {
   EXPECT_EQ(by_key.back(), (EntityRef{"b", "0"}));
 
   // A scan of entity "a" covers all of a's keys and none of "ab"'s or "aa"'s.
-  const std::string scan = ProjectionScanPrefix("a");
+  const std::string scan = ProjectionScanPrefix(1, "a");
   for (const EntityRef& r : refs) {
-    EXPECT_EQ(ProjectionKey(r).starts_with(scan), r.entity == "a") << r.entity << "/" << r.id;
+    EXPECT_EQ(ProjectionKey(1, r).starts_with(scan), r.entity == "a") << r.entity << "/" << r.id;
+    EXPECT_TRUE(ProjectionKey(1, r).starts_with(ProjectionScanPrefix(1, "")));
+  }
+}
+
+TEST(KeyCodecTest, GenerationsDoNotInterleave) {
+  // Big-endian generations: 255 < 256 < 65536, and each generation's keys
+  // form one range under its prefix, whatever family or entity.
+  const std::vector<uint32_t> gens = {1, 2, 255, 256, 65536, UINT32_MAX};
+  const EntityRef ref{"receipt", "\xff\xff"};
+  const FoldKey fk{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max(),
+                   UINT32_MAX, "zzz"};
+  for (size_t i = 0; i < gens.size(); ++i) {
+    const std::string prefix = GenerationPrefix(gens[i]);
+    for (const std::string& k : {LogKey(gens[i], ref, fk), ProjectionKey(gens[i], ref),
+                                 SnapshotKey(gens[i], ref, fk), LogFamilyPrefix(gens[i])}) {
+      EXPECT_TRUE(k.starts_with(prefix));
+      for (size_t j = 0; j < gens.size(); ++j) {
+        if (j == i) continue;
+        EXPECT_FALSE(k.starts_with(GenerationPrefix(gens[j])));
+        EXPECT_EQ(i < j, Bytewise(k, GenerationPrefix(gens[j]))) << gens[i] << " vs " << gens[j];
+      }
+    }
+  }
+  // Generation keys stay out of every other family.
+  for (std::string_view other : {kMetaPrefix, kEventPrefix, kDedupPrefix, kConflictPrefix,
+                                 kQuarantinePrefix}) {
+    EXPECT_FALSE(GenerationPrefix(1).starts_with(other));
   }
 }
 
@@ -145,19 +245,27 @@ TEST(KeyCodecTest, ParseRoundTrips) {
     const uint64_t seq = rng() >> (rng() % 64);
     EXPECT_EQ(ParseSeqKey(EventKey(seq), kEventPrefix), seq);
     EXPECT_EQ(ParseSeqKey(ConflictKey(seq), kConflictPrefix), seq);
+    EXPECT_EQ(ParseSeqKey(QuarantineKey(seq), kQuarantinePrefix), seq);
     // An id of arbitrary non-NUL bytes.
     std::string id(1 + rng() % 20, 'x');
     for (char& c : id) c = static_cast<char>(1 + rng() % 255);
     const EntityRef ref{"ent_" + std::to_string(rng() % 5), id};
-    EXPECT_EQ(ParseProjectionKey(ProjectionKey(ref)), ref);
-    auto log = ParseLogKey(LogKey(ref, seq));
-    ASSERT_TRUE(log.has_value());
-    EXPECT_EQ(log->first, ref);
-    EXPECT_EQ(log->second, seq);
+    const uint32_t gen = static_cast<uint32_t>(rng());
+    EXPECT_EQ(ParseProjectionKey(ProjectionKey(gen, ref)), ref);
+    const FoldKey fold = RandomFoldKey(rng);
+    for (const std::string& k : {LogKey(gen, ref, fold), SnapshotKey(gen, ref, fold)}) {
+      auto log = ParseLogKey(k);
+      ASSERT_TRUE(log.has_value());
+      EXPECT_EQ(log->first, ref);
+      EXPECT_EQ(log->second, fold);
+    }
   }
-  // Seqs whose bytes are NUL or contain the separator byte still parse.
-  EXPECT_EQ(ParseLogKey(LogKey({"receipt", "r"}, 0))->second, 0u);
-  EXPECT_EQ(ParseLogKey(LogKey({"receipt", "r"}, UINT64_MAX))->second, UINT64_MAX);
+  // Generations whose bytes are NUL or '/' still parse.
+  for (uint32_t gen : {0u, 0x2f2f2f2fu, 0x00002f00u}) {
+    EXPECT_EQ(ParseProjectionKey(ProjectionKey(gen, {"receipt", "r"})), (EntityRef{"receipt", "r"}));
+    EXPECT_EQ(ParseLogKey(LogKey(gen, {"receipt", "r"}, FoldKey{}))->first,
+              (EntityRef{"receipt", "r"}));
+  }
 }
 
 TEST(KeyCodecTest, ParseRefusesMalformedKeys) {
@@ -165,19 +273,26 @@ TEST(KeyCodecTest, ParseRefusesMalformedKeys) {
   EXPECT_FALSE(ParseSeqKey("a/1234567", kEventPrefix).has_value());     // too short
   EXPECT_FALSE(ParseSeqKey(EventKey(5) + "x", kEventPrefix).has_value());  // too long
   EXPECT_FALSE(ParseSeqKey("", kEventPrefix).has_value());
-  EXPECT_FALSE(ParseProjectionKey("p/receipt").has_value());  // no separator
-  EXPECT_FALSE(ParseProjectionKey("x/receipt\0r1").has_value());
-  EXPECT_FALSE(ParseProjectionKey(LogKey({"receipt", "r1"}, 1)).has_value());
-  EXPECT_FALSE(ParseLogKey("l/short").has_value());
-  EXPECT_FALSE(ParseLogKey(ProjectionKey({"receipt", "r1"}) + "12345678").has_value());
-  EXPECT_FALSE(ParseLogKey(std::string("l/nosep\0", 8) + "12345678").has_value());
-  // The byte before the 8-byte seq must be the NUL that ends the id.
-  EXPECT_FALSE(ParseLogKey(std::string("l/receipt\0abcdefghijk", 21)).has_value());
+  const EntityRef ref{"receipt", "r1"};
+  EXPECT_FALSE(ParseProjectionKey(GenerationPrefix(1) + "p/receipt").has_value());  // no NUL
+  EXPECT_FALSE(ParseProjectionKey(std::string("p/receipt\0r1", 12)).has_value());   // no gen
+  EXPECT_FALSE(ParseProjectionKey("").has_value());
+  // A log or snapshot key is not a projection key, nor the other way round.
+  EXPECT_FALSE(ParseProjectionKey(LogKey(1, ref, FoldKey{})).has_value());
+  EXPECT_FALSE(ParseProjectionKey(SnapshotKey(1, ref, FoldKey{})).has_value());
+  EXPECT_FALSE(ParseLogKey(ProjectionKey(1, ref)).has_value());
+  EXPECT_FALSE(ParseLogKey(ProjectionKey(1, ref) + std::string(20, '\0')).has_value());
+  // A log key whose fold part is cut short.
+  std::string cut = LogKey(1, ref, FoldKey{1, 2, 3, "e"});
+  cut.resize(LogPrefix(1, ref).size() + 10);
+  EXPECT_FALSE(ParseLogKey(cut).has_value());
+  EXPECT_FALSE(ParseLogKey(EventKey(1)).has_value());
+  EXPECT_FALSE(ParseLogKey("").has_value());
 }
 
 TEST(KeyCodecTest, PrefixEnd) {
   EXPECT_EQ(PrefixEnd("a/"), "a0");
-  EXPECT_EQ(PrefixEnd("p/receipt"), "p/receipu");
+  EXPECT_EQ(PrefixEnd("g/receipt"), "g/receipu");
   EXPECT_EQ(PrefixEnd(std::string("l/r\0", 4)), std::string("l/r\x01", 4));
   EXPECT_EQ(PrefixEnd("a\xff"), "b");
   EXPECT_EQ(PrefixEnd("a\xff\xff"), "b");
@@ -185,9 +300,10 @@ TEST(KeyCodecTest, PrefixEnd) {
   EXPECT_EQ(PrefixEnd(""), "");
 
   // Every key with the prefix sorts below the end; the end itself does not
-  // start with the prefix, and nothing in between lacks it.
+  // start with the prefix.
   const std::vector<std::string> prefixes = {
-      "a/", std::string("l/receipt\0r1\0", 13), "p/\xff", ProjectionScanPrefix("a")};
+      "a/", LogPrefix(1, {"receipt", "r1"}), GenerationPrefix(0xFFFFFFFF),
+      ProjectionScanPrefix(7, "a"), GenerationPrefix(0x000000FF)};
   for (const std::string& prefix : prefixes) {
     const std::string end = PrefixEnd(prefix);
     for (const std::string& suffix :

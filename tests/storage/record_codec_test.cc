@@ -61,12 +61,12 @@ TEST(RecordCodecTest, LogEntryRoundTrips) {
   e.ranked.rank = 3;
   e.seq = 42;
   e.received_at = 1795941330999999;
-  const std::string key = LogKey({"receipt", "rcp_1"}, e.seq);
+  const std::string key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(e.ranked.event, 3));
   Result<LogEntry> d = DecodeLog(key, EncodeLog(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->ranked.event, e.ranked.event);
   EXPECT_EQ(d->ranked.rank, 3u);
-  EXPECT_EQ(d->seq, 42u);  // from the key
+  EXPECT_EQ(d->seq, 42u);  // kept in the record: the key holds the fold key
   EXPECT_EQ(d->received_at, e.received_at);
 
   // Version 0 is a version, not an absent one; empty data stays empty.
@@ -86,13 +86,14 @@ TEST(RecordCodecTest, LogEntryRoundTrips) {
 
 TEST(RecordCodecTest, DedupEntryRoundTrips) {
   DedupEntry e{std::numeric_limits<uint64_t>::max(), "product.updated",
-               std::numeric_limits<int64_t>::min(), EntityRef{"product", "p\x01\xff"}};
+               std::numeric_limits<int64_t>::min(), EntityRef{"product", "p\x01\xff"}, 7};
   Result<DedupEntry> d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->seq, e.seq);
   EXPECT_EQ(d->type, e.type);
   EXPECT_EQ(d->occurred_at, e.occurred_at);
   EXPECT_EQ(d->entity, e.entity);
+  EXPECT_EQ(d->routing_epoch, 7u);
 
   e.entity.reset();  // unrouted
   d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
@@ -114,7 +115,7 @@ TEST(RecordCodecTest, ProjectionRoundTrips) {
   p.occurred_at = 1795941330123000;
   s.events = 4;
   s.last = FoldKey{1795941400000000, std::nullopt, 0, "evt_9"};
-  const std::string key = ProjectionKey({"receipt", "rcp_1"});
+  const std::string key = ProjectionKey(1, {"receipt", "rcp_1"});
   Result<ProjectionState> d = DecodeProjection(key, EncodeProjection(s));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->projection, p);
@@ -122,7 +123,7 @@ TEST(RecordCodecTest, ProjectionRoundTrips) {
   EXPECT_EQ(d->last, s.last);
 
   // The key, not the value, names the entity.
-  d = DecodeProjection(ProjectionKey({"product", "x"}), EncodeProjection(s));
+  d = DecodeProjection(ProjectionKey(9, {"product", "x"}), EncodeProjection(s));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->projection.entity, "product");
   EXPECT_EQ(d->projection.id, "x");
@@ -170,6 +171,27 @@ TEST(RecordCodecTest, ConflictRoundTrips) {
   EXPECT_FALSE(d->entity.has_value());
 }
 
+TEST(RecordCodecTest, RefusedDeliveryRoundTrips) {
+  RefusedDelivery r;
+  r.received_at = 1795941330999000;
+  r.outcome = Outcome::kTooLarge;
+  r.status = 413;
+  r.reason = "body: 2097152 bytes exceeds the limit of 1048576";
+  r.headers = {{"X-RR-Event-Id", "evt_1"}, {"Content-Type", "application/json"}};
+  r.body_prefix = std::string("\0\xff{", 3);
+  r.body_bytes = 2097152;
+  Result<RefusedDelivery> d = DecodeRefused(QuarantineKey(77), EncodeRefused(r));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->seq, 77u);  // from the key
+  EXPECT_EQ(d->received_at, r.received_at);
+  EXPECT_EQ(d->outcome, r.outcome);
+  EXPECT_EQ(d->status, 413);
+  EXPECT_EQ(d->reason, r.reason);
+  EXPECT_EQ(d->headers, r.headers);
+  EXPECT_EQ(d->body_prefix, r.body_prefix);
+  EXPECT_EQ(d->body_bytes, r.body_bytes);
+}
+
 // One record family: its key, a valid encoding, and a decoder reduced to its
 // status.
 struct Family {
@@ -198,13 +220,13 @@ std::vector<Family> Families() {
   ev.event = SampleEvent();
   ev.body = "{\"event_id\":\"evt_1\"}";
   ev.entity = EntityRef{"receipt", "rcp_1"};
-  out.push_back({"event", EventKey(1), "a/........", EncodeEvent(ev),
+  out.push_back({"event", EventKey(1), "", EncodeEvent(ev),
                  Recode(DecodeStoredEvent, EncodeEvent)});
   LogEntry log{RankedEvent{SampleEvent(), 1}, 9, 10};
-  out.push_back({"log", LogKey({"receipt", "rcp_1"}, 9), "l/receipt.rcp_1.........",
+  out.push_back({"log", LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 1)), "",
                  EncodeLog(log), Recode(DecodeLog, EncodeLog)});
-  DedupEntry dedup{9, "receipt.issued", 5, EntityRef{"receipt", "rcp_1"}};
-  out.push_back({"dedup", DedupKey("evt_1"), "d/evt_1", EncodeDedup(dedup),
+  DedupEntry dedup{9, "receipt.issued", 5, EntityRef{"receipt", "rcp_1"}, 2};
+  out.push_back({"dedup", DedupKey("evt_1"), "", EncodeDedup(dedup),
                  Recode(DecodeDedup, EncodeDedup)});
   ProjectionState ps;
   ps.projection.state = "issued";
@@ -212,7 +234,7 @@ std::vector<Family> Families() {
   ps.projection.rejected = {{"e", "receipt.issued", "r"}};
   ps.events = 2;
   ps.last.event_id = "evt_1";
-  out.push_back({"projection", ProjectionKey({"receipt", "rcp_1"}), "p/receipt.rcp_1",
+  out.push_back({"projection", ProjectionKey(1, {"receipt", "rcp_1"}), "",
                  EncodeProjection(ps),
                  Recode(DecodeProjection, EncodeProjection)});
   ConflictEntry c;
@@ -220,8 +242,22 @@ std::vector<Family> Families() {
   c.type = "receipt.issued";
   c.reason = "because";
   c.body = "{}";
-  out.push_back({"conflict", ConflictKey(3), "c/........", EncodeConflict(c),
+  out.push_back({"conflict", ConflictKey(3), "", EncodeConflict(c),
                  Recode(DecodeConflict, EncodeConflict)});
+  RefusedDelivery q;
+  q.outcome = Outcome::kConflict;
+  q.status = 409;
+  q.reason = "event_id: already stored";
+  q.headers = {{"X-RR-Event-Id", "evt_1"}};
+  q.body_prefix = "{\"event_id\":\"evt_1\"}";
+  q.body_bytes = 20;
+  out.push_back({"quarantine", QuarantineKey(4), "", EncodeRefused(q),
+                 Recode(DecodeRefused, EncodeRefused)});
+  for (Family& f : out) {
+    // As documented: each non-printable byte of the key shows as '.'.
+    for (char ch : f.key) f.printable_key += (ch >= 0x20 && ch < 0x7F) ? ch : '.';
+  }
+  EXPECT_EQ(out[0].printable_key, "a/........");
   return out;
 }
 

@@ -5,10 +5,15 @@
 #include "eventfold/store.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <memory>
+#include <random>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -663,15 +668,26 @@ TEST_F(StoreTest, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered) {
     EXPECT_EQ(ListAll(store.get()).size(), 4u);
     EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_2", "inv_2")).outcome, Outcome::kDuplicate);
   }
-  // Opened with the profile it was created with: refused now.
+  // Opened with the profile it was created with: the store keeps its new
+  // one and reports the opener's as stale (store.h: Options::profile).
   Options o = Opts();
   o.profile = Profile::ReceiptRoller();
-  Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
-  // With the new one: fine.
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ((*s)->profile().Fingerprint(), invoices->Fingerprint());
+    const StoreStats stats = (*s)->Stats();
+    EXPECT_TRUE(stats.profile_stale);
+    EXPECT_EQ(stats.requested_fingerprint, Profile::ReceiptRoller().Fingerprint());
+    EXPECT_EQ(stats.profile_fingerprint, invoices->Fingerprint());
+    EXPECT_EQ((*s)->Get("invoice", "inv_1")->state, "paid");
+  }
+  // With the new one: not stale.
   o.profile = *invoices;
-  EXPECT_TRUE(Store::Open(path_, o).ok());
+  Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE((*s)->Stats().profile_stale);
+  EXPECT_EQ((*s)->Stats().requested_fingerprint, "");
 }
 
 TEST_F(StoreTest, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
@@ -699,20 +715,368 @@ TEST_F(StoreTest, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
   EXPECT_EQ(store->Get("product", "p1")->state, "active");
 }
 
-TEST_F(StoreTest, OpeningWithAnotherProfileFails) {
-  Open().reset();  // created with the built-in profile
+// Long logs of a few entities, with versions, ties and impossible
+// transitions: late arrivals re-fold from fold snapshots.
+std::vector<std::string> LongLogs(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> out = GenerateEvents(seed, 20, 5);
+  const int64_t t0 = 1795000000000000;
+  for (int v = 1; v <= 60; ++v) {
+    // Few distinct instants: equal occurred_at ties broken by version;
+    // a later-version event that occurred earlier makes others stale.
+    const int64_t at = t0 + static_cast<int64_t>(rng() % 8) * 1000000;
+    out.push_back(Body("inv_" + std::to_string(v), "inventory.updated", FormatTimestamp(at),
+                       R"({"product_id":"long","qty":)" + std::to_string(v) + "}", v));
+  }
+  out.push_back(Body("lp_c", "product.created", FormatTimestamp(t0), R"({"product_id":"long"})"));
+  for (int u = 0; u < 40; ++u) {
+    const int64_t at = t0 + 1 + static_cast<int64_t>(rng() % 20) * 1000000;
+    std::string body = Body("lp_u" + std::to_string(u), "product.updated", FormatTimestamp(at),
+                            R"({"product_id":"long","price":)" + std::to_string(u) + "}");
+    if (rng() % 3 == 0) {  // some versioned, some not
+      body = Body("lp_u" + std::to_string(u), "product.updated", FormatTimestamp(at),
+                  R"({"product_id":"long","price":)" + std::to_string(u) + "}",
+                  static_cast<int64_t>(rng() % 10));
+    }
+    out.push_back(body);
+  }
+  out.push_back(Body("lp_d", "product.deleted", FormatTimestamp(t0 + 15000000),
+                     R"({"product_id":"long"})"));
+  // A second, very late creation: impossible in any state but none.
+  out.push_back(Body("lp_c2", "product.created", FormatTimestamp(t0 + 30000000),
+                     R"({"product_id":"long"})"));
+  return out;
+}
+
+std::vector<std::string> LogsOf(Store* store) {
+  std::vector<std::string> out;
+  Status st = store->List("", [&](const Projection& p) {
+    Result<EntityLog> log = store->Log(p.entity, p.id);
+    std::string line = log.ok() ? EntityLogToJson(*log) : log.status().ToString();
+    // received_at and seq depend on arrival, not on the set of events.
+    out.push_back(p.entity + "/" + p.id + ":" + std::to_string(log.ok() ? log->fold_order.size() : 0));
+    if (log.ok()) {
+      for (const LoggedEvent& e : log->fold_order) {
+        out.back() += " " + e.event.event_id + (e.applied ? "+" : "-" + e.reason);
+      }
+    }
+    return true;
+  });
+  if (!st.ok()) out.push_back(st.ToString());
+  return out;
+}
+
+TEST(StoreSnapshotTest, FoldSnapshotsNeverChangeTheResult) {
+  const uint64_t seed = TestSeed("FoldSnapshotsNeverChangeTheResult", 31337);
+  const std::vector<std::string> events = LongLogs(seed);
+  // Reference: no snapshots, each event once, in generation order.
+  auto ref_env = storage_test::NewMemEnv();
+  Options ro;
+  ro.env = ref_env.get();
+  ro.snapshot_interval = 0;
+  Result<std::unique_ptr<Store>> reference = Store::Open("/mem/ref", ro);
+  ASSERT_TRUE(reference.ok());
+  for (const std::string& e : events) {
+    ASSERT_EQ((*reference)->Ingest(e).outcome, Outcome::kAccepted) << e;
+  }
+  const std::vector<std::string> want = ListAll(reference->get());
+  const std::vector<std::string> want_logs = LogsOf(reference->get());
+  ASSERT_GT(want.size(), 20u);
+
+  std::mt19937_64 rng(seed);
+  for (uint64_t interval : {1, 2, 3, 7, 1000}) {
+    SCOPED_TRACE("snapshot_interval " + std::to_string(interval));
+    auto env = storage_test::NewMemEnv();
+    Options o;
+    o.env = env.get();
+    o.snapshot_interval = interval;
+    o.durability = Durability::kBuffered;
+    std::vector<std::string> shuffled = events;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    {
+      Result<std::unique_ptr<Store>> store = Store::Open("/mem/snap", o);
+      ASSERT_TRUE(store.ok());
+      // The first half one by one, the second in batches of random sizes
+      // (several late events of one entity in one transaction), with
+      // duplicates mixed in.
+      size_t i = 0;
+      for (; i < shuffled.size() / 2; ++i) {
+        ASSERT_EQ((*store)->Ingest(shuffled[i]).outcome, Outcome::kAccepted);
+      }
+      while (i < shuffled.size()) {
+        std::vector<Delivery> batch;
+        const size_t n = 1 + rng() % 9;
+        for (size_t k = 0; k < n && i < shuffled.size(); ++k, ++i) {
+          batch.push_back({{}, shuffled[i]});
+          if (rng() % 4 == 0) batch.push_back({{}, shuffled[rng() % (i + 1)]});
+        }
+        for (const IngestResult& r : (*store)->IngestBatch(batch)) {
+          ASSERT_TRUE(r.outcome == Outcome::kAccepted || r.outcome == Outcome::kDuplicate)
+              << r.message;
+        }
+      }
+      EXPECT_EQ(ListAll(store->get()), want);
+      EXPECT_EQ(LogsOf(store->get()), want_logs);
+      Result<VerifySummary> v = (*store)->Verify([](const auto&, const auto&) {});
+      ASSERT_TRUE(v.ok());
+      EXPECT_EQ(v->differences, 0u);
+    }
+    // Reopened with another interval, late events still fold right: the
+    // snapshots already stored were taken at other positions.
+    o.snapshot_interval = interval == 1000 ? 0 : interval + 2;
+    Result<std::unique_ptr<Store>> store = Store::Open("/mem/snap", o);
+    ASSERT_TRUE(store.ok());
+    const std::string late = Body("inv_late", "inventory.updated", "2026-11-18T00:00:00Z",
+                                  R"({"product_id":"long","qty":-1})", 0);
+    ASSERT_EQ((*store)->Ingest(late).outcome, Outcome::kAccepted);
+    ASSERT_EQ((*reference)->Ingest(late).outcome,
+              interval == 1 ? Outcome::kAccepted : Outcome::kDuplicate);
+    EXPECT_EQ(ListAll(store->get()), ListAll(reference->get()));
+    ASSERT_TRUE((*store)->Rebuild(nullptr).ok());
+    EXPECT_EQ(ListAll(store->get()), ListAll(reference->get()));
+    EXPECT_EQ(LogsOf(store->get()), LogsOf(reference->get()));
+  }
+}
+
+TEST_F(StoreTest, AnInterruptedRebuildLeavesAConsistentStore) {
+  {
+    auto store = Open();
+    for (const std::string& e : GenerateEvents(3, 30, 10)) MustAccept(store.get(), e);
+  }
+  const std::vector<std::string> before = [&] {
+    auto store = Open();
+    return ListAll(store.get());
+  }();
+  // Simulate a crash in the middle of a rebuild to the same profile: its
+  // marker is there, and a partial next generation with a bogus projection.
+  {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    std::string gen;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
+    const uint32_t next = static_cast<uint32_t>(std::stoul(gen)) + 1;
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), storage::MetaKey("rebuild"),
+                        std::to_string(next) + "\n" + Profile::ReceiptRoller().ToJson())
+                    .ok());
+    storage::ProjectionState bogus;
+    bogus.projection.state = "bogus";
+    bogus.events = 1;
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), storage::ProjectionKey(next, {"receipt", "zzz"}),
+                        storage::EncodeProjection(bogus))
+                    .ok());
+  }
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(ListAll(store.get()), before);
+  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->differences, 0u);
+  // Usable: ingest, and another rebuild, work.
+  MustAccept(store.get(), Issued("evt_after", "rcp_after"));
+  ASSERT_TRUE(store->Rebuild(nullptr).ok());
+  EXPECT_EQ(store->Get("receipt", "rcp_after")->state, "issued");
+  EXPECT_TRUE(store->Get("receipt", "zzz").status().IsNotFound());
+  store.reset();
+  store = Open();
+  EXPECT_EQ(ListAll(store.get()).size(), before.size() + 1);
+}
+
+TEST_F(StoreTest, RebuildWithThreadsGivesTheSameProjections) {
+  const uint64_t seed = TestSeed("RebuildWithThreadsGivesTheSameProjections", 808);
+  Options o = Opts();
+  o.snapshot_interval = 4;
+  auto store = Open(o);
+  std::vector<std::string> events = LongLogs(seed);
+  std::mt19937_64 rng(seed);
+  std::shuffle(events.begin(), events.end(), rng);
+  for (const std::string& e : events) MustAccept(store.get(), e);
+  const std::vector<std::string> before = ListAll(store.get());
+  const std::vector<std::string> before_logs = LogsOf(store.get());
+  std::optional<RebuildSummary> first;
+  for (int threads : {1, 2, 5, 0}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    RebuildOptions ro;
+    ro.threads = threads;
+    std::atomic<int> reports{0};
+    ro.progress = [&](const RebuildProgress& p) {
+      ++reports;
+      EXPECT_LE(p.events_done, events.size());
+    };
+    Result<RebuildSummary> sum = store->Rebuild(ro);
+    ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+    EXPECT_EQ(ListAll(store.get()), before);
+    EXPECT_EQ(LogsOf(store.get()), before_logs);
+    EXPECT_EQ(sum->events, events.size());
+    if (!first) first = *sum;
+    EXPECT_EQ(sum->entities, first->entities);
+    EXPECT_EQ(sum->applied, first->applied);
+    EXPECT_EQ(sum->rejected, first->rejected);
+    EXPECT_EQ(sum->applied + sum->rejected + sum->unrouted, sum->events);
+  }
+  // Late events after rebuilds still re-fold right (the rebuilt snapshots).
+  MustAccept(store.get(), Body("inv_late", "inventory.updated", "2026-11-18T00:00:00Z",
+                               R"({"product_id":"long","qty":-1})", 0));
+  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->differences, 0u);
+}
+
+TEST_F(StoreTest, RefoldOneEntityOrOneTypeInPlace) {
+  auto store = Open();
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
+  MustAccept(store.get(), Issued("evt_3", "rcp_2"));
+  MustAccept(store.get(), Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
+                               R"({"product_id":"p1"})"));
+  store.reset();
+  // Damage two receipts' projections and the product's behind the store's back.
+  {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    std::string gen;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
+    for (const EntityRef& ref : {EntityRef{"receipt", "rcp_1"}, EntityRef{"receipt", "rcp_2"},
+                                 EntityRef{"product", "p1"}}) {
+      const std::string key =
+          storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), ref);
+      std::string value;
+      ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
+      Result<storage::ProjectionState> st = storage::DecodeProjection(key, value);
+      ASSERT_TRUE(st.ok());
+      st->projection.state = "damaged";
+      ASSERT_TRUE(db->Put(leveldb::WriteOptions(), key, storage::EncodeProjection(*st)).ok());
+    }
+  }
+  store = Open();
+  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->differences, 3u);
+
+  // One entity.
+  RebuildOptions one;
+  one.entity = "receipt";
+  one.id = "rcp_1";
+  Result<RebuildSummary> sum = store->Rebuild(one);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(sum->entities, 1u);
+  EXPECT_EQ(sum->events, 2u);
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "refunded");
+  EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "damaged");
+  EXPECT_EQ(store->Get("product", "p1")->state, "damaged");
+
+  // One entity type.
+  RebuildOptions type;
+  type.entity = "receipt";
+  sum = store->Rebuild(type);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(sum->entities, 2u);
+  EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
+  EXPECT_EQ(store->Get("product", "p1")->state, "damaged");
+  v = store->Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->differences, 1u);
+
+  // Refused filters.
+  RebuildOptions bad;
+  bad.id = "rcp_1";  // an id without its entity type
+  EXPECT_TRUE(store->Rebuild(bad).status().IsInvalidArgument());
+  bad = RebuildOptions{};
+  bad.entity = "receipt";
+  bad.profile = &Profile::ReceiptRoller();  // a profile re-routes everything
+  EXPECT_TRUE(store->Rebuild(bad).status().IsInvalidArgument());
+  bad = RebuildOptions{};
+  bad.entity = "invoice";  // not in the profile
+  EXPECT_TRUE(store->Rebuild(bad).status().IsInvalidArgument());
+  bad.entity = "receipt";
+  bad.id = "rcp_404";
+  EXPECT_TRUE(store->Rebuild(bad).status().IsNotFound());
+  EXPECT_EQ(store->Get("product", "p1")->state, "damaged") << "refused rebuilds change nothing";
+}
+
+TEST_F(StoreTest, ASecondRebuildWhileOneRunsIsBusy) {
+  auto store = Open();
+  MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  // Hold a rebuild inside its progress callback (the in-place re-fold
+  // reports once when it finishes) and start others meanwhile.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  RebuildOptions held;
+  held.entity = "receipt";
+  held.progress = [&](const RebuildProgress&) {
+    std::unique_lock lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
+  };
+  std::thread running([&] { EXPECT_TRUE(store->Rebuild(held).ok()); });
+  {
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return entered; })) {
+      ADD_FAILURE() << "the in-place rebuild never reported progress";
+    }
+  }
+  if (entered) {
+    EXPECT_TRUE(store->Rebuild(nullptr).status().IsBusy());
+    RebuildOptions other;
+    other.entity = "product";
+    EXPECT_TRUE(store->Rebuild(other).status().IsBusy());
+    // Ingest and reads go on meanwhile.
+    MustAccept(store.get(), Issued("evt_2", "rcp_2"));
+    EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
+  }
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  running.join();
+  EXPECT_TRUE(store->Rebuild(nullptr).ok()) << "free again";
+  EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
+}
+
+TEST_F(StoreTest, OpeningWithAnotherProfileKeepsTheStoredOneAndReportsItStale) {
+  {
+    auto store = Open();  // created with the built-in profile
+    MustAccept(store.get(), InvoicePaid("evt_inv_1", "inv_1"));
+    const StoreStats stats = store->Stats();
+    EXPECT_FALSE(stats.profile_stale);
+    EXPECT_EQ(stats.profile_name, "receiptroller");
+    EXPECT_EQ(stats.last_seq, 1u);
+  }
   Result<Profile> other = Profile::FromJson(kInvoiceProfile);
   ASSERT_TRUE(other.ok());
   Options o = Opts();
   o.profile = *other;
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Store& store = **s;
+    // The store routes and folds with its own profile until a rebuild.
+    EXPECT_EQ(store.profile().Fingerprint(), Profile::ReceiptRoller().Fingerprint());
+    StoreStats stats = store.Stats();
+    EXPECT_TRUE(stats.profile_stale);
+    EXPECT_EQ(stats.profile_name, "receiptroller");
+    EXPECT_EQ(stats.requested_fingerprint, other->Fingerprint());
+    IngestResult r = store.Ingest(InvoicePaid("evt_inv_2", "inv_2"));
+    EXPECT_EQ(r.outcome, Outcome::kAccepted);
+    EXPECT_FALSE(r.entity.has_value()) << "still unrouted under the stored profile";
+    EXPECT_TRUE(store.Get("invoice", "inv_1").status().IsNotFound());
+    // A rebuild with the requested profile switches the store to it.
+    ASSERT_TRUE(store.Rebuild(&*other).ok());
+    EXPECT_FALSE(store.Stats().profile_stale);
+    EXPECT_EQ(store.Get("invoice", "inv_2")->state, "paid");
+  }
   Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(s.status().IsInvalidArgument()) << s.status().ToString();
-  EXPECT_NE(s.status().message().find("receiptroller"), std::string::npos)
-      << s.status().message();
-  // Naming the stored profile explicitly is fine.
-  o.profile = Profile::ReceiptRoller();
-  EXPECT_TRUE(Store::Open(path_, o).ok());
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE((*s)->Stats().profile_stale);
+  EXPECT_EQ(ListAll(s->get(), "invoice").size(), 2u);
 }
 
 TEST(StoreLockTest, ASecondStoreOnTheSameDirectoryIsBusy) {
@@ -752,7 +1116,11 @@ TEST_F(StoreTest, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
     leveldb::DB* raw = nullptr;
     ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
     std::unique_ptr<leveldb::DB> db(raw);
-    const std::string key = storage::ProjectionKey({"receipt", "rcp_tamper"});
+    // The live generation is recorded in m/generation (decimal).
+    std::string gen;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
+    const std::string key = storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)),
+                                                   {"receipt", "rcp_tamper"});
     std::string value;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
     Result<storage::ProjectionState> state = storage::DecodeProjection(key, value);

@@ -1,0 +1,239 @@
+#include "storage/ingest_txn.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/rfc3339.h"
+#include "replay/materializer.h"
+#include "storage/key_codec.h"
+#include "storage/leveldb_status.h"
+#include "storage/store_impl.h"
+
+namespace eventfold::storage {
+namespace {
+
+std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+
+std::string Describe(const std::string& type, int64_t occurred_at,
+                     const std::optional<EntityRef>& entity) {
+  std::string s = "type " + type + ", occurred_at " + FormatRfc3339(occurred_at);
+  s += entity ? ", entity " + entity->entity + "/" + entity->id : ", unrouted";
+  return s;
+}
+
+}  // namespace
+
+// The materializer's view of one entity: stored log and snapshots with this
+// transaction's staged changes laid over them.
+class IngestTxn::OverlayView final : public LogView {
+ public:
+  OverlayView(leveldb::DB* db, uint32_t gen, const EntityRef& ref, EntityState* entity)
+      : db_(db), gen_(gen), ref_(ref), entity_(entity) {}
+
+  Result<std::optional<ProjectionState>> SnapshotBefore(const FoldKey& key) override {
+    std::optional<ProjectionState> best;
+    // Stored snapshots after stale_after were invalidated by this batch.
+    const FoldKey& bound =
+        entity_->stale_after && *entity_->stale_after < key ? *entity_->stale_after : key;
+    const std::string prefix = SnapshotPrefix(gen_, ref_);
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    it->Seek(SnapshotKey(gen_, ref_, bound));
+    it->Valid() ? it->Prev() : it->SeekToLast();
+    if (it->Valid() && it->key().starts_with(prefix)) {
+      Result<ProjectionState> s = DecodeProjection(View(it->key()), View(it->value()));
+      if (!s.ok()) return s.status();
+      best = std::move(*s);
+      best->projection.entity = ref_.entity;
+      best->projection.id = ref_.id;
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
+    auto staged = entity_->snapshots.lower_bound(key);
+    if (staged != entity_->snapshots.begin()) {
+      --staged;
+      if (!best || best->last < staged->first) best = staged->second;
+    }
+    return best;
+  }
+
+  Status EventsAfter(const FoldKey* after, std::vector<RankedEvent>* out) override {
+    const size_t first = out->size();
+    const std::string prefix = LogPrefix(gen_, ref_);
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    const std::string start = after ? LogKey(gen_, ref_, *after) : prefix;
+    for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      if (after && View(it->key()) == start) continue;
+      Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+      if (!e.ok()) return e.status();
+      out->push_back(std::move(e->ranked));
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
+    for (const RankedEvent& e : entity_->staged) {
+      if (!after || *after < KeyOf(e.event, e.rank)) out->push_back(e);
+    }
+    std::sort(out->begin() + static_cast<std::ptrdiff_t>(first), out->end(), FoldsBefore);
+    return Status::OK();
+  }
+
+ private:
+  leveldb::DB* db_;
+  uint32_t gen_;
+  const EntityRef& ref_;
+  EntityState* entity_;
+};
+
+Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_id) {
+  if (auto it = dedup_.find(event_id); it != dedup_.end()) return {it->second};
+  std::string value;
+  const std::string key = DedupKey(event_id);
+  leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return std::optional<DedupEntry>();
+  if (!s.ok()) return FromLevelDb(s, "reading dedup entry");
+  Result<DedupEntry> d = DecodeDedup(key, value);
+  if (!d.ok()) return d.status();
+  return std::optional<DedupEntry>(std::move(*d));
+}
+
+Result<std::optional<EntityRef>> IngestTxn::CurrentRoute(const DedupEntry& d) {
+  if (d.routing_epoch == store_->routing_epoch_) return d.entity;
+  // Written under an older profile: route the stored body again.
+  std::string value;
+  const std::string key = EventKey(d.seq);
+  leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
+  if (!s.ok()) return FromLevelDb(s, "reading stored event");
+  Result<StoredEvent> stored = DecodeStoredEvent(key, value);
+  if (!stored.ok()) return stored.status();
+  Result<DecodedEvent> decoded = DecodeEvent(stored->body, *profile_);
+  if (!decoded.ok()) return std::optional<EntityRef>();
+  return decoded->entity;
+}
+
+Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
+  auto it = entities_.find(ref);
+  if (it != entities_.end()) return &it->second;
+  EntityState loaded;
+  std::string value;
+  const std::string key = ProjectionKey(gen_, ref);
+  leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
+  if (s.ok()) {
+    Result<ProjectionState> p = DecodeProjection(key, value);
+    if (!p.ok()) return p.status();
+    loaded.state = std::move(*p);
+  } else if (!s.IsNotFound()) {
+    return FromLevelDb(s, "reading projection");
+  }
+  return &entities_.emplace(ref, std::move(loaded)).first->second;
+}
+
+Status IngestTxn::Stage(const DecodedEvent& decoded, const Delivery& delivery,
+                        IngestResult* result) {
+  const Event& ev = decoded.event;
+  const std::optional<EntityRef>& ref = decoded.entity;
+  const int64_t now = store_->clock_->NowMicros();
+
+  Result<std::optional<DedupEntry>> existing = FindDedup(ev.event_id);
+  if (!existing.ok()) return existing.status();
+  if (*existing) {
+    const DedupEntry& first = **existing;
+    bool same = first.type == ev.type && first.occurred_at == ev.occurred_at;
+    if (same) {
+      Result<std::optional<EntityRef>> route = CurrentRoute(first);
+      if (!route.ok()) return route.status();
+      same = *route == ref;
+    }
+    if (same) {
+      result->outcome = Outcome::kDuplicate;
+      return Status::OK();
+    }
+    ConflictEntry c;
+    c.event_id = ev.event_id;
+    c.first_seq = first.seq;
+    c.type = ev.type;
+    c.occurred_at = ev.occurred_at;
+    c.entity = ref;
+    c.received_at = now;
+    c.reason = ev.event_id + " is already stored with " +
+               Describe(first.type, first.occurred_at, first.entity) +
+               "; this delivery has " + Describe(ev.type, ev.occurred_at, ref);
+    c.body = delivery.body;
+    batch_.Put(ConflictKey(store_->next_seq_.fetch_add(1)), EncodeConflict(c));
+    result->outcome = Outcome::kConflict;
+    result->message = "event_id: " + c.reason + " (the first one wins)";
+    return Status::OK();
+  }
+
+  const uint64_t seq = store_->next_seq_.fetch_add(1);
+  StoredEvent stored;
+  stored.seq = seq;
+  stored.event.event_id = ev.event_id;
+  stored.event.type = ev.type;
+  stored.event.occurred_at = ev.occurred_at;
+  stored.event.version = ev.version;
+  stored.received_at = now;
+  stored.body = delivery.body;
+  stored.entity = ref;
+  batch_.Put(EventKey(seq), EncodeEvent(stored));
+
+  DedupEntry dedup{seq, ev.type, ev.occurred_at, ref, store_->routing_epoch_};
+  batch_.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
+  dedup_.emplace(ev.event_id, std::move(dedup));
+  result->outcome = Outcome::kAccepted;
+
+  if (!ref) {
+    ++unrouted_;
+    return Status::OK();
+  }
+  return Project(*ref, RankedEvent{ev, decoded.rank}, seq, now);
+}
+
+Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq,
+                          int64_t received_at) {
+  const FoldKey key = KeyOf(ranked.event, ranked.rank);
+  batch_.Put(LogKey(gen_, ref, key), EncodeLog(LogEntry{ranked, seq, received_at}));
+
+  Result<EntityState*> entity = LoadEntity(ref);
+  if (!entity.ok()) return entity.status();
+  EntityState& e = **entity;
+  OverlayView view(store_->db_.get(), gen_, ref, &e);
+  const EntityType& type = *profile_->FindEntity(ref.entity);
+  Result<Materialized> m =
+      Materialize(type, ref, ranked, view, store_->options_.snapshot_interval, &e.state);
+  if (!m.ok()) return m.status();
+  if (m->stale_after) {
+    ++late_;
+    refolded_ += m->events_folded;
+    e.snapshots.erase(e.snapshots.upper_bound(*m->stale_after), e.snapshots.end());
+    if (!e.stale_after || *m->stale_after < *e.stale_after) e.stale_after = m->stale_after;
+  }
+  for (ProjectionState& s : m->snapshots) {
+    FoldKey at = s.last;
+    e.snapshots.insert_or_assign(std::move(at), std::move(s));
+  }
+  e.staged.push_back(std::move(ranked));
+  return Status::OK();
+}
+
+Status IngestTxn::Commit(bool sync) {
+  const uint32_t gen = gen_;
+  for (const auto& [ref, e] : entities_) {
+    if (e.staged.empty()) continue;
+    if (e.stale_after) {
+      // Drop stored snapshots past the earliest late event of this batch.
+      const std::string prefix = SnapshotPrefix(gen, ref);
+      const std::string from = SnapshotKey(gen, ref, *e.stale_after);
+      std::unique_ptr<leveldb::Iterator> it(store_->db_->NewIterator(leveldb::ReadOptions()));
+      for (it->Seek(from); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+        if (View(it->key()) != from) batch_.Delete(it->key());
+      }
+      if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
+    }
+    for (const auto& [at, snapshot] : e.snapshots) {
+      batch_.Put(SnapshotKey(gen, ref, at), EncodeProjection(snapshot));
+    }
+    batch_.Put(ProjectionKey(gen, ref), EncodeProjection(e.state));
+  }
+  leveldb::WriteOptions wo;
+  wo.sync = sync;
+  return FromLevelDb(store_->db_->Write(wo, &batch_), "writing events");
+}
+
+}  // namespace eventfold::storage

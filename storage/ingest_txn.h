@@ -1,0 +1,79 @@
+// IngestTxn: one ingest transaction — every delivery of an Ingest or
+// IngestBatch call staged into a single LevelDB WriteBatch.
+//
+// Staging reads the store and an in-memory overlay of what the transaction
+// already staged (dedup entries, projections, log entries, snapshots), so a
+// batch behaves exactly as if its deliveries were ingested one by one. The
+// caller holds the LockTable stripes of every event_id and entity involved,
+// so nothing it reads changes underneath. Not thread-safe.
+
+#ifndef EVENTFOLD_STORAGE_INGEST_TXN_H_
+#define EVENTFOLD_STORAGE_INGEST_TXN_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <leveldb/write_batch.h>
+
+#include "core/decode.h"
+#include "eventfold/ingest.h"
+#include "storage/record_codec.h"
+
+namespace eventfold::storage {
+
+class StoreImpl;
+
+class IngestTxn {
+ public:
+  // A transaction on projection generation `gen` under `profile`.
+  IngestTxn(StoreImpl* store, uint32_t gen, const Profile* profile)
+      : store_(store), gen_(gen), profile_(profile) {}
+
+  // Stages one decoded delivery and sets its outcome; a read error fails the
+  // whole transaction (nothing is written).
+  Status Stage(const DecodedEvent& decoded, const Delivery& delivery, IngestResult* result);
+
+  // Stages only the projection half for an event already stored as `seq`:
+  // its log entry, snapshots and projection in this transaction's
+  // generation. A rebuild uses it to catch up with events ingested meanwhile.
+  Status Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq, int64_t received_at);
+
+  // Adds the final projections and snapshot changes to the batch; writes it
+  // (synced when `sync`). Nothing is visible before.
+  Status Commit(bool sync);
+
+  uint64_t unrouted() const { return unrouted_; }
+  uint64_t late() const { return late_; }
+  uint64_t refolded() const { return refolded_; }
+
+ private:
+  // What the transaction knows and changed about one entity.
+  struct EntityState {
+    ProjectionState state;                             // loaded, then updated
+    std::vector<RankedEvent> staged;                   // new log entries
+    std::map<FoldKey, ProjectionState> snapshots;      // new snapshots
+    std::optional<FoldKey> stale_after;  // stored snapshots after it are stale
+  };
+  class OverlayView;
+
+  Result<std::optional<DedupEntry>> FindDedup(const std::string& event_id);
+  // The identity of stored event `d` under the store's current profile.
+  Result<std::optional<EntityRef>> CurrentRoute(const DedupEntry& d);
+  Result<EntityState*> LoadEntity(const EntityRef& ref);
+
+  StoreImpl* store_;
+  uint32_t gen_;
+  const Profile* profile_;
+  leveldb::WriteBatch batch_;
+  std::map<std::string, DedupEntry, std::less<>> dedup_;
+  std::map<EntityRef, EntityState> entities_;
+  uint64_t unrouted_ = 0;
+  uint64_t late_ = 0;
+  uint64_t refolded_ = 0;
+};
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_INGEST_TXN_H_

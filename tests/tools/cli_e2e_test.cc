@@ -1,0 +1,450 @@
+// End-to-end tests of the `eventfold` command (SPEC §5) through the real
+// binary: exit codes, stdout JSON byte for byte, stderr diagnostics.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#ifndef EVENTFOLD_CLI
+#error "EVENTFOLD_CLI must name the eventfold binary"
+#endif
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// A JSON event body.
+std::string Body(const std::string& id, const std::string& type, const std::string& at,
+                 const std::string& data, const std::string& version = "") {
+  std::string b = "{\"event_id\":\"" + id + "\",\"type\":\"" + type + "\",\"occurred_at\":\"" +
+                  at + "\"";
+  if (!version.empty()) b += ",\"version\":" + version;
+  return b + ",\"data\":" + data + "}";
+}
+
+// {"headers":{...},"body":"<body as a JSON string>"}.
+std::string Envelope(const std::string& headers_json, const std::string& body) {
+  std::string escaped;
+  for (char c : body) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return "{\"headers\":" + headers_json + ",\"body\":\"" + escaped + "\"}";
+}
+
+// The SPEC §5 example, in the order of arrival that makes arrival and fold
+// orders differ: the refund (version 2) first, then the issue (version 1)
+// at the same instant, then an impossible re-issue later.
+const std::string kRefund = Body("evt_2", "receipt.refunded", "2026-11-29T10:15:30.123Z",
+                                 R"({"receipt_id":"rcp_1"})", "2");
+const std::string kIssue = Body("evt_1", "receipt.issued", "2026-11-29T10:15:30.123Z",
+                                R"({"receipt_id":"rcp_1","amount":1500,"currency":"THB"})", "1");
+const std::string kReissue = Body("evt_9", "receipt.issued", "2026-11-29T10:20:00Z",
+                                  R"({"receipt_id":"rcp_1","amount":9999})");
+
+const std::string kSpecProjection =
+    R"({"entity":"receipt","id":"rcp_1","state":"refunded",)"
+    R"("fields":{"receipt_id":"rcp_1","amount":1500,"currency":"THB"},)"
+    R"("version":2,"applied":2,)"
+    R"("rejected":[{"event_id":"evt_9","type":"receipt.issued","reason":"impossible transition refunded -> issued"}],)"
+    R"("occurred_at":"2026-11-29T10:15:30.123000Z"})";
+
+// A receipt whose only event is impossible: listed with state none.
+const std::string kOrphanRefund = Body("evt_o", "receipt.refunded", "2026-11-29T09:00:00Z",
+                                       R"({"receipt_id":"rcp_0"})");
+const std::string kOrphanProjection =
+    R"({"entity":"receipt","id":"rcp_0","state":"none","fields":{},"version":null,)"
+    R"("applied":0,"rejected":[{"event_id":"evt_o","type":"receipt.refunded",)"
+    R"("reason":"impossible transition none -> refunded"}],"occurred_at":null})";
+
+const std::string kProduct = Body("evt_p", "product.created", "2026-11-29T08:00:00Z",
+                                  R"({"product_id":"sku_1","name":"Tea"})", "1");
+const std::string kProductProjection =
+    R"({"entity":"product","id":"sku_1","state":"active",)"
+    R"("fields":{"product_id":"sku_1","name":"Tea"},"version":1,"applied":1,"rejected":[],)"
+    R"("occurred_at":"2026-11-29T08:00:00.000000Z"})";
+
+const std::string kInvoice = Body("evt_inv", "invoice.paid", "2026-11-29T12:00:00Z",
+                                  R"({"invoice_id":"inv_1","total":99})");
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    root_ = (fs::temp_directory_path() /
+             ("eventfold-cli-test-" + std::to_string(::getpid()) + "-" +
+              std::to_string(counter++) + "-" +
+              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
+                .string();
+    fs::create_directories(root_);
+    data_ = root_ + "/data";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  // Runs the binary with `args`, stdin from `stdin_path`.
+  CliResult Run(const std::vector<std::string>& args,
+                const std::string& stdin_path = "/dev/null") {
+    const std::string out_path = root_ + "/stdout";
+    const std::string err_path = root_ + "/stderr";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> all = {EVENTFOLD_CLI};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    CliResult r;
+    const int rc = posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      ADD_FAILURE() << "posix_spawn " << EVENTFOLD_CLI << ": " << rc;
+      return r;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadFile(out_path);
+    r.err = ReadFile(err_path);
+    return r;
+  }
+
+  // Writes `lines` as an NDJSON file under the test dir.
+  std::string File(const std::string& name, const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& l : lines) text += l + "\n";
+    const std::string path = root_ + "/" + name;
+    WriteFile(path, text);
+    return path;
+  }
+
+  // Ingests the SPEC example and a few others; every line is good.
+  void IngestGood() {
+    const std::string f = File("good.ndjson", {kRefund, kIssue, kReissue, kOrphanRefund,
+                                               kProduct, kInvoice});
+    CliResult r = Run({"ingest", "--data", data_, f});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(r.out,
+              "{\"accepted\":6,\"duplicate\":0,\"conflict\":0,\"invalid\":0,\"unauthorized\":0}\n");
+  }
+
+  std::string root_;
+  std::string data_;
+};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) out.push_back(line);
+  return out;
+}
+
+TEST_F(CliTest, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
+  const std::string f = File(
+      "mixed.ndjson",
+      {
+          kRefund,                                                         // 1
+          kIssue,                                                          // 2
+          "this is not json",                                              // 3
+          R"({"event_id":"evt_m","type":"receipt.issued","data":{"receipt_id":"r"}})",  // 4
+          "",                                                              // 5 blank
+          Body("evt_d", "receipt.issued", "2026-02-30T10:00:00Z",
+               R"({"receipt_id":"rcp_d"})"),                               // 6 bad date
+          Envelope(R"({"X-RR-Event-Id":"evt_other"})",
+                   Body("evt_h", "receipt.issued", "2026-11-29T10:00:00Z",
+                        R"({"receipt_id":"rcp_h"})")),                     // 7 id mismatch
+          Envelope(R"({"X-RR-Event-Id":"evt_9","Content-Type":"application/json"})",
+                   kReissue),                                              // 8 good envelope
+          kProduct,                                                        // 9
+          Body("evt_1", "receipt.refunded", "2026-11-29T10:15:30.123Z",
+               R"({"receipt_id":"rcp_1"})"),                               // 10 conflict
+          kOrphanRefund,                                                   // 11
+      });
+  CliResult r = Run({"ingest", "--data", data_, f});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"accepted\":5,\"duplicate\":0,\"conflict\":1,\"invalid\":4,\"unauthorized\":0}\n");
+  for (int bad : {3, 4, 6, 7, 10}) {
+    EXPECT_NE(r.err.find("line " + std::to_string(bad) + ":"), std::string::npos)
+        << "line " << bad << " not reported:\n" << r.err;
+  }
+  for (int good : {1, 2, 5, 8, 9, 11}) {
+    EXPECT_EQ(r.err.find("line " + std::to_string(good) + ":"), std::string::npos)
+        << "line " << good << " reported:\n" << r.err;
+  }
+  // Each report names the reason.
+  for (const std::string& line : Lines(r.err)) {
+    if (line.starts_with("line 3:")) EXPECT_NE(line.find("body"), std::string::npos) << line;
+    if (line.starts_with("line 4:")) EXPECT_NE(line.find("occurred_at"), std::string::npos) << line;
+    if (line.starts_with("line 6:")) EXPECT_NE(line.find("occurred_at"), std::string::npos) << line;
+    if (line.starts_with("line 7:")) EXPECT_NE(line.find("X-RR-Event-Id"), std::string::npos) << line;
+    if (line.starts_with("line 10:")) EXPECT_NE(line.find("409"), std::string::npos) << line;
+  }
+  // The good lines are stored: the SPEC example, exactly.
+  CliResult show = Run({"show", "--data", data_, "receipt", "rcp_1"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(show.out, kSpecProjection + "\n");
+  CliResult product = Run({"show", "--data", data_, "product", "sku_1"});
+  EXPECT_EQ(product.exit_code, 0) << product.err;
+  EXPECT_EQ(product.out, kProductProjection + "\n");
+  // The refused ones are not.
+  for (const char* id : {"rcp_d", "rcp_h", "r"}) {
+    EXPECT_EQ(Run({"show", "--data", data_, "receipt", id}).exit_code, 1) << id;
+  }
+}
+
+TEST_F(CliTest, ReingestingTheSameFileIsAllDuplicates) {
+  IngestGood();
+  const std::string f = root_ + "/good.ndjson";
+  CliResult r = Run({"ingest", "--data", data_, f});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"accepted\":0,\"duplicate\":6,\"conflict\":0,\"invalid\":0,\"unauthorized\":0}\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(Run({"show", "--data", data_, "receipt", "rcp_1"}).out, kSpecProjection + "\n");
+}
+
+TEST_F(CliTest, IngestFromStandardInput) {
+  const std::string f = File("stdin.ndjson",
+                             {kIssue, Envelope(R"({"x-rr-event-id":"evt_2"})", kRefund), kReissue});
+  CliResult r = Run({"ingest", "--data", data_, "-"}, f);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"accepted\":3,\"duplicate\":0,\"conflict\":0,\"invalid\":0,\"unauthorized\":0}\n");
+  EXPECT_EQ(Run({"show", "--data", data_, "receipt", "rcp_1"}).out, kSpecProjection + "\n");
+  // Without an input argument stdin is read too.
+  r = Run({"ingest", "--data", data_}, f);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"accepted\":0,\"duplicate\":3,\"conflict\":0,\"invalid\":0,\"unauthorized\":0}\n");
+}
+
+TEST_F(CliTest, ShowOfAMissingEntityExits1) {
+  IngestGood();
+  CliResult r = Run({"show", "--data", data_, "receipt", "rcp_404"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err, "");
+  r = Run({"log", "--data", data_, "receipt", "rcp_404"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CliTest, CommandsOnAMissingStoreExit2) {
+  const std::string missing = root_ + "/nothing-here";
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"show", "--data", missing, "receipt", "rcp_1"},
+                                             {"list", "--data", missing},
+                                             {"log", "--data", missing, "receipt", "rcp_1"},
+                                             {"replay", "--data", missing},
+                                             {"replay", "--data", missing, "--verify"}}) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args[0];
+    EXPECT_NE(r.err, "") << args[0];
+  }
+  EXPECT_FALSE(fs::exists(missing)) << "a read command must not create a store";
+}
+
+TEST_F(CliTest, ListIsOrderedByEntityThenIdAndFilters) {
+  IngestGood();
+  // More receipts whose ids sort differently bytewise than numerically or
+  // case-insensitively.
+  std::vector<std::string> more;
+  int n = 0;
+  for (const char* id : {"rcp_10", "rcp_9", "RCP_1", "rcp_1a"}) {
+    more.push_back(Body("evt_more_" + std::to_string(n++), "receipt.issued",
+                        "2026-11-29T07:00:00Z",
+                        std::string(R"({"receipt_id":")") + id + "\"}"));
+  }
+  ASSERT_EQ(Run({"ingest", "--data", data_, File("more.ndjson", more)}).exit_code, 0);
+
+  CliResult r = Run({"list", "--data", data_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> ids;
+  for (const std::string& line : Lines(r.out)) {
+    const size_t e = line.find("\"entity\":\"");
+    const size_t i = line.find("\"id\":\"");
+    ASSERT_EQ(e, 1u) << line;
+    ASSERT_NE(i, std::string::npos) << line;
+    const std::string entity = line.substr(e + 10, line.find('"', e + 10) - e - 10);
+    const std::string id = line.substr(i + 6, line.find('"', i + 6) - i - 6);
+    ids.push_back(entity + "/" + id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"product/sku_1", "receipt/RCP_1", "receipt/rcp_0",
+                                           "receipt/rcp_1", "receipt/rcp_10", "receipt/rcp_1a",
+                                           "receipt/rcp_9"}));
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(lines[0], kProductProjection);
+  EXPECT_EQ(lines[2], kOrphanProjection) << "an entity whose events were all rejected";
+  EXPECT_EQ(lines[3], kSpecProjection);
+  EXPECT_EQ(r.out.find("invoice"), std::string::npos) << "unrouted events list nowhere";
+
+  CliResult receipts = Run({"list", "--data", data_, "receipt"});
+  ASSERT_EQ(receipts.exit_code, 0) << receipts.err;
+  EXPECT_EQ(Lines(receipts.out), std::vector<std::string>(lines.begin() + 1, lines.end()));
+  CliResult products = Run({"list", "--data", data_, "product"});
+  EXPECT_EQ(products.out, kProductProjection + "\n");
+}
+
+TEST_F(CliTest, LogHasArrivalAndFoldOrderWithVerdicts) {
+  IngestGood();
+  CliResult r = Run({"log", "--data", data_, "receipt", "rcp_1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string& j = r.out;
+  ASSERT_TRUE(j.starts_with(R"({"entity":"receipt","id":"rcp_1","arrival":[)")) << j;
+  const size_t arrival = j.find("\"arrival\":[");
+  const size_t fold = j.find("\"fold\":[");
+  ASSERT_NE(fold, std::string::npos) << j;
+  ASSERT_LT(arrival, fold);
+  auto at = [&](size_t from, const std::string& id) {
+    return j.find("{\"event_id\":\"" + id + "\"", from);
+  };
+  // Arrival: the file's order. Fold: issue (v1), refund (v2), re-issue.
+  EXPECT_LT(at(arrival, "evt_2"), at(arrival, "evt_1"));
+  EXPECT_LT(at(arrival, "evt_1"), at(arrival, "evt_9"));
+  EXPECT_LT(at(arrival, "evt_9"), fold);
+  EXPECT_LT(at(fold, "evt_1"), at(fold, "evt_2"));
+  EXPECT_LT(at(fold, "evt_2"), at(fold, "evt_9"));
+  // Verdicts, in both arrays.
+  const std::string rejected =
+      R"("verdict":"rejected","reason":"impossible transition refunded -> issued")";
+  const size_t first = j.find(rejected);
+  ASSERT_NE(first, std::string::npos) << j;
+  EXPECT_NE(j.find(rejected, first + 1), std::string::npos) << j;
+  size_t applied = 0;
+  for (size_t p = j.find("\"verdict\":\"applied\""); p != std::string::npos;
+       p = j.find("\"verdict\":\"applied\"", p + 1)) {
+    ++applied;
+  }
+  EXPECT_EQ(applied, 4u) << "evt_1 and evt_2, once per array";
+  EXPECT_TRUE(j.ends_with("]}\n")) << j;
+}
+
+TEST_F(CliTest, ReplayKeepsListIdenticalAndVerifies) {
+  IngestGood();
+  const std::string before = Run({"list", "--data", data_}).out;
+  ASSERT_FALSE(before.empty());
+  CliResult r = Run({"replay", "--data", data_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> out = Lines(r.out);
+  ASSERT_EQ(out.size(), 1u) << r.out;
+  const std::string& s = out[0];
+  EXPECT_TRUE(s.starts_with("{\"entities\":3,\"events\":6,\"applied\":3,\"rejected\":2,"
+                            "\"unrouted\":1,"))
+      << s;
+  EXPECT_TRUE(s.ends_with("}")) << s;
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "replay must not change projections";
+
+  CliResult v = Run({"replay", "--data", data_, "--verify"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("\"verified\":true"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("\"differences\":0"), std::string::npos) << v.out;
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before);
+}
+
+TEST_F(CliTest, ReplayWithANewProfileProjectsUnroutedEvents) {
+  IngestGood();
+  const std::string profile = root_ + "/invoices.json";
+  WriteFile(profile, R"({"name":"receiptroller-invoices",
+ "entities":[
+  {"name":"receipt","key":"data.receipt_id",
+   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
+                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
+  {"name":"product","key":"data.product_id",
+   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
+                  {"type":"product.updated","from":["active"],"to":"active"},
+                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
+  {"name":"inventory","key":"data.product_id",
+   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
+  {"name":"invoice","key":"data.invoice_id",
+   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})");
+  const std::string before = Run({"list", "--data", data_}).out;
+  EXPECT_EQ(before.find("invoice"), std::string::npos);
+
+  CliResult r = Run({"replay", "--data", data_, "--profile", profile});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"unrouted\":0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"entities\":4"), std::string::npos) << r.out;
+
+  const std::string invoice =
+      R"({"entity":"invoice","id":"inv_1","state":"paid","fields":{"invoice_id":"inv_1","total":99},)"
+      R"("version":null,"applied":1,"rejected":[],"occurred_at":"2026-11-29T12:00:00.000000Z"})";
+  // The store now lists the invoice (first: "invoice" < "product"), and the
+  // rest is unchanged.
+  CliResult list = Run({"list", "--data", data_});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out, invoice + "\n" + before);
+  CliResult only = Run({"list", "--data", data_, "invoice"});
+  EXPECT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_EQ(only.out, invoice + "\n");
+  // The store remembers its new profile: verify uses it, and new invoices route.
+  EXPECT_EQ(Run({"replay", "--data", data_, "--verify"}).exit_code, 0);
+  CliResult more = Run({"ingest", "--data", data_,
+                        File("inv2.ndjson", {Body("evt_inv2", "invoice.paid",
+                                                  "2026-11-29T13:00:00Z",
+                                                  R"({"invoice_id":"inv_2"})")})});
+  EXPECT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_EQ(Run({"show", "--data", data_, "invoice", "inv_2"}).exit_code, 0);
+}
+
+TEST_F(CliTest, UsageErrorsExit2) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"frobnicate"},
+           {"show", "--data", data_},
+           {"show", "--data", data_, "receipt"},
+           {"log", "--data", data_, "receipt"},
+           {"list", "--data", data_, "--no-such-flag"},
+           {"ingest", "--data"},
+       }) {
+    std::string joined;
+    for (const std::string& a : args) joined += a + " ";
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    EXPECT_NE(r.err, "") << joined;
+  }
+  CliResult ingest_missing_file = Run({"ingest", "--data", data_, root_ + "/no-such.ndjson"});
+  EXPECT_EQ(ingest_missing_file.exit_code, 2) << ingest_missing_file.err;
+}
+
+}  // namespace

@@ -1,0 +1,165 @@
+#include "tools/sender.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <thread>
+
+#include "core/signature.h"
+
+namespace eventfold::sim {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Attempt {
+  SteadyClock::time_point due;
+  size_t index;
+  int number;  // 1 = first delivery attempt
+  bool operator>(const Attempt& o) const { return due > o.due; }
+};
+
+bool Retryable(int status) { return status == 0 || status == 429 || status >= 500; }
+
+class Run {
+ public:
+  Run(const std::vector<Outgoing>& outgoing, const SenderOptions& options)
+      : outgoing_(outgoing), options_(options), rng_(options.seed) {
+    report_.final_status.assign(outgoing.size(), 0);
+    const auto start = SteadyClock::now();
+    for (size_t i = 0; i < outgoing.size(); ++i) {
+      auto due = start;
+      if (options.rate_per_second > 0) {
+        due += std::chrono::duration_cast<SteadyClock::duration>(
+            std::chrono::duration<double>(static_cast<double>(i) / options.rate_per_second));
+      }
+      queue_.push(Attempt{due, i, 1});
+    }
+    pending_ = outgoing.size();
+  }
+
+  SendReport Go() {
+    const auto start = SteadyClock::now();
+    std::vector<std::thread> workers;
+    for (int i = 0; i < std::max(1, options_.connections); ++i) {
+      workers.emplace_back([this] { Work(); });
+    }
+    for (auto& t : workers) t.join();
+    report_.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+    return std::move(report_);
+  }
+
+ private:
+  void Work() {
+    httplib::Client client(options_.host, options_.port);
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);  // headers and body go out without Nagle's wait
+    const auto timeout = std::chrono::duration<double>(options_.timeout_seconds);
+    client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    while (true) {
+      Attempt a;
+      {
+        std::unique_lock lock(mu_);
+        while (true) {
+          if (pending_ == 0) return;
+          if (!queue_.empty() && queue_.top().due <= SteadyClock::now()) break;
+          if (queue_.empty()) {
+            cv_.wait(lock);
+          } else {
+            cv_.wait_until(lock, queue_.top().due);
+          }
+        }
+        a = queue_.top();
+        queue_.pop();
+      }
+      Deliver(client, a);
+    }
+  }
+
+  void Deliver(httplib::Client& client, const Attempt& a) {
+    const Outgoing& o = outgoing_[a.index];
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    httplib::Headers headers;
+    for (const auto& [k, v] : o.delivery.headers) headers.emplace(k, v);
+    switch (o.tamper) {
+      case Tamper::kNone:
+        headers.emplace("X-RR-Signature", SignRr(options_.secret, now, o.delivery.body));
+        break;
+      case Tamper::kForged:
+        headers.emplace("X-RR-Signature",
+                        SignRr("not-the-receivers-secret-at-all", now, o.delivery.body));
+        break;
+      case Tamper::kStale:
+        headers.emplace("X-RR-Signature", SignRr(options_.secret, now - 3600, o.delivery.body));
+        break;
+    }
+    // Paced sends measure from the scheduled time, so a stalled receiver
+    // shows in the latencies instead of silently slowing the schedule.
+    const auto sent = options_.rate_per_second > 0 ? a.due : SteadyClock::now();
+    auto res = client.Post(options_.path, headers, o.delivery.body, "application/json");
+    const double latency = std::chrono::duration<double>(SteadyClock::now() - sent).count();
+    int status = res ? res->status : 0;
+
+    std::lock_guard lock(mu_);
+    ++report_.attempts;
+    ++report_.attempts_by_status[status];
+    if (res) report_.latencies.push_back(latency);
+    if (status >= 200 && status < 300 && o.lose_first_ack && a.number == 1) {
+      ++report_.lost_acks;
+      status = 0;  // the answer "never arrived": retry like a timeout
+    }
+    const bool retry = Retryable(status) &&
+                       a.number <= static_cast<int>(options_.backoff_seconds.size());
+    if (retry) {
+      ++report_.retries;
+      std::uniform_real_distribution<double> jitter(1 - options_.jitter, 1 + options_.jitter);
+      const double delay =
+          options_.backoff_seconds[a.number - 1] * jitter(rng_) * options_.time_scale;
+      queue_.push(Attempt{SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                   std::chrono::duration<double>(delay)),
+                          a.index, a.number + 1});
+    } else {
+      report_.final_status[a.index] = status;
+      if (status >= 200 && status < 300) {
+        ++report_.delivered;
+      } else {
+        ++report_.dead_letters;
+      }
+      --pending_;
+    }
+    cv_.notify_all();
+  }
+
+  const std::vector<Outgoing>& outgoing_;
+  const SenderOptions& options_;
+  std::mt19937_64 rng_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Attempt, std::vector<Attempt>, std::greater<>> queue_;
+  size_t pending_ = 0;
+  SendReport report_;
+};
+
+}  // namespace
+
+SendReport Send(const std::vector<Outgoing>& outgoing, const SenderOptions& options) {
+  return Run(outgoing, options).Go();
+}
+
+double Quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t i = std::min(values.size() - 1,
+                            static_cast<size_t>(q * static_cast<double>(values.size())));
+  return values[i];
+}
+
+}  // namespace eventfold::sim
