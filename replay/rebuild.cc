@@ -254,7 +254,9 @@ class ProgressReporter {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
-    if (target_.progress) Report();  // the final numbers
+    // The final numbers: everything there was is done. events_total was an
+    // upper bound (conflicts share the seq range), so it ends at events_done.
+    if (target_.progress) Report(/*final=*/true);
   }
 
  private:
@@ -262,10 +264,10 @@ class ProgressReporter {
     std::unique_lock lock(mu_);
     while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) Report();
   }
-  void Report() {
+  void Report(bool final = false) {
     RebuildProgress p;
     p.events_done = shared_.events_done.load();
-    p.events_total = std::max(total_, p.events_done);
+    p.events_total = final ? p.events_done : std::max(total_, p.events_done);
     p.entities_done = shared_.entities_done.load();
     p.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();
     target_.progress(p);

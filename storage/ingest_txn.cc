@@ -5,6 +5,7 @@
 
 #include "core/rfc3339.h"
 #include "replay/materializer.h"
+#include "storage/commit_queue.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/store_impl.h"
@@ -13,6 +14,9 @@ namespace eventfold::storage {
 namespace {
 
 std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+
+// A WriteBatch with no records is its 12-byte header (LevelDB's format).
+const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();
 
 std::string Describe(const std::string& type, int64_t occurred_at,
                      const std::optional<EntityRef>& entity) {
@@ -118,6 +122,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
     Result<ProjectionState> p = DecodeProjection(key, value);
     if (!p.ok()) return p.status();
     loaded.state = std::move(*p);
+    loaded.before = loaded.state.projection;
   } else if (!s.IsNotFound()) {
     return FromLevelDb(s, "reading projection");
   }
@@ -214,8 +219,20 @@ Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq
 
 Status IngestTxn::Commit(bool sync) {
   const uint32_t gen = gen_;
+  std::vector<Change> changes;
+  const int64_t now = store_->clock_->NowMicros();
   for (const auto& [ref, e] : entities_) {
     if (e.staged.empty()) continue;
+    if (record_changes_ && !(e.state.projection == e.before)) {
+      Change c;
+      c.entity = ref.entity;
+      c.id = ref.id;
+      c.state = e.state.projection.state;
+      c.previous_state = e.before.state.empty() ? std::string(kInitialState) : e.before.state;
+      for (const RankedEvent& r : e.staged) c.event_ids.push_back(r.event.event_id);
+      c.changed_at = now;
+      changes.push_back(std::move(c));
+    }
     if (e.stale_after) {
       // Drop stored snapshots past the earliest late event of this batch.
       const std::string prefix = SnapshotPrefix(gen, ref);
@@ -231,9 +248,8 @@ Status IngestTxn::Commit(bool sync) {
     }
     batch_.Put(ProjectionKey(gen, ref), EncodeProjection(e.state));
   }
-  leveldb::WriteOptions wo;
-  wo.sync = sync;
-  return FromLevelDb(store_->db_->Write(wo, &batch_), "writing events");
+  if (batch_.ApproximateSize() <= kEmptyBatchBytes) return Status::OK();  // all duplicates
+  return store_->commit_queue_->Commit(&batch_, &changes, sync);
 }
 
 }  // namespace eventfold::storage

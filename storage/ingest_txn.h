@@ -27,9 +27,11 @@ class StoreImpl;
 
 class IngestTxn {
  public:
-  // A transaction on projection generation `gen` under `profile`.
-  IngestTxn(StoreImpl* store, uint32_t gen, const Profile* profile)
-      : store_(store), gen_(gen), profile_(profile) {}
+  // A transaction on projection generation `gen` under `profile`; with
+  // `record_changes`, each entity whose projection changes gets a change
+  // feed record (a rebuild's catch-up re-derives projections and records none).
+  IngestTxn(StoreImpl* store, uint32_t gen, const Profile* profile, bool record_changes)
+      : store_(store), gen_(gen), profile_(profile), record_changes_(record_changes) {}
 
   // Stages one decoded delivery and sets its outcome; a read error fails the
   // whole transaction (nothing is written).
@@ -51,6 +53,7 @@ class IngestTxn {
  private:
   // What the transaction knows and changed about one entity.
   struct EntityState {
+    Projection before;                                 // as stored
     ProjectionState state;                             // loaded, then updated
     std::vector<RankedEvent> staged;                   // new log entries
     std::map<FoldKey, ProjectionState> snapshots;      // new snapshots
@@ -66,6 +69,7 @@ class IngestTxn {
   StoreImpl* store_;
   uint32_t gen_;
   const Profile* profile_;
+  bool record_changes_;
   leveldb::WriteBatch batch_;
   std::map<std::string, DedupEntry, std::less<>> dedup_;
   std::map<EntityRef, EntityState> entities_;

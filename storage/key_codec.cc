@@ -53,6 +53,22 @@ std::string EventKey(uint64_t seq) { return SeqKey(kEventPrefix, seq); }
 std::string DedupKey(std::string_view event_id) { return Join(kDedupPrefix, event_id); }
 std::string ConflictKey(uint64_t seq) { return SeqKey(kConflictPrefix, seq); }
 std::string QuarantineKey(uint64_t seq) { return SeqKey(kQuarantinePrefix, seq); }
+std::string FeedKey(uint64_t seq) { return SeqKey(kFeedPrefix, seq); }
+std::string CheckpointKey(std::string_view subscription) {
+  return Join(kCheckpointPrefix, subscription);
+}
+
+std::string ParkedPrefix(std::string_view subscription) {
+  std::string key = Join(kParkedPrefix, subscription);
+  key.push_back('\0');
+  return key;
+}
+
+std::string ParkedKey(std::string_view subscription, uint64_t seq) {
+  std::string key = ParkedPrefix(subscription);
+  AppendBigEndian(seq, 8, &key);
+  return key;
+}
 
 std::string EncodeFoldKey(const FoldKey& k) {
   std::string out;

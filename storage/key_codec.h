@@ -17,6 +17,9 @@
 //   d/<event_id>                    DedupRecord: event_id -> seq and identity
 //   c/<seq>                         ConflictRecord: refused conflicting delivery
 //   q/<seq>                         QuarantineRecord: refused delivery (bounded)
+//   f/<seq>                         ChangeRecord: the change feed, gap-free
+//   k/<subscription>                checkpoint: decimal seq
+//   x/<subscription>\0<seq>         ParkedRecord: a subscription's dead letter
 //   g/<gen>/l/<entity>\0<id>\0<fold>  LogRecord: the entity's log, fold order
 //   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection
 //   g/<gen>/s/<entity>\0<id>\0<fold>  ProjectionRecord: fold snapshot after <fold>
@@ -46,12 +49,20 @@ inline constexpr std::string_view kDedupPrefix = "d/";
 inline constexpr std::string_view kConflictPrefix = "c/";
 inline constexpr std::string_view kQuarantinePrefix = "q/";
 inline constexpr std::string_view kGenerationPrefix = "g/";
+inline constexpr std::string_view kFeedPrefix = "f/";
+inline constexpr std::string_view kCheckpointPrefix = "k/";
+inline constexpr std::string_view kParkedPrefix = "x/";
 
 std::string MetaKey(std::string_view name);
 std::string EventKey(uint64_t seq);
 std::string DedupKey(std::string_view event_id);
 std::string ConflictKey(uint64_t seq);
 std::string QuarantineKey(uint64_t seq);
+std::string FeedKey(uint64_t seq);
+std::string CheckpointKey(std::string_view subscription);
+// "x/<subscription>\0": one subscription's dead letters.
+std::string ParkedPrefix(std::string_view subscription);
+std::string ParkedKey(std::string_view subscription, uint64_t seq);
 
 // Order-preserving encoding of a fold key, and back.
 std::string EncodeFoldKey(const FoldKey& key);

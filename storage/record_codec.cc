@@ -252,6 +252,74 @@ Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view valu
   return e;
 }
 
+std::string EncodeChange(const Change& c) {
+  fbs::FlatBufferBuilder b(128);
+  auto entity = b.CreateString(c.entity);
+  auto id = b.CreateString(c.id);
+  auto state = b.CreateString(c.state);
+  auto previous = b.CreateString(c.previous_state);
+  auto ids = b.CreateVectorOfStrings(c.event_ids);
+  b.Finish(fb::CreateChangeRecord(b, entity, id, state, previous, ids, c.changed_at));
+  return Finish(b);
+}
+
+Result<Change> DecodeChange(std::string_view key, std::string_view value) {
+  Status error;
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::ChangeRecord>(key, aligned.view(), &error);
+  if (!r) return error;
+  Change c;
+  c.seq = ParseSeqKey(key, kFeedPrefix).value_or(0);
+  c.entity = View(r->entity());
+  c.id = View(r->entity_id());
+  c.state = View(r->state());
+  c.previous_state = View(r->previous_state());
+  if (r->event_ids()) {
+    for (const fbs::String* id : *r->event_ids()) c.event_ids.emplace_back(View(id));
+  }
+  c.changed_at = r->changed_at();
+  return c;
+}
+
+std::string EncodeParked(const ParkedChange& p) {
+  const std::string change = EncodeChange(p.change);
+  fbs::FlatBufferBuilder b(256 + change.size());
+  auto change_vec =
+      b.CreateVector(reinterpret_cast<const uint8_t*>(change.data()), change.size());
+  std::vector<fbs::Offset<fb::AttemptRecord>> attempts;
+  for (const DeliveryAttempt& a : p.attempts) {
+    attempts.push_back(fb::CreateAttemptRecord(b, a.at, b.CreateString(a.error)));
+  }
+  auto attempts_vec = b.CreateVector(attempts);
+  b.Finish(fb::CreateParkedRecord(b, change_vec, attempts_vec));
+  return Finish(b);
+}
+
+Result<ParkedChange> DecodeParked(std::string_view key, std::string_view value) {
+  Status error;
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::ParkedRecord>(key, aligned.view(), &error);
+  if (!r) return error;
+  ParkedChange p;
+  std::string_view rest = key.substr(kParkedPrefix.size());
+  const size_t nul = rest.find('\0');
+  if (nul == std::string_view::npos || rest.size() != nul + 9) {
+    return Status::Corruption("malformed dead-letter key");
+  }
+  p.subscription = rest.substr(0, nul);
+  // The change's own key: the same big-endian seq under f/.
+  const std::string feed_key = std::string(kFeedPrefix).append(rest.substr(nul + 1));
+  Result<Change> c = DecodeChange(feed_key, View(r->change()));
+  if (!c.ok()) return c.status().WithContext("dead letter");
+  p.change = std::move(*c);
+  if (r->attempts()) {
+    for (const fb::AttemptRecord* a : *r->attempts()) {
+      p.attempts.push_back(DeliveryAttempt{a->at(), std::string(View(a->error()))});
+    }
+  }
+  return p;
+}
+
 std::string EncodeRefused(const RefusedDelivery& r) {
   fbs::FlatBufferBuilder b(256 + r.body_prefix.size());
   std::vector<fbs::Offset<fb::HeaderRecord>> headers;

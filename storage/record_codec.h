@@ -13,6 +13,7 @@
 
 #include "core/fold.h"
 #include "eventfold/event.h"
+#include "eventfold/feed.h"
 #include "eventfold/projection.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
@@ -78,6 +79,14 @@ Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view 
 
 std::string EncodeConflict(const ConflictEntry& e);
 Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view value);
+
+// f/<seq>; the seq comes from the key.
+std::string EncodeChange(const Change& c);
+Result<Change> DecodeChange(std::string_view key, std::string_view value);
+
+// x/<subscription>\0<seq>; subscription and seq come from the key.
+std::string EncodeParked(const ParkedChange& p);
+Result<ParkedChange> DecodeParked(std::string_view key, std::string_view value);
 
 // q/<seq>; the seq comes from the key.
 std::string EncodeRefused(const RefusedDelivery& r);

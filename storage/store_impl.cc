@@ -9,6 +9,7 @@
 #include "replay/materializer.h"
 #include "replay/rebuild.h"
 #include "replay/verify.h"
+#include "storage/commit_queue.h"
 #include "storage/ingest_txn.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -88,7 +89,7 @@ Status StoreImpl::Init(const std::string& path) {
   db_.reset(db);
   for (Status (StoreImpl::*step)() :
        {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-        &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine}) {
+        &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
     st = (this->*step)();
     if (!st.ok()) return st;
   }
@@ -156,6 +157,39 @@ Status StoreImpl::RecoverSequence() {
   return Status::OK();
 }
 
+Status StoreImpl::RecoverFeed() {
+  // Retention never trims the newest change, so its key tells where to go on.
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  it->Seek(PrefixEnd(kFeedPrefix));
+  it->Valid() ? it->Prev() : it->SeekToLast();
+  uint64_t last = 0;
+  if (it->Valid()) last = ParseSeqKey(View(it->key()), kFeedPrefix).value_or(0);
+  if (!it->status().ok()) return FromLevelDb(it->status(), "scanning the change feed");
+  commit_queue_ = std::make_unique<CommitQueue>(db_.get(), last + 1);
+  return Status::OK();
+}
+
+Status StoreImpl::ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) {
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  const std::string prefix(kFeedPrefix);
+  size_t n = 0;
+  for (it->Seek(FeedKey(after_seq + 1)); n < max && it->Valid() && it->key().starts_with(prefix);
+       it->Next(), ++n) {
+    Result<Change> c = DecodeChange(View(it->key()), View(it->value()));
+    if (!c.ok()) return c.status();
+    out->push_back(std::move(*c));
+  }
+  return FromLevelDb(it->status(), "reading the change feed");
+}
+
+uint64_t StoreImpl::LastChangeSeq() { return commit_queue_->last_seq(); }
+
+uint64_t StoreImpl::WaitForChanges(uint64_t after_seq, int64_t timeout_micros) {
+  return commit_queue_->WaitBeyond(after_seq, timeout_micros);
+}
+
 bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const {
   if (d.body.size() > options_.max_body_bytes) {
     result->outcome = Outcome::kTooLarge;
@@ -221,7 +255,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       }
     }
     LockTable::Guard guard(&locks_, std::move(stripes));
-    IngestTxn txn(this, gen_, &profile_);
+    IngestTxn txn(this, gen_, &profile_, /*record_changes=*/true);
     for (const auto& [i, decoded] : items) {
       st = txn.Stage(decoded, *deliveries[i], &results[i]);
       if (!st.ok()) break;
@@ -484,7 +518,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
 
 Status StoreImpl::CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile,
                           RebuildSummary* summary) {
-  IngestTxn txn(this, gen, &profile);
+  IngestTxn txn(this, gen, &profile, /*record_changes=*/false);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kEventPrefix);
   for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {

@@ -7,7 +7,8 @@
 // sync (group commit), so parallel ingests share their syncs.
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
-// ingest_txn.cc (the ingest transaction), quarantine.cc.
+// ingest_txn.cc (the ingest transaction), quarantine.cc,
+// subscription_state.cc (checkpoints and dead letters).
 
 #ifndef EVENTFOLD_STORAGE_STORE_IMPL_H_
 #define EVENTFOLD_STORAGE_STORE_IMPL_H_
@@ -30,6 +31,7 @@
 
 namespace eventfold::storage {
 
+class CommitQueue;
 class IngestTxn;
 
 class StoreImpl final : public Store {
@@ -51,6 +53,17 @@ class StoreImpl final : public Store {
   Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
   uint64_t ApproximateBytes() override;
   StoreStats Stats() override;
+  Status ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) override;
+  uint64_t LastChangeSeq() override;
+  Result<uint64_t> GetCheckpoint(std::string_view subscription) override;
+  Status SetCheckpoint(std::string_view subscription, uint64_t seq) override;
+  Status ListSubscriptions(
+      const std::function<bool(const std::string&, uint64_t)>& fn) override;
+  Status Park(const ParkedChange& parked) override;
+  Status ListParked(std::string_view subscription,
+                    const std::function<bool(const ParkedChange&)>& fn) override;
+  Status Unpark(std::string_view subscription, uint64_t seq) override;
+  uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) override;
   const Profile& profile() const override { return profile_; }
   Counters counters() const override;
 
@@ -63,6 +76,7 @@ class StoreImpl final : public Store {
   Status LoadOrCreateMeta();
   Status RecoverSequence();
   Status RecoverQuarantine();
+  Status RecoverFeed();
   Status AbandonInterruptedRebuild();
   // Rebuild without filters: a new generation, then the switch.
   Result<RebuildSummary> RebuildAll(const RebuildOptions& options);
@@ -86,6 +100,7 @@ class StoreImpl final : public Store {
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;
+  std::unique_ptr<CommitQueue> commit_queue_;
   std::shared_mutex rebuild_mu_;
   LockTable locks_;
   std::atomic<uint64_t> next_seq_{1};

@@ -43,6 +43,7 @@ void AddDemoCommand(CLI::App* app, Action* action);
 void AddServeCommand(CLI::App* app, Action* action);
 void AddRefusedCommand(CLI::App* app, Action* action);
 void AddStatusCommand(CLI::App* app, Action* action);
+void AddFeedCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

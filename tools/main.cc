@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   AddServeCommand(&app, &action);
   AddRefusedCommand(&app, &action);
   AddStatusCommand(&app, &action);
+  AddFeedCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

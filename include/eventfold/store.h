@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "eventfold/feed.h"
 #include "eventfold/ingest.h"
 #include "eventfold/options.h"
 #include "eventfold/profile.h"
@@ -202,6 +203,32 @@ class Store {
   virtual uint64_t ApproximateBytes() = 0;
 
   virtual StoreStats Stats() = 0;
+
+  // Appends to `out` up to `max` changes with seq > after_seq, in order
+  // (see eventfold/feed.h). Changes below the retention point are gone.
+  virtual Status ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) = 0;
+
+  // Durable subscription state (see eventfold/subscription.h). A
+  // subscription's checkpoint is the highest seq below which every change is
+  // handled or parked; 0 for a new subscription. Writes are synced.
+  virtual Result<uint64_t> GetCheckpoint(std::string_view subscription) = 0;
+  virtual Status SetCheckpoint(std::string_view subscription, uint64_t seq) = 0;
+  // Every subscription with a checkpoint, by name.
+  virtual Status ListSubscriptions(
+      const std::function<bool(const std::string& name, uint64_t checkpoint)>& fn) = 0;
+  // Parks a change in its subscription's dead letters (replacing an earlier
+  // park of the same seq), lists them in seq order, removes one.
+  virtual Status Park(const ParkedChange& parked) = 0;
+  virtual Status ListParked(std::string_view subscription,
+                            const std::function<bool(const ParkedChange&)>& fn) = 0;
+  virtual Status Unpark(std::string_view subscription, uint64_t seq) = 0;
+
+  // The newest change's seq (0: none yet).
+  virtual uint64_t LastChangeSeq() = 0;
+
+  // Blocks until a change with seq > after_seq exists or the timeout passes;
+  // returns LastChangeSeq().
+  virtual uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) = 0;
 
   // The profile this store routes and folds with.
   virtual const Profile& profile() const = 0;

@@ -39,7 +39,7 @@ std::unique_ptr<Store> OpenOrDie(const std::string& path, const Options& o) {
   return std::move(*s);
 }
 
-TEST(StoreConcurrencyTest, OneEventIdFromEightThreadsIsAcceptedOnce) {
+TEST(storage_concurrency, OneEventIdFromEightThreadsIsAcceptedOnce) {
   auto env = storage_test::NewMemEnv();
   Options o;
   o.env = env.get();
@@ -85,7 +85,7 @@ TEST(StoreConcurrencyTest, OneEventIdFromEightThreadsIsAcceptedOnce) {
   }
 }
 
-TEST(StoreConcurrencyTest, DistinctEntitiesInParallel) {
+TEST(storage_concurrency, DistinctEntitiesInParallel) {
   auto env = storage_test::NewMemEnv();
   Options o;
   o.env = env.get();
@@ -145,7 +145,7 @@ void IngestConcurrently(Store* store, const std::vector<std::string>& deliveries
   for (auto& th : threads) th.join();
 }
 
-TEST(StoreConcurrencyTest, RacingEventsOfOneEntityGiveTheSequentialFold) {
+TEST(storage_concurrency, RacingEventsOfOneEntityGiveTheSequentialFold) {
   const uint64_t seed = TestSeed("RacingEventsOfOneEntityGiveTheSequentialFold", 20261129);
   std::mt19937_64 rng(seed);
   // Issue + refund (+ sometimes an impossible re-issue) of the same
@@ -196,7 +196,7 @@ TEST(StoreConcurrencyTest, RacingEventsOfOneEntityGiveTheSequentialFold) {
   }
 }
 
-TEST(StoreConcurrencyTest, IssueAndRefundFromDifferentThreads) {
+TEST(storage_concurrency, IssueAndRefundFromDifferentThreads) {
   const uint64_t seed = TestSeed("IssueAndRefundFromDifferentThreads", 77);
   std::mt19937_64 rng(seed);
   auto env = storage_test::NewMemEnv();
@@ -251,7 +251,7 @@ TEST(StoreConcurrencyTest, IssueAndRefundFromDifferentThreads) {
 // between made it stage the event under an entity the new profile lacks
 // (null dereference in Stage); and Get/Log/List ran during a rebuild's
 // drop-and-refold, reporting existing entities as not found.
-TEST(StoreConcurrencyTest, RebuildWhileIngestingAndReading) {
+TEST(storage_concurrency, RebuildWhileIngestingAndReading) {
   Result<Profile> receipts_only = Profile::FromJson(R"({"name":"receipts","entities":[
     {"name":"receipt","key":"data.receipt_id",
      "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
@@ -313,7 +313,7 @@ TEST(StoreConcurrencyTest, RebuildWhileIngestingAndReading) {
   EXPECT_EQ(v->differences, 0u);
 }
 
-TEST(StoreConcurrencyTest, VerifyWhileIngesting) {
+TEST(storage_concurrency, VerifyWhileIngesting) {
   auto env = storage_test::NewMemEnv();
   Options o;
   o.env = env.get();
@@ -339,7 +339,7 @@ TEST(StoreConcurrencyTest, VerifyWhileIngesting) {
   writer.join();
 }
 
-TEST(StoreConcurrencyTest, GroupCommitWithSyncOnDisk) {
+TEST(storage_concurrency, GroupCommitWithSyncOnDisk) {
   ScratchDir dir;
   Options o;  // durability: kSync, the default
   ASSERT_EQ(o.durability, Durability::kSync);

@@ -47,7 +47,7 @@ FoldKey RandomFoldKey(std::mt19937_64& rng) {
   return k;
 }
 
-TEST(KeyCodecTest, FamiliesHaveTheirPrefixes) {
+TEST(storage_key_codec, FamiliesHaveTheirPrefixes) {
   EXPECT_EQ(MetaKey("profile"), "m/profile");
   EXPECT_EQ(DedupKey("evt_1"), "d/evt_1");
   EXPECT_EQ(EventKey(1), std::string("a/\0\0\0\0\0\0\0\x01", 10));
@@ -67,7 +67,7 @@ TEST(KeyCodecTest, FamiliesHaveTheirPrefixes) {
             SnapshotPrefix(1, {"receipt", "r1"}) + EncodeFoldKey(fk));
 }
 
-TEST(KeyCodecTest, SeqKeysSortNumerically) {
+TEST(storage_key_codec, SeqKeysSortNumerically) {
   const uint64_t seed = TestSeed("SeqKeysSortNumerically", 20261129);
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> seqs = {0, 1, 2, 255, 256, 257, 65535, 65536, 1ull << 32,
@@ -95,7 +95,7 @@ TEST(KeyCodecTest, SeqKeysSortNumerically) {
   }
 }
 
-TEST(KeyCodecTest, FoldKeyEncodingPreservesFoldOrderAndRoundTrips) {
+TEST(storage_key_codec, FoldKeyEncodingPreservesFoldOrderAndRoundTrips) {
   const uint64_t seed = TestSeed("FoldKeyEncodingPreservesFoldOrderAndRoundTrips", 4242);
   std::mt19937_64 rng(seed);
   std::vector<FoldKey> keys;
@@ -133,7 +133,7 @@ TEST(KeyCodecTest, FoldKeyEncodingPreservesFoldOrderAndRoundTrips) {
   EXPECT_FALSE(DecodeFoldKey(cut).has_value());
 }
 
-TEST(KeyCodecTest, LogKeysOfOneEntityAreContiguousAndInFoldOrder) {
+TEST(storage_key_codec, LogKeysOfOneEntityAreContiguousAndInFoldOrder) {
   const uint64_t seed = TestSeed("LogKeysOfOneEntityAreContiguousAndInFoldOrder", 7);
   std::mt19937_64 rng(seed);
   // Entities chosen to be prefixes of each other, with ids that are too.
@@ -179,7 +179,7 @@ TEST(KeyCodecTest, LogKeysOfOneEntityAreContiguousAndInFoldOrder) {
   }
 }
 
-TEST(KeyCodecTest, ProjectionKeysSortByEntityThenIdBytewise) {
+TEST(storage_key_codec, ProjectionKeysSortByEntityThenIdBytewise) {
   // "a" is a prefix of "ab": with a plain concatenation p/a + "z" would sort
   // after p/ab + "b". The NUL separator keeps (entity, id) order.
   const std::vector<EntityRef> refs = {
@@ -212,7 +212,7 @@ TEST(KeyCodecTest, ProjectionKeysSortByEntityThenIdBytewise) {
   }
 }
 
-TEST(KeyCodecTest, GenerationsDoNotInterleave) {
+TEST(storage_key_codec, GenerationsDoNotInterleave) {
   // Big-endian generations: 255 < 256 < 65536, and each generation's keys
   // form one range under its prefix, whatever family or entity.
   const std::vector<uint32_t> gens = {1, 2, 255, 256, 65536, UINT32_MAX};
@@ -238,7 +238,7 @@ TEST(KeyCodecTest, GenerationsDoNotInterleave) {
   }
 }
 
-TEST(KeyCodecTest, ParseRoundTrips) {
+TEST(storage_key_codec, ParseRoundTrips) {
   const uint64_t seed = TestSeed("ParseRoundTrips", 99);
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 500; ++i) {
@@ -268,7 +268,7 @@ TEST(KeyCodecTest, ParseRoundTrips) {
   }
 }
 
-TEST(KeyCodecTest, ParseRefusesMalformedKeys) {
+TEST(storage_key_codec, ParseRefusesMalformedKeys) {
   EXPECT_FALSE(ParseSeqKey(EventKey(5), kConflictPrefix).has_value());  // wrong family
   EXPECT_FALSE(ParseSeqKey("a/1234567", kEventPrefix).has_value());     // too short
   EXPECT_FALSE(ParseSeqKey(EventKey(5) + "x", kEventPrefix).has_value());  // too long
@@ -290,7 +290,7 @@ TEST(KeyCodecTest, ParseRefusesMalformedKeys) {
   EXPECT_FALSE(ParseLogKey("").has_value());
 }
 
-TEST(KeyCodecTest, PrefixEnd) {
+TEST(storage_key_codec, PrefixEnd) {
   EXPECT_EQ(PrefixEnd("a/"), "a0");
   EXPECT_EQ(PrefixEnd("g/receipt"), "g/receipu");
   EXPECT_EQ(PrefixEnd(std::string("l/r\0", 4)), std::string("l/r\x01", 4));

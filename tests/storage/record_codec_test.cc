@@ -26,7 +26,7 @@ Event SampleEvent() {
   return e;
 }
 
-TEST(RecordCodecTest, StoredEventRoundTrips) {
+TEST(storage_record_codec, StoredEventRoundTrips) {
   StoredEvent e;
   e.seq = 0x0102030405060708ull;
   e.event = SampleEvent();
@@ -55,7 +55,7 @@ TEST(RecordCodecTest, StoredEventRoundTrips) {
   EXPECT_EQ(d->body, "");
 }
 
-TEST(RecordCodecTest, LogEntryRoundTrips) {
+TEST(storage_record_codec, LogEntryRoundTrips) {
   LogEntry e;
   e.ranked.event = SampleEvent();
   e.ranked.rank = 3;
@@ -84,7 +84,7 @@ TEST(RecordCodecTest, LogEntryRoundTrips) {
   EXPECT_FALSE(d->ranked.event.version.has_value());
 }
 
-TEST(RecordCodecTest, DedupEntryRoundTrips) {
+TEST(storage_record_codec, DedupEntryRoundTrips) {
   DedupEntry e{std::numeric_limits<uint64_t>::max(), "product.updated",
                std::numeric_limits<int64_t>::min(), EntityRef{"product", "p\x01\xff"}, 7};
   Result<DedupEntry> d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
@@ -101,7 +101,7 @@ TEST(RecordCodecTest, DedupEntryRoundTrips) {
   EXPECT_FALSE(d->entity.has_value());
 }
 
-TEST(RecordCodecTest, ProjectionRoundTrips) {
+TEST(storage_record_codec, ProjectionRoundTrips) {
   ProjectionState s;
   Projection& p = s.projection;
   p.entity = "receipt";  // entity and id come from the key
@@ -144,7 +144,7 @@ TEST(RecordCodecTest, ProjectionRoundTrips) {
   EXPECT_EQ(d->last, empty.last);
 }
 
-TEST(RecordCodecTest, ConflictRoundTrips) {
+TEST(storage_record_codec, ConflictRoundTrips) {
   ConflictEntry e;
   e.event_id = "evt_1";
   e.first_seq = 17;
@@ -171,7 +171,7 @@ TEST(RecordCodecTest, ConflictRoundTrips) {
   EXPECT_FALSE(d->entity.has_value());
 }
 
-TEST(RecordCodecTest, RefusedDeliveryRoundTrips) {
+TEST(storage_record_codec, RefusedDeliveryRoundTrips) {
   RefusedDelivery r;
   r.received_at = 1795941330999000;
   r.outcome = Outcome::kTooLarge;
@@ -267,7 +267,7 @@ void ExpectCorruptionNamingKey(const Status& st, const Family& f, const std::str
       << f.name << " " << what << ": message does not name the key: " << st.message();
 }
 
-TEST(RecordCodecTest, TruncatedValuesAreCorruptionNamingTheKeyNeverMisread) {
+TEST(storage_record_codec, TruncatedValuesAreCorruptionNamingTheKeyNeverMisread) {
   for (const Family& f : Families()) {
     std::string recoded;
     ASSERT_TRUE(f.decode(f.key, f.value, &recoded).ok()) << f.name;
@@ -292,7 +292,7 @@ TEST(RecordCodecTest, TruncatedValuesAreCorruptionNamingTheKeyNeverMisread) {
   }
 }
 
-TEST(RecordCodecTest, GarbageValuesAreCorruptionNamingTheKey) {
+TEST(storage_record_codec, GarbageValuesAreCorruptionNamingTheKey) {
   for (const Family& f : Families()) {
     // Not a FlatBuffer at all.
     std::string ignored;

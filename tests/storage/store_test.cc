@@ -86,7 +86,10 @@ class StoreTest : public ::testing::Test {
   const std::string path_ = "/mem/store";
 };
 
-TEST(OptionsTest, DefaultsAreTheSafeOnes) {
+// Suite name: the area prefix lets `ctest -R storage` select these.
+using storage_store = StoreTest;
+
+TEST(storage_options, DefaultsAreTheSafeOnes) {
   Options o;
   EXPECT_EQ(o.durability, Durability::kSync);
   EXPECT_TRUE(o.create_if_missing);
@@ -97,7 +100,7 @@ TEST(OptionsTest, DefaultsAreTheSafeOnes) {
   EXPECT_EQ(o.env, nullptr);
 }
 
-TEST_F(StoreTest, IngestThenGet) {
+TEST_F(storage_store, IngestThenGet) {
   auto store = Open();
   ASSERT_TRUE(store);
   IngestResult r = store->Ingest(Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z", 1));
@@ -127,7 +130,7 @@ TEST_F(StoreTest, IngestThenGet) {
   EXPECT_EQ(store->counters().accepted, 1u);
 }
 
-TEST_F(StoreTest, DuplicateIs200AndChangesNothing) {
+TEST_F(storage_store, DuplicateIs200AndChangesNothing) {
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   IngestResult r = store->Ingest(Issued("evt_1", "rcp_1"));
@@ -154,7 +157,7 @@ TEST_F(StoreTest, DuplicateIs200AndChangesNothing) {
   EXPECT_EQ(c.duplicate, 3u);
 }
 
-TEST_F(StoreTest, ConflictIs409AndTheFirstOneWins) {
+TEST_F(storage_store, ConflictIs409AndTheFirstOneWins) {
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   const std::vector<std::pair<std::string, std::string>> conflicting = {
@@ -188,7 +191,7 @@ TEST_F(StoreTest, ConflictIs409AndTheFirstOneWins) {
   EXPECT_EQ(c.unrouted, 0u);
 }
 
-TEST_F(StoreTest, InvalidIs400AndNamesTheField) {
+TEST_F(storage_store, InvalidIs400AndNamesTheField) {
   auto store = Open();
   const std::string at = "2026-11-29T10:15:30Z";
   const std::string data = R"({"receipt_id":"rcp_1"})";
@@ -235,7 +238,7 @@ TEST_F(StoreTest, InvalidIs400AndNamesTheField) {
   EXPECT_TRUE(store->Get("receipt", "12").ok());
 }
 
-TEST_F(StoreTest, TooLargeIs413CheckedBeforeParsing) {
+TEST_F(storage_store, TooLargeIs413CheckedBeforeParsing) {
   auto store = Open();
   // 2 MiB of non-JSON: the size is refused before the body is read.
   IngestResult r = store->Ingest(std::string(2 << 20, 'x'));
@@ -264,7 +267,7 @@ TEST_F(StoreTest, TooLargeIs413CheckedBeforeParsing) {
   EXPECT_EQ(store->Ingest(body).outcome, Outcome::kAccepted);
 }
 
-TEST_F(StoreTest, UnknownTypeIsStoredAndUnrouted) {
+TEST_F(storage_store, UnknownTypeIsStoredAndUnrouted) {
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   IngestResult r = store->Ingest(InvoicePaid("evt_inv_1", "inv_1"));
@@ -283,7 +286,7 @@ TEST_F(StoreTest, UnknownTypeIsStoredAndUnrouted) {
   EXPECT_EQ(store->counters().unrouted, 1u);
 }
 
-TEST_F(StoreTest, EventIdHeaderMustMatchTheBody) {
+TEST_F(storage_store, EventIdHeaderMustMatchTheBody) {
   auto store = Open();
   IngestResult r = store->Ingest(Delivery{{{"X-RR-Event-Id", "evt_2"}}, Issued("evt_1", "rcp_1")});
   EXPECT_EQ(r.outcome, Outcome::kInvalid);
@@ -297,7 +300,7 @@ TEST_F(StoreTest, EventIdHeaderMustMatchTheBody) {
   EXPECT_EQ(r.outcome, Outcome::kInvalid) << "values compare exactly";
 }
 
-TEST_F(StoreTest, LateEventRefolds) {
+TEST_F(storage_store, LateEventRefolds) {
   auto store = Open();
   // The refund arrives first: rejected, nothing applied.
   MustAccept(store.get(), Refunded("evt_2", "rcp_1", "2026-11-29T11:00:00Z"));
@@ -336,7 +339,7 @@ TEST_F(StoreTest, LateEventRefolds) {
   EXPECT_EQ(p->fields[1], (Field{"qty", "3"}));
 }
 
-TEST_F(StoreTest, LogShowsArrivalAndFoldOrderWithVerdicts) {
+TEST_F(storage_store, LogShowsArrivalAndFoldOrderWithVerdicts) {
   auto store = Open();
   clock_.Set(kStart + 10);
   MustAccept(store.get(), Refunded("evt_2", "rcp_1", "2026-11-29T11:00:00Z", 2));
@@ -405,7 +408,7 @@ TEST_F(StoreTest, LogShowsArrivalAndFoldOrderWithVerdicts) {
             R"("occurred_at":"2026-11-29T11:00:00.000000Z"})");
 }
 
-TEST_F(StoreTest, ListOrdersByEntityThenIdBytewiseAndFilters) {
+TEST_F(storage_store, ListOrdersByEntityThenIdBytewiseAndFilters) {
   auto store = Open();
   // ids chosen so that bytewise, numeric and case-insensitive orders differ.
   const std::vector<std::string> receipts = {"b", "a", "B", "aa", "10", "9", "\xc3\xa9", "a-"};
@@ -447,7 +450,7 @@ TEST_F(StoreTest, ListOrdersByEntityThenIdBytewiseAndFilters) {
   EXPECT_EQ(calls, 3);
 }
 
-TEST_F(StoreTest, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
+TEST_F(storage_store, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
   // Entity "a" is a prefix of entity "ab": a/z must list before ab/a, and
   // List("a") must not include ab's projections.
   Result<Profile> profile = Profile::FromJson(R"({"name":"prefixes","entities":[
@@ -476,7 +479,7 @@ TEST_F(StoreTest, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
   EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z"}));
 }
 
-TEST_F(StoreTest, PersistsAcrossReopen) {
+TEST_F(storage_store, PersistsAcrossReopen) {
   {
     auto store = Open();
     clock_.Set(kStart + 1);
@@ -519,7 +522,7 @@ TEST_F(StoreTest, PersistsAcrossReopen) {
   EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "refunded");
 }
 
-TEST_F(StoreTest, ErrorIfExistsAndCreateIfMissing) {
+TEST_F(storage_store, ErrorIfExistsAndCreateIfMissing) {
   Options o = Opts();
   o.create_if_missing = false;
   Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
@@ -531,7 +534,7 @@ TEST_F(StoreTest, ErrorIfExistsAndCreateIfMissing) {
   EXPECT_FALSE(s.ok());
 }
 
-TEST_F(StoreTest, IngestBatchGivesPerDeliveryResultsInOrder) {
+TEST_F(storage_store, IngestBatchGivesPerDeliveryResultsInOrder) {
   const std::vector<Delivery> batch = {
       {{}, Issued("evt_1", "rcp_1")},                                   // accepted
       {{}, Issued("evt_1", "rcp_1")},                                   // duplicate in batch
@@ -597,7 +600,7 @@ TEST_F(StoreTest, IngestBatchGivesPerDeliveryResultsInOrder) {
   EXPECT_EQ(ListAll(store.get()), batched);
 }
 
-TEST_F(StoreTest, RebuildWithTheSameProfileKeepsProjections) {
+TEST_F(storage_store, RebuildWithTheSameProfileKeepsProjections) {
   const uint64_t seed = TestSeed("RebuildWithTheSameProfileKeepsProjections", 1234);
   auto store = Open();
   std::vector<std::string> events = GenerateEvents(seed, 150, 40);
@@ -631,7 +634,7 @@ TEST_F(StoreTest, RebuildWithTheSameProfileKeepsProjections) {
   EXPECT_EQ(v->differences, 0u);
 }
 
-TEST_F(StoreTest, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered) {
+TEST_F(storage_store, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered) {
   Result<Profile> invoices = Profile::FromJson(kInvoiceProfile);
   ASSERT_TRUE(invoices.ok()) << invoices.status().ToString();
   {
@@ -690,7 +693,7 @@ TEST_F(StoreTest, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered) {
   EXPECT_EQ((*s)->Stats().requested_fingerprint, "");
 }
 
-TEST_F(StoreTest, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
+TEST_F(storage_store, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
   Result<Profile> receipts_only = Profile::FromJson(R"({"name":"receipts","entities":[
     {"name":"receipt","key":"data.receipt_id",
      "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
@@ -766,7 +769,7 @@ std::vector<std::string> LogsOf(Store* store) {
   return out;
 }
 
-TEST(StoreSnapshotTest, FoldSnapshotsNeverChangeTheResult) {
+TEST(storage_snapshot, FoldSnapshotsNeverChangeTheResult) {
   const uint64_t seed = TestSeed("FoldSnapshotsNeverChangeTheResult", 31337);
   const std::vector<std::string> events = LongLogs(seed);
   // Reference: no snapshots, each event once, in generation order.
@@ -838,7 +841,7 @@ TEST(StoreSnapshotTest, FoldSnapshotsNeverChangeTheResult) {
   }
 }
 
-TEST_F(StoreTest, AnInterruptedRebuildLeavesAConsistentStore) {
+TEST_F(storage_store, AnInterruptedRebuildLeavesAConsistentStore) {
   {
     auto store = Open();
     for (const std::string& e : GenerateEvents(3, 30, 10)) MustAccept(store.get(), e);
@@ -884,7 +887,7 @@ TEST_F(StoreTest, AnInterruptedRebuildLeavesAConsistentStore) {
   EXPECT_EQ(ListAll(store.get()).size(), before.size() + 1);
 }
 
-TEST_F(StoreTest, RebuildWithThreadsGivesTheSameProjections) {
+TEST_F(storage_store, RebuildWithThreadsGivesTheSameProjections) {
   const uint64_t seed = TestSeed("RebuildWithThreadsGivesTheSameProjections", 808);
   Options o = Opts();
   o.snapshot_interval = 4;
@@ -924,7 +927,7 @@ TEST_F(StoreTest, RebuildWithThreadsGivesTheSameProjections) {
   EXPECT_EQ(v->differences, 0u);
 }
 
-TEST_F(StoreTest, RefoldOneEntityOrOneTypeInPlace) {
+TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
@@ -999,7 +1002,7 @@ TEST_F(StoreTest, RefoldOneEntityOrOneTypeInPlace) {
   EXPECT_EQ(store->Get("product", "p1")->state, "damaged") << "refused rebuilds change nothing";
 }
 
-TEST_F(StoreTest, ASecondRebuildWhileOneRunsIsBusy) {
+TEST_F(storage_store, ASecondRebuildWhileOneRunsIsBusy) {
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   // Hold a rebuild inside its progress callback (the in-place re-fold
@@ -1041,7 +1044,7 @@ TEST_F(StoreTest, ASecondRebuildWhileOneRunsIsBusy) {
   EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
 }
 
-TEST_F(StoreTest, OpeningWithAnotherProfileKeepsTheStoredOneAndReportsItStale) {
+TEST_F(storage_store, OpeningWithAnotherProfileKeepsTheStoredOneAndReportsItStale) {
   {
     auto store = Open();  // created with the built-in profile
     MustAccept(store.get(), InvoicePaid("evt_inv_1", "inv_1"));
@@ -1079,7 +1082,7 @@ TEST_F(StoreTest, OpeningWithAnotherProfileKeepsTheStoredOneAndReportsItStale) {
   EXPECT_EQ(ListAll(s->get(), "invoice").size(), 2u);
 }
 
-TEST(StoreLockTest, ASecondStoreOnTheSameDirectoryIsBusy) {
+TEST(storage_lock, ASecondStoreOnTheSameDirectoryIsBusy) {
   ScratchDir dir;
   Options o;
   o.durability = Durability::kBuffered;
@@ -1096,7 +1099,7 @@ TEST(StoreLockTest, ASecondStoreOnTheSameDirectoryIsBusy) {
   EXPECT_EQ((*third)->Get("receipt", "rcp_1")->state, "issued");
 }
 
-TEST_F(StoreTest, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
+TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
   {
     auto store = Open();
     for (const std::string& e : GenerateEvents(5, 20, 5)) MustAccept(store.get(), e);
@@ -1154,7 +1157,7 @@ TEST_F(StoreTest, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
   EXPECT_EQ(v->differences, 0u);
 }
 
-TEST(StoreVerifyTest, ScratchStoreOnDiskIsRemoved) {
+TEST(storage_verify, ScratchStoreOnDiskIsRemoved) {
   ScratchDir dir;
   Options o;
   o.durability = Durability::kBuffered;
@@ -1230,6 +1233,9 @@ class StoreFaultTest : public ::testing::Test {
   FaultEnv env_;
 };
 
+// Suite name: the area prefix lets `ctest -R storage` select these.
+using storage_fault = StoreFaultTest;
+
 void ExpectStorageError(const IngestResult& r, const std::string& what) {
   EXPECT_EQ(r.outcome, Outcome::kStorageError) << what << ": " << r.message;
   EXPECT_EQ(r.http_status(), 503) << what;
@@ -1237,7 +1243,7 @@ void ExpectStorageError(const IngestResult& r, const std::string& what) {
   EXPECT_NE(r.message.find("injected"), std::string::npos) << what << ": " << r.message;
 }
 
-TEST_F(StoreFaultTest, FailedAppendIs503AndNothingIsVisible) {
+TEST_F(storage_fault, FailedAppendIs503AndNothingIsVisible) {
   auto store = Open();
   ASSERT_TRUE(store);
   ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
@@ -1280,7 +1286,7 @@ TEST_F(StoreFaultTest, FailedAppendIs503AndNothingIsVisible) {
   }
 }
 
-TEST_F(StoreFaultTest, FailedSyncIs503AndNothingIsVisible) {
+TEST_F(storage_fault, FailedSyncIs503AndNothingIsVisible) {
   auto store = Open();
   ASSERT_TRUE(store);
   ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);

@@ -170,6 +170,9 @@ class CliTest : public ::testing::Test {
   std::string data_;
 };
 
+// Suite name: the area prefix lets `ctest -R cli` select these.
+using cli_e2e = CliTest;
+
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream ss(text);
@@ -177,7 +180,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-TEST_F(CliTest, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
+TEST_F(cli_e2e, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
   const std::string f = File(
       "mixed.ndjson",
       {
@@ -211,12 +214,16 @@ TEST_F(CliTest, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
         << "line " << good << " reported:\n" << r.err;
   }
   // Each report names the reason.
+  const std::vector<std::pair<std::string, std::string>> reasons = {
+      {"line 3:", "body"},          {"line 4:", "occurred_at"}, {"line 6:", "occurred_at"},
+      {"line 7:", "X-RR-Event-Id"}, {"line 10:", "409"},
+  };
   for (const std::string& line : Lines(r.err)) {
-    if (line.starts_with("line 3:")) EXPECT_NE(line.find("body"), std::string::npos) << line;
-    if (line.starts_with("line 4:")) EXPECT_NE(line.find("occurred_at"), std::string::npos) << line;
-    if (line.starts_with("line 6:")) EXPECT_NE(line.find("occurred_at"), std::string::npos) << line;
-    if (line.starts_with("line 7:")) EXPECT_NE(line.find("X-RR-Event-Id"), std::string::npos) << line;
-    if (line.starts_with("line 10:")) EXPECT_NE(line.find("409"), std::string::npos) << line;
+    for (const auto& [prefix, reason] : reasons) {
+      if (line.starts_with(prefix)) {
+        EXPECT_NE(line.find(reason), std::string::npos) << line;
+      }
+    }
   }
   // The good lines are stored: the SPEC example, exactly.
   CliResult show = Run({"show", "--data", data_, "receipt", "rcp_1"});
@@ -231,7 +238,7 @@ TEST_F(CliTest, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
   }
 }
 
-TEST_F(CliTest, ReingestingTheSameFileIsAllDuplicates) {
+TEST_F(cli_e2e, ReingestingTheSameFileIsAllDuplicates) {
   IngestGood();
   const std::string f = root_ + "/good.ndjson";
   CliResult r = Run({"ingest", "--data", data_, f});
@@ -242,7 +249,7 @@ TEST_F(CliTest, ReingestingTheSameFileIsAllDuplicates) {
   EXPECT_EQ(Run({"show", "--data", data_, "receipt", "rcp_1"}).out, kSpecProjection + "\n");
 }
 
-TEST_F(CliTest, IngestFromStandardInput) {
+TEST_F(cli_e2e, IngestFromStandardInput) {
   const std::string f = File("stdin.ndjson",
                              {kIssue, Envelope(R"({"x-rr-event-id":"evt_2"})", kRefund), kReissue});
   CliResult r = Run({"ingest", "--data", data_, "-"}, f);
@@ -257,7 +264,7 @@ TEST_F(CliTest, IngestFromStandardInput) {
             "{\"accepted\":0,\"duplicate\":3,\"conflict\":0,\"invalid\":0,\"unauthorized\":0}\n");
 }
 
-TEST_F(CliTest, ShowOfAMissingEntityExits1) {
+TEST_F(cli_e2e, ShowOfAMissingEntityExits1) {
   IngestGood();
   CliResult r = Run({"show", "--data", data_, "receipt", "rcp_404"});
   EXPECT_EQ(r.exit_code, 1);
@@ -268,7 +275,7 @@ TEST_F(CliTest, ShowOfAMissingEntityExits1) {
   EXPECT_EQ(r.out, "");
 }
 
-TEST_F(CliTest, CommandsOnAMissingStoreExit2) {
+TEST_F(cli_e2e, CommandsOnAMissingStoreExit2) {
   const std::string missing = root_ + "/nothing-here";
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"show", "--data", missing, "receipt", "rcp_1"},
@@ -284,7 +291,7 @@ TEST_F(CliTest, CommandsOnAMissingStoreExit2) {
   EXPECT_FALSE(fs::exists(missing)) << "a read command must not create a store";
 }
 
-TEST_F(CliTest, ListIsOrderedByEntityThenIdAndFilters) {
+TEST_F(cli_e2e, ListIsOrderedByEntityThenIdAndFilters) {
   IngestGood();
   // More receipts whose ids sort differently bytewise than numerically or
   // case-insensitively.
@@ -326,7 +333,7 @@ TEST_F(CliTest, ListIsOrderedByEntityThenIdAndFilters) {
   EXPECT_EQ(products.out, kProductProjection + "\n");
 }
 
-TEST_F(CliTest, LogHasArrivalAndFoldOrderWithVerdicts) {
+TEST_F(cli_e2e, LogHasArrivalAndFoldOrderWithVerdicts) {
   IngestGood();
   CliResult r = Run({"log", "--data", data_, "receipt", "rcp_1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -360,7 +367,7 @@ TEST_F(CliTest, LogHasArrivalAndFoldOrderWithVerdicts) {
   EXPECT_TRUE(j.ends_with("]}\n")) << j;
 }
 
-TEST_F(CliTest, ReplayKeepsListIdenticalAndVerifies) {
+TEST_F(cli_e2e, ReplayKeepsListIdenticalAndVerifies) {
   IngestGood();
   const std::string before = Run({"list", "--data", data_}).out;
   ASSERT_FALSE(before.empty());
@@ -382,7 +389,7 @@ TEST_F(CliTest, ReplayKeepsListIdenticalAndVerifies) {
   EXPECT_EQ(Run({"list", "--data", data_}).out, before);
 }
 
-TEST_F(CliTest, ReplayWithANewProfileProjectsUnroutedEvents) {
+TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
   IngestGood();
   const std::string profile = root_ + "/invoices.json";
   WriteFile(profile, R"({"name":"receiptroller-invoices",
@@ -427,7 +434,7 @@ TEST_F(CliTest, ReplayWithANewProfileProjectsUnroutedEvents) {
   EXPECT_EQ(Run({"show", "--data", data_, "invoice", "inv_2"}).exit_code, 0);
 }
 
-TEST_F(CliTest, UsageErrorsExit2) {
+TEST_F(cli_e2e, UsageErrorsExit2) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {},
            {"frobnicate"},

@@ -1,0 +1,68 @@
+// CommitQueue: group commit that numbers the change feed without gaps.
+//
+// Concurrent transactions queue their write batches; the one at the front
+// (the leader) takes every queued batch (up to a size bound), gives their
+// change records consecutive feed sequence numbers, appends the f/<seq>
+// records, and writes the whole group as one LevelDB batch with one sync,
+// while the others wait. Feed numbers are assigned in commit order and are
+// only consumed by a successful write, so the feed has no gaps and a reader
+// that sees seq N has seen every seq below it. This is LevelDB's own writer
+// queue, one level up, where the feed numbers are known.
+//
+// Thread-safe.
+
+#ifndef EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
+#define EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include <leveldb/db.h>
+#include <leveldb/write_batch.h>
+
+#include "eventfold/feed.h"
+#include "eventfold/status.h"
+
+namespace eventfold::storage {
+
+class CommitQueue {
+ public:
+  // `db` must outlive the queue. The next feed seq starts at `next_seq`.
+  CommitQueue(leveldb::DB* db, uint64_t next_seq) : db_(db), next_seq_(next_seq) {}
+
+  // Writes `batch` plus one f/ record per element of `changes` (whose seq
+  // fields are set on success), synced when `sync` (a synced group syncs
+  // every write in it). Returns the write's status.
+  Status Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes, bool sync);
+
+  // The highest feed seq written so far (0: none).
+  uint64_t last_seq() const;
+
+  // Blocks until a feed seq above `after` is written or `timeout_micros`
+  // passes; returns last_seq().
+  uint64_t WaitBeyond(uint64_t after, int64_t timeout_micros) const;
+
+ private:
+  struct Writer {
+    leveldb::WriteBatch* batch;
+    std::vector<Change>* changes;
+    bool sync;
+    bool done = false;
+    Status status;
+    std::condition_variable cv;
+  };
+
+  leveldb::DB* db_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable feed_cv_;  // signalled when the feed grows
+  std::deque<Writer*> writers_;
+  uint64_t next_seq_;
+};
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_COMMIT_QUEUE_H_

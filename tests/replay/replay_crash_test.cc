@@ -1,0 +1,505 @@
+// Crash during replay: a child process rebuilds a store on a real directory
+// and is SIGKILLed at a seeded random moment — before its rebuild starts,
+// while it builds the new generation, around the switch, while it drops the
+// old generation. After each kill the store must open, serve exactly what it
+// served before (the old generation, or the completed new one), verify clean,
+// hold no key of any generation but the live one, have no rebuild marker
+// left, and rebuild again. With a profile change the store is wholly under
+// the old profile or wholly under the new one, never a mix.
+//
+// EVENTFOLD_CRASH_ITERATIONS sets the kills per test (default 20);
+// EVENTFOLD_TEST_SEED replays a run.
+
+#include <gtest/gtest.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "eventfold/store.h"
+#include "storage/key_codec.h"
+#include "tests/storage/storage_test_util.h"
+#include "tools/history.h"
+
+namespace eventfold {
+namespace {
+
+using storage_test::ScratchDir;
+using storage_test::TestSeed;
+using SteadyClock = std::chrono::steady_clock;
+
+// The built-in profile plus an "invoice" entity.
+constexpr const char* kInvoiceProfile = R"({"name":"receiptroller-invoices",
+ "entities":[
+  {"name":"receipt","key":"data.receipt_id",
+   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
+                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
+  {"name":"product","key":"data.product_id",
+   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
+                  {"type":"product.updated","from":["active"],"to":"active"},
+                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
+  {"name":"inventory","key":"data.product_id",
+   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
+  {"name":"invoice","key":"data.invoice_id",
+   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})";
+
+int Iterations() {
+  const char* env = std::getenv("EVENTFOLD_CRASH_ITERATIONS");
+  const int n = env && *env ? std::atoi(env) : 20;
+  return n > 0 ? n : 20;
+}
+
+// LevelDB's default Env starts its one background (compaction) thread
+// lazily and remembers that it did; a child forked after the parent used it
+// would inherit "started" without the thread, and any write that waits for a
+// compaction would hang. The child therefore runs its store on this Env,
+// which does file I/O through the default one but has its own thread.
+class OwnThreadEnv final : public leveldb::EnvWrapper {
+ public:
+  OwnThreadEnv() : EnvWrapper(leveldb::Env::Default()) {}
+  ~OwnThreadEnv() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void Schedule(void (*fn)(void*), void* arg) override {
+    std::lock_guard lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    queue_.emplace_back(fn, arg);
+    cv_.notify_one();
+  }
+  void StartThread(void (*fn)(void*), void* arg) override { std::thread(fn, arg).detach(); }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      auto [fn, arg] = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      fn(arg);
+      lock.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<void (*)(void*), void*>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// How far a child got, as it reported through its pipe.
+enum Mark : char {
+  kOpened = 'o',
+  kProgress = 'p',  // a progress report (the last comes when the build is done)
+  kRebuilt = 'r',   // Rebuild returned OK
+  kOpenFailed = 'x',
+  kRebuildFailed = 'f',
+};
+
+void Note(int fd, Mark m) {
+  const char c = m;
+  [[maybe_unused]] ssize_t n = ::write(fd, &c, 1);
+}
+
+// The child: opens the store, rebuilds it (to `target` when set), exits.
+// Nothing here touches gtest; it leaves with _exit.
+[[noreturn]] void RunChild(const std::string& dir, const std::string& target_json, int fd) {
+  {
+    OwnThreadEnv env;
+    Options o;
+    o.env = &env;
+    o.create_if_missing = false;
+    o.durability = Durability::kBuffered;
+    std::optional<Profile> target;
+    if (!target_json.empty()) {
+      Result<Profile> p = Profile::FromJson(target_json);
+      if (!p.ok()) _exit(5);
+      target = std::move(*p);
+    }
+    Result<std::unique_ptr<Store>> store = Store::Open(dir, o);
+    if (!store.ok()) {
+      Note(fd, kOpenFailed);
+      _exit(3);
+    }
+    Note(fd, kOpened);
+    RebuildOptions ro;
+    ro.profile = target ? &*target : nullptr;
+    ro.threads = 2;
+    ro.progress = [fd](const RebuildProgress&) { Note(fd, kProgress); };
+    Result<RebuildSummary> r = (*store)->Rebuild(ro);
+    Note(fd, r.ok() ? kRebuilt : kRebuildFailed);
+    _exit(r.ok() ? 0 : 4);
+  }
+}
+
+struct ChildRun {
+  bool killed = false;     // SIGKILLed by us (else it exited by itself)
+  int exit_code = -1;      // when it exited
+  std::string marks;       // what it reported
+  double seconds = 0;      // from fork to its end
+};
+
+// Forks a child rebuilding `dir`; SIGKILLs it after `kill_after` seconds
+// unless it ends first (never when kill_after is negative).
+ChildRun RunAndMaybeKill(const std::string& dir, const std::string& target_json,
+                         double kill_after) {
+  ChildRun run;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe failed";
+    return run;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const auto start = SteadyClock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork failed";
+    return run;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    RunChild(dir, target_json, fds[1]);
+  }
+  ::close(fds[1]);
+  const auto deadline = start + std::chrono::duration<double>(kill_after);
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (kill_after >= 0 && SteadyClock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    if (SteadyClock::now() - start > std::chrono::seconds(120)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << "the child hung";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  run.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  run.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) run.marks.append(buf, n);
+  ::close(fds[0]);
+  return run;
+}
+
+std::unique_ptr<Store> MustOpen(const std::string& dir, const Options& o = Options()) {
+  Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+std::string ListAll(Store* store) {
+  std::string out;
+  Status st = store->List("", [&](const Projection& p) {
+    out += ProjectionToJson(p);
+    out += '\n';
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
+// What the raw LevelDB of a closed store holds about generations.
+struct RawState {
+  uint32_t live = 0;                      // m/generation
+  bool marker = false;                    // m/rebuild present
+  std::map<uint32_t, uint64_t> other;     // keys of other generations, by gen
+  uint64_t live_keys = 0;
+};
+
+RawState ReadRaw(const std::string& dir) {
+  RawState out;
+  leveldb::Options lo;
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = leveldb::DB::Open(lo, dir, &raw);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return out;
+  std::unique_ptr<leveldb::DB> db(raw);
+  std::string value;
+  s = db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &value);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (s.ok()) out.live = static_cast<uint32_t>(std::stoul(value));
+  out.marker = db->Get(leveldb::ReadOptions(), storage::MetaKey("rebuild"), &value).ok();
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+  const std::string family(storage::kGenerationPrefix);
+  const std::string live_prefix = storage::GenerationPrefix(out.live);
+  for (it->Seek(family); it->Valid() && it->key().starts_with(family); it->Next()) {
+    const leveldb::Slice k = it->key();
+    if (k.size() < family.size() + 5) {
+      ++out.other[UINT32_MAX];
+      continue;
+    }
+    uint32_t gen = 0;
+    for (int i = 0; i < 4; ++i) gen = gen << 8 | static_cast<unsigned char>(k[family.size() + i]);
+    if (gen == out.live) ++out.live_keys;
+    else ++out.other[gen];
+  }
+  EXPECT_TRUE(it->status().ok()) << it->status().ToString();
+  return out;
+}
+
+// A ~30k-event store on disk (kBuffered: this is not a durability test of
+// ingest). With `invoices`, some events only profile B routes.
+void Populate(const std::string& dir, uint64_t seed, bool invoices) {
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 13000;
+  ho.products = 2700;
+  ho.duplicate_rate = 0.05;
+  ho.malformed = 3;
+  ho.conflicts = 3;
+  ho.target_body_bytes = 250;
+  const sim::History h = sim::GenerateHistory(ho);
+  Options o;
+  o.durability = Durability::kBuffered;
+  std::unique_ptr<Store> store = MustOpen(dir, o);
+  ASSERT_TRUE(store);
+  std::vector<Delivery> deliveries = h.deliveries;
+  if (invoices) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < 2000; ++i) {
+      const std::string n = std::to_string(i);
+      deliveries.push_back(Delivery{
+          {},
+          storage_test::Body("evt_inv_" + n, "invoice.paid",
+                             FormatTimestamp(1795000000000000 + static_cast<int64_t>(rng() % 86400000000ull)),
+                             "{\"invoice_id\":\"inv_" + std::to_string(i % 1500) + "\",\"total\":" +
+                                 std::to_string(rng() % 1000) + "}")});
+    }
+    sim::Shuffle(&deliveries, seed + 1);
+  }
+  for (size_t i = 0; i < deliveries.size(); i += 2000) {
+    std::vector<Delivery> batch(
+        deliveries.begin() + static_cast<ptrdiff_t>(i),
+        deliveries.begin() + static_cast<ptrdiff_t>(std::min(deliveries.size(), i + 2000)));
+    store->IngestBatch(batch);
+  }
+  const Counters c = store->counters();
+  std::printf("store: %llu events accepted (%llu unrouted)\n",
+              static_cast<unsigned long long>(c.accepted),
+              static_cast<unsigned long long>(c.unrouted));
+  EXPECT_GT(c.accepted, 28000u);
+  EXPECT_EQ(c.unrouted, invoices ? 2000u : 0u);
+}
+
+// The listing a completed rebuild to `target` gives, computed on a copy.
+std::string ListingAfterRebuild(const std::string& dir, const Profile& target) {
+  ScratchDir copy;
+  std::filesystem::copy(dir, copy.path(), std::filesystem::copy_options::recursive);
+  std::unique_ptr<Store> store = MustOpen(copy.path());
+  if (!store) return "";
+  Result<RebuildSummary> r = store->Rebuild(&target);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return ListAll(store.get());
+}
+
+struct Tally {
+  int before_open = 0;    // killed before the store was open
+  int building = 0;       // killed while building, before the build's last report
+  int around_switch = 0;  // killed after the build, before Rebuild returned
+  int completed = 0;      // not killed: the rebuild finished
+  int switched = 0;       // after reopening, the rebuild had taken effect
+};
+
+// After a kill: everything the crash contract promises. `expected` maps a
+// profile name to the listing the store must serve under it. Returns the
+// live profile name.
+std::string CheckAfterCrash(const std::string& dir,
+                            const std::map<std::string, std::string>& expected,
+                            uint32_t gen_before) {
+  std::string profile;
+  {
+    std::unique_ptr<Store> store = MustOpen(dir);
+    if (!store) return profile;
+    const StoreStats stats = store->Stats();
+    profile = stats.profile_name;
+    auto it = expected.find(profile);
+    EXPECT_NE(it, expected.end()) << "unexpected profile " << profile;
+    if (it != expected.end()) {
+      EXPECT_TRUE(ListAll(store.get()) == it->second)
+          << "the listing after the crash differs from the one under " << profile;
+    }
+    EXPECT_TRUE(stats.generation == gen_before || stats.generation == gen_before + 1)
+        << "generation " << stats.generation << " after a rebuild from " << gen_before;
+    Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    if (v.ok()) {
+      EXPECT_EQ(v->differences, 0u);
+    }
+  }
+  const RawState raw = ReadRaw(dir);
+  EXPECT_FALSE(raw.marker) << "m/rebuild is still there after Open";
+  EXPECT_GT(raw.live_keys, 0u);
+  for (const auto& [gen, keys] : raw.other) {
+    ADD_FAILURE() << keys << " keys of generation " << gen << " remain beside live generation "
+                  << raw.live;
+  }
+  return profile;
+}
+
+void Record(const ChildRun& run, Tally* t) {
+  if (!run.killed) {
+    EXPECT_EQ(run.exit_code, 0) << "the child failed on its own; marks " << run.marks;
+    ++t->completed;
+  } else if (run.marks.find(kOpened) == std::string::npos) {
+    ++t->before_open;
+  } else if (run.marks.find(kProgress) == std::string::npos) {
+    ++t->building;
+  } else {
+    ++t->around_switch;
+  }
+  EXPECT_EQ(run.marks.find(kOpenFailed), std::string::npos);
+  EXPECT_EQ(run.marks.find(kRebuildFailed), std::string::npos);
+}
+
+void PrintTally(const char* name, const Tally& t, double full) {
+  std::printf("%s: full rebuild run %.3f s; kills before open %d, while building %d, after "
+              "the build %d; not killed %d; switched %d\n",
+              name, full, t.before_open, t.building, t.around_switch, t.completed, t.switched);
+}
+
+// Same profile: whatever the kill interrupts, the content is the same.
+TEST(ReplayCrash, KilledRebuildLeavesTheStoreConsistent) {
+  const uint64_t seed = TestSeed("ReplayCrash.KilledRebuildLeavesTheStoreConsistent", 4242);
+  const int iterations = Iterations();
+  ScratchDir dir;
+  Populate(dir.path(), seed, /*invoices=*/false);
+  if (::testing::Test::HasFatalFailure()) return;
+  std::string listing;
+  uint32_t gen = 0;
+  {
+    std::unique_ptr<Store> store = MustOpen(dir.path());
+    ASSERT_TRUE(store);
+    listing = ListAll(store.get());
+    gen = store->Stats().generation;
+  }
+  const std::map<std::string, std::string> expected = {{"receiptroller", listing}};
+
+  // Calibrate: one full run, not killed.
+  const ChildRun full = RunAndMaybeKill(dir.path(), "", -1);
+  ASSERT_FALSE(full.killed);
+  ASSERT_EQ(full.exit_code, 0) << full.marks;
+  ASSERT_NE(full.marks.find(kRebuilt), std::string::npos);
+  CheckAfterCrash(dir.path(), expected, gen);
+  ++gen;
+
+  std::mt19937_64 rng(seed);
+  Tally tally;
+  for (int i = 0; i < iterations; ++i) {
+    const double delay = std::uniform_real_distribution<double>(0, full.seconds)(rng);
+    SCOPED_TRACE("iteration " + std::to_string(i) + ", kill after " + std::to_string(delay) +
+                 " s (seed " + std::to_string(seed) + ")");
+    const ChildRun run = RunAndMaybeKill(dir.path(), "", delay);
+    Record(run, &tally);
+    const uint32_t before = gen;
+    CheckAfterCrash(dir.path(), expected, before);
+    if (::testing::Test::HasFailure()) break;
+    // A subsequent rebuild succeeds, and changes nothing.
+    std::unique_ptr<Store> store = MustOpen(dir.path());
+    ASSERT_TRUE(store);
+    if (store->Stats().generation != before) ++tally.switched;
+    Result<RebuildSummary> r = store->Rebuild(nullptr);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(ListAll(store.get()) == listing) << "a rebuild after the crash changed content";
+    gen = store->Stats().generation;
+  }
+  PrintTally("same profile", tally, full.seconds);
+  if (iterations >= 10) {
+    EXPECT_GT(tally.building + tally.around_switch, 0) << "no kill landed inside a rebuild";
+  }
+}
+
+// A profile change killed mid-way: the store is wholly under A (the old
+// generation, B's events unrouted) or wholly under B (the switch happened).
+TEST(ReplayCrash, KilledProfileChangeIsAllOrNothing) {
+  const uint64_t seed = TestSeed("ReplayCrash.KilledProfileChangeIsAllOrNothing", 777);
+  const int iterations = std::max(1, Iterations() / 2);
+  Result<Profile> b = Profile::FromJson(kInvoiceProfile);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const Profile& a = Profile::ReceiptRoller();
+  ScratchDir dir;
+  Populate(dir.path(), seed, /*invoices=*/true);
+  if (::testing::Test::HasFatalFailure()) return;
+  std::map<std::string, std::string> expected;
+  uint32_t gen = 0;
+  {
+    std::unique_ptr<Store> store = MustOpen(dir.path());
+    ASSERT_TRUE(store);
+    expected[a.name()] = ListAll(store.get());
+    gen = store->Stats().generation;
+  }
+  expected[b->name()] = ListingAfterRebuild(dir.path(), *b);
+  ASSERT_NE(expected[a.name()], expected[b->name()]);
+  ASSERT_NE(expected[b->name()].find("\"entity\":\"invoice\""), std::string::npos);
+  ASSERT_EQ(expected[a.name()].find("\"entity\":\"invoice\""), std::string::npos);
+
+  const std::string target = b->ToJson();
+  const ChildRun full = RunAndMaybeKill(dir.path(), target, -1);
+  ASSERT_FALSE(full.killed);
+  ASSERT_EQ(full.exit_code, 0) << full.marks;
+  EXPECT_EQ(CheckAfterCrash(dir.path(), expected, gen), b->name());
+  // Back to A for the next round.
+  auto back_to_a = [&]() {
+    std::unique_ptr<Store> store = MustOpen(dir.path());
+    ASSERT_TRUE(store);
+    Result<RebuildSummary> r = store->Rebuild(&a);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(store->Stats().profile_name, a.name());
+    EXPECT_TRUE(ListAll(store.get()) == expected[a.name()]);
+    gen = store->Stats().generation;
+  };
+  back_to_a();
+
+  std::mt19937_64 rng(seed);
+  Tally tally;
+  for (int i = 0; i < iterations; ++i) {
+    const double delay = std::uniform_real_distribution<double>(0, full.seconds)(rng);
+    SCOPED_TRACE("iteration " + std::to_string(i) + ", kill after " + std::to_string(delay) +
+                 " s (seed " + std::to_string(seed) + ")");
+    const ChildRun run = RunAndMaybeKill(dir.path(), target, delay);
+    Record(run, &tally);
+    const std::string profile = CheckAfterCrash(dir.path(), expected, gen);
+    if (profile == b->name()) ++tally.switched;
+    if (!run.killed) {
+      EXPECT_EQ(profile, b->name());
+    }
+    if (::testing::Test::HasFailure()) break;
+    // A subsequent rebuild succeeds (back to A).
+    back_to_a();
+    if (::testing::Test::HasFailure()) break;
+  }
+  PrintTally("profile change", tally, full.seconds);
+}
+
+}  // namespace
+}  // namespace eventfold
