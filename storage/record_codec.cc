@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/crc32c.h"
 #include "storage/key_codec.h"
 #include "storage/records_generated.h"
 
@@ -22,8 +23,21 @@ std::string_view View(const fbs::Vector<uint8_t>* v) {
            : std::string_view();
 }
 
+// Every value is the FlatBuffer followed by the masked CRC-32C of it,
+// little-endian: corruption that still parses is caught too.
+constexpr size_t kCrcBytes = 4;
+
 std::string Finish(fbs::FlatBufferBuilder& b) {
-  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  std::string out(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  const uint32_t crc = MaskCrc(Crc32c(out));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
+  return out;
+}
+
+std::string Printable(std::string_view key) {
+  std::string printable;
+  for (char c : key) printable += (c >= 0x20 && c < 0x7F) ? c : '.';
+  return printable;
 }
 
 // LevelDB hands values out at any address, but FlatBuffers reads its fields
@@ -47,14 +61,25 @@ class AlignedValue {
 
 template <typename T>
 const T* Verified(std::string_view key, std::string_view value, Status* error) {
-  fbs::Verifier verifier(reinterpret_cast<const uint8_t*>(value.data()), value.size());
-  if (!verifier.VerifyBuffer<T>(nullptr)) {
-    std::string printable;
-    for (char c : key) printable += (c >= 0x20 && c < 0x7F) ? c : '.';
-    *error = Status::Corruption("record at key \"" + printable + "\" failed verification");
+  if (value.size() < kCrcBytes) {
+    *error = Status::Corruption("record at key \"" + Printable(key) + "\" is truncated");
     return nullptr;
   }
-  return fbs::GetRoot<T>(value.data());
+  const std::string_view body = value.substr(0, value.size() - kCrcBytes);
+  uint32_t stored = 0;
+  for (int i = 3; i >= 0; --i) {
+    stored = (stored << 8) | static_cast<unsigned char>(value[body.size() + i]);
+  }
+  if (stored != MaskCrc(Crc32c(body))) {
+    *error = Status::Corruption("record at key \"" + Printable(key) + "\": checksum mismatch");
+    return nullptr;
+  }
+  fbs::Verifier verifier(reinterpret_cast<const uint8_t*>(body.data()), body.size());
+  if (!verifier.VerifyBuffer<T>(nullptr)) {
+    *error = Status::Corruption("record at key \"" + Printable(key) + "\" failed verification");
+    return nullptr;
+  }
+  return fbs::GetRoot<T>(body.data());
 }
 
 fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> EncodeFields(

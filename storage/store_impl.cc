@@ -127,17 +127,40 @@ Status StoreImpl::LoadOrCreateMeta() {
 
 Status StoreImpl::AbandonInterruptedRebuild() {
   // A rebuild that did not reach its switch left a partial generation beside
-  // the live one: the live one stays, the partial one goes.
+  // the live one; one that stopped after its switch (a crash while dropping
+  // the old generation, or a failed drop) left the old one. Only the live
+  // generation stays.
   std::string marker;
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("rebuild"), &marker);
-  if (s.IsNotFound()) return Status::OK();
-  if (!s.ok()) return FromLevelDb(s, "reading store metadata");
-  std::optional<uint32_t> partial = DecodeU32(marker.substr(0, marker.find('\n')));
-  if (!partial) return Status::Corruption("m/rebuild is malformed");
-  if (*partial != gen_) {
-    Status st = DropGeneration(db_.get(), *partial);
-    if (!st.ok()) return st.WithContext("removing an interrupted rebuild");
+  if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, "reading store metadata");
+  const bool marked = s.ok();
+  if (marked && !DecodeU32(marker.substr(0, marker.find('\n')))) {
+    return Status::Corruption("m/rebuild is malformed");
   }
+  std::vector<uint32_t> others;
+  {
+    // One seek per generation present: "g/" be32(gen) "/".
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    const std::string family(kGenerationPrefix);
+    for (it->Seek(family); it->Valid() && it->key().starts_with(family);) {
+      const std::string_view key = View(it->key());
+      if (key.size() < family.size() + 5 || key[family.size() + 4] != '/') {
+        return Status::Corruption("malformed generation key");
+      }
+      uint32_t gen = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        gen = gen << 8 | static_cast<unsigned char>(key[family.size() + i]);
+      }
+      if (gen != gen_) others.push_back(gen);
+      it->Seek(PrefixEnd(GenerationPrefix(gen)));
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "scanning generations");
+  }
+  for (uint32_t gen : others) {
+    Status st = DropGeneration(db_.get(), gen);
+    if (!st.ok()) return st.WithContext("removing a generation left by an interrupted rebuild");
+  }
+  if (!marked) return Status::OK();
   return FromLevelDb(db_->Delete(Synced(), MetaKey("rebuild")), "clearing rebuild marker");
 }
 

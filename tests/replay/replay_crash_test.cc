@@ -13,10 +13,12 @@
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
 #include <leveldb/env.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -41,7 +43,6 @@
 namespace eventfold {
 namespace {
 
-using storage_test::ScratchDir;
 using storage_test::TestSeed;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -59,6 +60,41 @@ constexpr const char* kInvoiceProfile = R"({"name":"receiptroller-invoices",
    "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
   {"name":"invoice","key":"data.invoice_id",
    "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})";
+
+// A scratch directory for a store on a real file system, removed (with its
+// ".verify" sibling) afterwards. A SIGKILL keeps what the process wrote
+// (the page cache survives it; only a power cut needs syncs), so a tmpfs
+// such as /dev/shm serves as well as a disk and spares the syncs: it is
+// used when writable. EVENTFOLD_CRASH_DIR names another parent directory.
+class CrashDir {
+ public:
+  CrashDir() {
+    static std::atomic<int> counter{0};
+    path_ = (Base() / ("eventfold-crash-" + std::to_string(::getpid()) + "-" +
+                       std::to_string(counter.fetch_add(1))))
+                .string();
+  }
+  ~CrashDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+    std::filesystem::remove_all(path_ + ".verify", ec);
+  }
+  CrashDir(const CrashDir&) = delete;
+  CrashDir& operator=(const CrashDir&) = delete;
+  const std::string& path() const { return path_; }
+
+  static std::filesystem::path Base() {
+    if (const char* env = std::getenv("EVENTFOLD_CRASH_DIR"); env && *env) return env;
+    std::error_code ec;
+    if (std::filesystem::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) {
+      return "/dev/shm";
+    }
+    return std::filesystem::temp_directory_path();
+  }
+
+ private:
+  std::string path_;
+};
 
 int Iterations() {
   const char* env = std::getenv("EVENTFOLD_CRASH_ITERATIONS");
@@ -159,11 +195,13 @@ struct ChildRun {
   bool killed = false;     // SIGKILLed by us (else it exited by itself)
   int exit_code = -1;      // when it exited
   std::string marks;       // what it reported
-  double seconds = 0;      // from fork to its end
+  double open_seconds = -1;     // from fork to its store being open (-1: never)
+  double rebuild_seconds = -1;  // from then to its end
 };
 
-// Forks a child rebuilding `dir`; SIGKILLs it after `kill_after` seconds
-// unless it ends first (never when kill_after is negative).
+// Forks a child rebuilding `dir` (to the profile `target_json` when not
+// empty). Once the child reports its store open, SIGKILLs it after
+// `kill_after` seconds unless it ends first; never when kill_after < 0.
 ChildRun RunAndMaybeKill(const std::string& dir, const std::string& target_json,
                          double kill_after) {
   ChildRun run;
@@ -185,31 +223,53 @@ ChildRun RunAndMaybeKill(const std::string& dir, const std::string& target_json,
     RunChild(dir, target_json, fds[1]);
   }
   ::close(fds[1]);
-  const auto deadline = start + std::chrono::duration<double>(kill_after);
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  auto drain = [&] {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) run.marks.append(buf, n);
+  };
+  std::optional<SteadyClock::time_point> opened;
   int status = 0;
   for (;;) {
+    drain();
+    if (!opened && run.marks.find(kOpened) != std::string::npos) opened = SteadyClock::now();
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
-    if (kill_after >= 0 && SteadyClock::now() >= deadline) {
+    const auto now = SteadyClock::now();
+    if (kill_after >= 0 && opened && now >= *opened + std::chrono::duration<double>(kill_after)) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
       break;
     }
-    if (SteadyClock::now() - start > std::chrono::seconds(120)) {
+    if (now - start > std::chrono::seconds(120)) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      ADD_FAILURE() << "the child hung";
+      ADD_FAILURE() << "the child hung; marks " << run.marks;
       break;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  run.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  const auto end = SteadyClock::now();
+  drain();
+  ::close(fds[0]);
   run.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) run.marks.append(buf, n);
-  ::close(fds[0]);
+  if (opened) {
+    run.open_seconds = std::chrono::duration<double>(*opened - start).count();
+    run.rebuild_seconds = std::chrono::duration<double>(end - *opened).count();
+  }
   return run;
+}
+
+// When to kill, after the child's store is open: half the time anywhere in
+// a rebuild's duration, half the time in its last quarter and a little
+// past it (the catch-up, the switch, the drop of the old generation).
+double KillDelay(std::mt19937_64& rng, int iteration, double rebuild_seconds) {
+  if (iteration % 2 == 0) {
+    return std::uniform_real_distribution<double>(0, rebuild_seconds)(rng);
+  }
+  return std::uniform_real_distribution<double>(0.75 * rebuild_seconds,
+                                                1.05 * rebuild_seconds)(rng);
 }
 
 std::unique_ptr<Store> MustOpen(const std::string& dir, const Options& o = Options()) {
@@ -314,7 +374,7 @@ void Populate(const std::string& dir, uint64_t seed, bool invoices) {
 
 // The listing a completed rebuild to `target` gives, computed on a copy.
 std::string ListingAfterRebuild(const std::string& dir, const Profile& target) {
-  ScratchDir copy;
+  CrashDir copy;
   std::filesystem::copy(dir, copy.path(), std::filesystem::copy_options::recursive);
   std::unique_ptr<Store> store = MustOpen(copy.path());
   if (!store) return "";
@@ -324,30 +384,34 @@ std::string ListingAfterRebuild(const std::string& dir, const Profile& target) {
 }
 
 struct Tally {
-  int before_open = 0;    // killed before the store was open
-  int building = 0;       // killed while building, before the build's last report
-  int around_switch = 0;  // killed after the build, before Rebuild returned
-  int completed = 0;      // not killed: the rebuild finished
-  int switched = 0;       // after reopening, the rebuild had taken effect
+  int building = 0;        // killed before the build's last progress report
+  int after_build = 0;     // killed after it, before the switch
+  int after_switch = 0;    // killed after the switch (dropping the old generation)
+  int completed = 0;       // not killed: the rebuild finished
+};
+
+struct AfterCrash {
+  std::string profile;  // the live profile's name
+  uint32_t generation = 0;
 };
 
 // After a kill: everything the crash contract promises. `expected` maps a
-// profile name to the listing the store must serve under it. Returns the
-// live profile name.
-std::string CheckAfterCrash(const std::string& dir,
-                            const std::map<std::string, std::string>& expected,
-                            uint32_t gen_before) {
-  std::string profile;
+// profile name to the listing the store must serve under it.
+AfterCrash CheckAfterCrash(const std::string& dir,
+                           const std::map<std::string, std::string>& expected,
+                           uint32_t gen_before) {
+  AfterCrash out;
   {
     std::unique_ptr<Store> store = MustOpen(dir);
-    if (!store) return profile;
+    if (!store) return out;
     const StoreStats stats = store->Stats();
-    profile = stats.profile_name;
-    auto it = expected.find(profile);
-    EXPECT_NE(it, expected.end()) << "unexpected profile " << profile;
+    out.profile = stats.profile_name;
+    out.generation = stats.generation;
+    auto it = expected.find(out.profile);
+    EXPECT_NE(it, expected.end()) << "unexpected profile " << out.profile;
     if (it != expected.end()) {
       EXPECT_TRUE(ListAll(store.get()) == it->second)
-          << "the listing after the crash differs from the one under " << profile;
+          << "the listing after the crash differs from the one under " << out.profile;
     }
     EXPECT_TRUE(stats.generation == gen_before || stats.generation == gen_before + 1)
         << "generation " << stats.generation << " after a rebuild from " << gen_before;
@@ -358,41 +422,62 @@ std::string CheckAfterCrash(const std::string& dir,
     }
   }
   const RawState raw = ReadRaw(dir);
+  EXPECT_EQ(raw.live, out.generation);
   EXPECT_FALSE(raw.marker) << "m/rebuild is still there after Open";
   EXPECT_GT(raw.live_keys, 0u);
   for (const auto& [gen, keys] : raw.other) {
     ADD_FAILURE() << keys << " keys of generation " << gen << " remain beside live generation "
                   << raw.live;
   }
-  return profile;
+  return out;
 }
 
-void Record(const ChildRun& run, Tally* t) {
-  if (!run.killed) {
-    EXPECT_EQ(run.exit_code, 0) << "the child failed on its own; marks " << run.marks;
-    ++t->completed;
-  } else if (run.marks.find(kOpened) == std::string::npos) {
-    ++t->before_open;
-  } else if (run.marks.find(kProgress) == std::string::npos) {
-    ++t->building;
-  } else {
-    ++t->around_switch;
-  }
+// A subsequent rebuild (to `profile`) succeeds and lists `listing`; returns
+// the generation after it.
+uint32_t RebuildAgain(const std::string& dir, const Profile& profile,
+                      const std::string& listing) {
+  std::unique_ptr<Store> store = MustOpen(dir);
+  if (!store) return 0;
+  Result<RebuildSummary> r = store->Rebuild(&profile);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(store->Stats().profile_name, profile.name());
+  EXPECT_TRUE(ListAll(store.get()) == listing) << "the rebuild after the crash lists otherwise";
+  return store->Stats().generation;
+}
+
+void Record(const ChildRun& run, bool switched, Tally* t) {
+  EXPECT_NE(run.marks.find(kOpened), std::string::npos)
+      << "killed before its store was open; marks " << run.marks;
   EXPECT_EQ(run.marks.find(kOpenFailed), std::string::npos);
   EXPECT_EQ(run.marks.find(kRebuildFailed), std::string::npos);
+  if (!run.killed) {
+    EXPECT_EQ(run.exit_code, 0) << "the child failed on its own; marks " << run.marks;
+    EXPECT_TRUE(switched) << "a rebuild that returned OK did not switch";
+    ++t->completed;
+  } else if (switched) {
+    ++t->after_switch;
+  } else if (run.marks.find(kProgress) != std::string::npos) {
+    ++t->after_build;
+  } else {
+    ++t->building;
+  }
 }
 
-void PrintTally(const char* name, const Tally& t, double full) {
-  std::printf("%s: full rebuild run %.3f s; kills before open %d, while building %d, after "
-              "the build %d; not killed %d; switched %d\n",
-              name, full, t.before_open, t.building, t.around_switch, t.completed, t.switched);
+void PrintTally(const char* name, const Tally& t, const ChildRun& full, double seconds) {
+  std::printf("%s: child open %.3f s, rebuild %.3f s; kills while building %d, after the "
+              "build %d, after the switch %d; not killed %d; %.1f s in all\n",
+              name, full.open_seconds, full.rebuild_seconds, t.building, t.after_build,
+              t.after_switch, t.completed, seconds);
 }
 
 // Same profile: whatever the kill interrupts, the content is the same.
 TEST(ReplayCrash, KilledRebuildLeavesTheStoreConsistent) {
   const uint64_t seed = TestSeed("ReplayCrash.KilledRebuildLeavesTheStoreConsistent", 4242);
+  const auto start = SteadyClock::now();
   const int iterations = Iterations();
-  ScratchDir dir;
+  const Profile& a = Profile::ReceiptRoller();
+  CrashDir dir;
+  std::printf("store directory %s\n", dir.path().c_str());
   Populate(dir.path(), seed, /*invoices=*/false);
   if (::testing::Test::HasFatalFailure()) return;
   std::string listing;
@@ -403,39 +488,34 @@ TEST(ReplayCrash, KilledRebuildLeavesTheStoreConsistent) {
     listing = ListAll(store.get());
     gen = store->Stats().generation;
   }
-  const std::map<std::string, std::string> expected = {{"receiptroller", listing}};
+  const std::map<std::string, std::string> expected = {{a.name(), listing}};
 
   // Calibrate: one full run, not killed.
   const ChildRun full = RunAndMaybeKill(dir.path(), "", -1);
   ASSERT_FALSE(full.killed);
   ASSERT_EQ(full.exit_code, 0) << full.marks;
   ASSERT_NE(full.marks.find(kRebuilt), std::string::npos);
-  CheckAfterCrash(dir.path(), expected, gen);
-  ++gen;
+  ASSERT_GT(full.rebuild_seconds, 0);
+  gen = CheckAfterCrash(dir.path(), expected, gen).generation;
 
   std::mt19937_64 rng(seed);
   Tally tally;
   for (int i = 0; i < iterations; ++i) {
-    const double delay = std::uniform_real_distribution<double>(0, full.seconds)(rng);
-    SCOPED_TRACE("iteration " + std::to_string(i) + ", kill after " + std::to_string(delay) +
-                 " s (seed " + std::to_string(seed) + ")");
+    const double delay = KillDelay(rng, i, full.rebuild_seconds);
+    SCOPED_TRACE("iteration " + std::to_string(i) + ", kill " + std::to_string(delay) +
+                 " s after open (seed " + std::to_string(seed) + ")");
     const ChildRun run = RunAndMaybeKill(dir.path(), "", delay);
-    Record(run, &tally);
-    const uint32_t before = gen;
-    CheckAfterCrash(dir.path(), expected, before);
+    const AfterCrash after = CheckAfterCrash(dir.path(), expected, gen);
+    Record(run, after.generation != gen, &tally);
     if (::testing::Test::HasFailure()) break;
-    // A subsequent rebuild succeeds, and changes nothing.
-    std::unique_ptr<Store> store = MustOpen(dir.path());
-    ASSERT_TRUE(store);
-    if (store->Stats().generation != before) ++tally.switched;
-    Result<RebuildSummary> r = store->Rebuild(nullptr);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_TRUE(ListAll(store.get()) == listing) << "a rebuild after the crash changed content";
-    gen = store->Stats().generation;
+    gen = RebuildAgain(dir.path(), a, listing);
+    if (::testing::Test::HasFailure()) break;
   }
-  PrintTally("same profile", tally, full.seconds);
+  PrintTally("same profile", tally, full,
+             std::chrono::duration<double>(SteadyClock::now() - start).count());
   if (iterations >= 10) {
-    EXPECT_GT(tally.building + tally.around_switch, 0) << "no kill landed inside a rebuild";
+    EXPECT_GT(tally.building + tally.after_build + tally.after_switch, 0)
+        << "no kill landed inside a rebuild";
   }
 }
 
@@ -443,11 +523,12 @@ TEST(ReplayCrash, KilledRebuildLeavesTheStoreConsistent) {
 // generation, B's events unrouted) or wholly under B (the switch happened).
 TEST(ReplayCrash, KilledProfileChangeIsAllOrNothing) {
   const uint64_t seed = TestSeed("ReplayCrash.KilledProfileChangeIsAllOrNothing", 777);
+  const auto start = SteadyClock::now();
   const int iterations = std::max(1, Iterations() / 2);
   Result<Profile> b = Profile::FromJson(kInvoiceProfile);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   const Profile& a = Profile::ReceiptRoller();
-  ScratchDir dir;
+  CrashDir dir;
   Populate(dir.path(), seed, /*invoices=*/true);
   if (::testing::Test::HasFatalFailure()) return;
   std::map<std::string, std::string> expected;
@@ -467,38 +548,29 @@ TEST(ReplayCrash, KilledProfileChangeIsAllOrNothing) {
   const ChildRun full = RunAndMaybeKill(dir.path(), target, -1);
   ASSERT_FALSE(full.killed);
   ASSERT_EQ(full.exit_code, 0) << full.marks;
-  EXPECT_EQ(CheckAfterCrash(dir.path(), expected, gen), b->name());
-  // Back to A for the next round.
-  auto back_to_a = [&]() {
-    std::unique_ptr<Store> store = MustOpen(dir.path());
-    ASSERT_TRUE(store);
-    Result<RebuildSummary> r = store->Rebuild(&a);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(store->Stats().profile_name, a.name());
-    EXPECT_TRUE(ListAll(store.get()) == expected[a.name()]);
-    gen = store->Stats().generation;
-  };
-  back_to_a();
+  ASSERT_GT(full.rebuild_seconds, 0);
+  const AfterCrash done = CheckAfterCrash(dir.path(), expected, gen);
+  EXPECT_EQ(done.profile, b->name());
+  gen = RebuildAgain(dir.path(), a, expected[a.name()]);  // back to A
 
   std::mt19937_64 rng(seed);
   Tally tally;
   for (int i = 0; i < iterations; ++i) {
-    const double delay = std::uniform_real_distribution<double>(0, full.seconds)(rng);
-    SCOPED_TRACE("iteration " + std::to_string(i) + ", kill after " + std::to_string(delay) +
-                 " s (seed " + std::to_string(seed) + ")");
+    const double delay = KillDelay(rng, i, full.rebuild_seconds);
+    SCOPED_TRACE("iteration " + std::to_string(i) + ", kill " + std::to_string(delay) +
+                 " s after open (seed " + std::to_string(seed) + ")");
     const ChildRun run = RunAndMaybeKill(dir.path(), target, delay);
-    Record(run, &tally);
-    const std::string profile = CheckAfterCrash(dir.path(), expected, gen);
-    if (profile == b->name()) ++tally.switched;
-    if (!run.killed) {
-      EXPECT_EQ(profile, b->name());
-    }
+    const AfterCrash after = CheckAfterCrash(dir.path(), expected, gen);
+    EXPECT_EQ(after.profile == b->name(), after.generation == gen + 1)
+        << "the profile and the generation disagree on whether the switch happened";
+    Record(run, after.generation != gen, &tally);
     if (::testing::Test::HasFailure()) break;
     // A subsequent rebuild succeeds (back to A).
-    back_to_a();
+    gen = RebuildAgain(dir.path(), a, expected[a.name()]);
     if (::testing::Test::HasFailure()) break;
   }
-  PrintTally("profile change", tally, full.seconds);
+  PrintTally("profile change", tally, full,
+             std::chrono::duration<double>(SteadyClock::now() - start).count());
 }
 
 }  // namespace

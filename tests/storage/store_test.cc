@@ -1271,10 +1271,12 @@ TEST_F(storage_fault, FailedAppendIs503AndNothingIsVisible) {
 
   // What LevelDB 1.23 does afterwards: a failed log *append* is returned to
   // the writer but not recorded as a background error, so once the file
-  // system recovers the next writes succeed (the log writer's block offset
-  // has moved past the record it could not write; on recovery the reader
-  // skips what does not line up). The sender's retry of the refused events
-  // is then accepted as new — nothing of the failed write was stored.
+  // system recovers the next writes succeed in memory. But the log writer's
+  // block offset has moved past the record it could not write, and on the
+  // next Open the reader drops what does not line up: see
+  // DISABLED_NothingAcknowledgedAfterAFailedAppendIsLostOnReopen (a known
+  // bug). Here only the in-process behaviour is checked: the retry of the
+  // refused event is accepted as new, or refused again with 503.
   env_.fail_append = false;
   IngestResult retry = store->Ingest(Issued("evt_2", "rcp_2"));
   EXPECT_TRUE(retry.outcome == Outcome::kAccepted || retry.outcome == Outcome::kStorageError)
@@ -1325,6 +1327,88 @@ TEST_F(storage_fault, FailedSyncIs503AndNothingIsVisible) {
   Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->differences, 0u);
+}
+
+TEST_F(storage_fault, ConcurrentIngestsDuringAFaultAreAll503AndRetriesSucceedAfterReopen) {
+  constexpr int kThreads = 8, kPerThread = 40;
+  auto body = [](int t, int i) {
+    const std::string id = std::to_string(t) + "_" + std::to_string(i);
+    return Issued("evt_" + id, "rcp_" + id);
+  };
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    env_.fail_append = true;
+    std::atomic<int> not_503{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          if (store->Ingest(body(t, i)).http_status() != 503) ++not_503;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    env_.fail_append = false;
+    EXPECT_EQ(not_503.load(), 0) << "every member of a failed group commit gets 503";
+    EXPECT_TRUE(ListAll(store.get()).empty());
+    EXPECT_EQ(store->counters().storage_error, uint64_t{kThreads} * kPerThread);
+  }
+  // The sender retries; after a reopen every retry is new and stored.
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    std::vector<std::thread> threads;
+    std::atomic<int> not_accepted{0};
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          if (store->Ingest(body(t, i)).outcome != Outcome::kAccepted) ++not_accepted;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(not_accepted.load(), 0);
+  }
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(ListAll(store.get()).size(), size_t{kThreads} * kPerThread);
+}
+
+// KNOWN BUG (reported; enable once fixed): after one failed log append,
+// LevelDB 1.23 keeps accepting writes (only a failed *sync* is sticky), but
+// its log writer has already advanced its block offset past the record it
+// could not write, so every later record sits misaligned in the log file.
+// Recovery (paranoid_checks off) silently drops what does not line up once
+// the log crosses a 32 KiB block boundary: events acknowledged with 200 —
+// synced under kSync — are lost on the next Open (here ~370 of 400). With
+// PosixEnv the same happens on a failed write() (disk full) when the log
+// writer flushes. The store must refuse every write after a failed one
+// (503) until it is reopened, as LevelDB itself does after a failed sync.
+TEST_F(storage_fault, DISABLED_NothingAcknowledgedAfterAFailedAppendIsLostOnReopen) {
+  std::vector<std::string> acknowledged;
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_EQ(store->Ingest(Issued("evt_0", "rcp_0")).outcome, Outcome::kAccepted);
+    acknowledged.push_back("rcp_0");
+    env_.fail_append = true;
+    ExpectStorageError(store->Ingest(Issued("evt_x", "rcp_x")), "the failed append");
+    env_.fail_append = false;
+    for (int i = 1; i < 400; ++i) {  // ~100 KiB of log: several 32 KiB blocks
+      const IngestResult r =
+          store->Ingest(Issued("evt_" + std::to_string(i), "rcp_" + std::to_string(i)));
+      // Either refused (the fix: 503 until reopened) or durably stored.
+      if (r.outcome == Outcome::kAccepted) acknowledged.push_back("rcp_" + std::to_string(i));
+    }
+  }
+  auto store = Open();
+  ASSERT_TRUE(store);
+  size_t lost = 0;
+  for (const std::string& id : acknowledged) {
+    if (!store->Get("receipt", id).ok()) ++lost;
+  }
+  EXPECT_EQ(lost, 0u) << "of " << acknowledged.size() << " acknowledged events";
 }
 
 }  // namespace
