@@ -126,7 +126,8 @@ Result<int64_t> ParseRfc3339(std::string_view text) {
   return (local_seconds - offset_seconds) * 1000000 + frac_micros;
 }
 
-std::string FormatRfc3339(int64_t micros) {
+std::string FormatRfc3339(int64_t micros, int offset_minutes) {
+  micros += static_cast<int64_t>(offset_minutes) * 60 * 1000000;
   int64_t secs = micros / 1000000;
   int64_t frac = micros % 1000000;
   if (frac < 0) frac += 1000000, secs -= 1;
@@ -136,11 +137,18 @@ std::string FormatRfc3339(int64_t micros) {
   int64_t y;
   int m, d;
   CivilFromDays(days, &y, &m, &d);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02dT%02d:%02d:%02d.%06lldZ",
-                static_cast<long long>(y), m, d, static_cast<int>(rem / 3600),
-                static_cast<int>(rem / 60 % 60), static_cast<int>(rem % 60),
-                static_cast<long long>(frac));
+  char buf[80];
+  int n = std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02dT%02d:%02d:%02d.%06lld",
+                        static_cast<long long>(y), m, d, static_cast<int>(rem / 3600),
+                        static_cast<int>(rem / 60 % 60), static_cast<int>(rem % 60),
+                        static_cast<long long>(frac));
+  if (offset_minutes == 0) {
+    std::snprintf(buf + n, sizeof(buf) - n, "Z");
+  } else {
+    const int a = offset_minutes < 0 ? -offset_minutes : offset_minutes;
+    std::snprintf(buf + n, sizeof(buf) - n, "%c%02d:%02d", offset_minutes < 0 ? '-' : '+',
+                  a / 60, a % 60);
+  }
   return buf;
 }
 

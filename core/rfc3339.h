@@ -20,8 +20,9 @@ namespace eventfold {
 // On failure the status message is the reason alone (no field name).
 Result<int64_t> ParseRfc3339(std::string_view text);
 
-// Always "YYYY-MM-DDTHH:MM:SS.ffffffZ".
-std::string FormatRfc3339(int64_t micros);
+// "YYYY-MM-DDTHH:MM:SS.ffffffZ", or with `offset_minutes` != 0 the same
+// instant as local time at that offset: "...ffffff+07:00".
+std::string FormatRfc3339(int64_t micros, int offset_minutes = 0);
 
 }  // namespace eventfold
 

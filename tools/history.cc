@@ -15,6 +15,8 @@
 
 #include "tools/history.h"
 
+#include "core/rfc3339.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -89,37 +91,6 @@ uint64_t SplitMix64(uint64_t x) {
 
 int64_t FloorDiv(int64_t a, int64_t b) {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-}
-
-// RFC 3339 with microseconds, in UTC ("Z") or at a fixed offset.
-std::string FormatTime(int64_t micros, int offset_minutes) {
-  const int64_t local = micros + offset_minutes * kMinute;
-  int64_t z = FloorDiv(local, kDay);
-  const int64_t in_day = local - z * kDay;
-  // Howard Hinnant's civil_from_days.
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t day = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t year = yoe + era * 400 + (month <= 2);
-  char buf[64];
-  std::snprintf(
-      buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lld",
-      static_cast<long long>(year), static_cast<long long>(month),
-      static_cast<long long>(day), static_cast<long long>(in_day / kHour),
-      static_cast<long long>(in_day / kMinute % 60),
-      static_cast<long long>(in_day / kSecond % 60),
-      static_cast<long long>(in_day % kSecond));
-  std::string s = buf;
-  if (offset_minutes == 0) return s + "Z";
-  const int a = offset_minutes < 0 ? -offset_minutes : offset_minutes;
-  std::snprintf(buf, sizeof buf, "%c%02d:%02d", offset_minutes < 0 ? '-' : '+',
-                a / 60, a % 60);
-  return s + buf;
 }
 
 std::string Numbered(std::string_view prefix, int64_t n, int width) {
@@ -317,7 +288,7 @@ class Generator {
   std::string BodyOf(const Planned& p, int64_t at) {
     std::optional<std::string> version;
     if (p.version) version = std::to_string(*p.version);
-    return Body(p.event_id, p.type, FormatTime(at, p.offset_minutes), version,
+    return Body(p.event_id, p.type, FormatRfc3339(at, p.offset_minutes), version,
                 p.data, p.kind);
   }
 
@@ -741,7 +712,7 @@ void Generator::MakeImpossible(size_t count) {
 
 Delivery Generator::Malformed(int kind, const std::vector<Planned>& events) {
   const std::string id = NewEventId();
-  const std::string at = FormatTime(o_.start_micros + rng_.Range(0, kDay), 0);
+  const std::string at = FormatRfc3339(o_.start_micros + rng_.Range(0, kDay), 0);
   const std::string receipt =
       Numbered("rcp_", 800000 + rng_.Range(0, 99999), 6);
   const std::string data = "{\"receipt_id\":\"" + receipt +
