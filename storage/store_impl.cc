@@ -10,6 +10,7 @@
 #include "replay/rebuild.h"
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
+#include "storage/guarded_db.h"
 #include "storage/ingest_txn.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -86,7 +87,7 @@ Status StoreImpl::Init(const std::string& path) {
   leveldb::DB* db = nullptr;
   Status st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
   if (!st.ok()) return st;
-  db_.reset(db);
+  db_.reset(new GuardedDb(db));
   for (Status (StoreImpl::*step)() :
        {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
         &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {

@@ -1,0 +1,101 @@
+// GuardedDb: a leveldb::DB that stops writing after its first failed write,
+// and can reopen the database in place.
+//
+// LevelDB 1.23 keeps a failed *sync* as a sticky error, but not a failed log
+// *append*: the next writes succeed while the log holds a torn record, and the
+// next open drops every record after it — acknowledged ones included. So after
+// any failed write this wrapper refuses all further writes (the store answers
+// 503 and the sender retries) until the database is reopened, which replays
+// the log up to the last intact record: nothing acknowledged is lost, and what
+// was refused is retried. Reads keep working. Forwards everything else.
+//
+// Reopen() closes and reopens the database in place (the store does it on a
+// later ingest once the disk works again: StoreImpl::MaybeRecover). It waits
+// until no call, iterator or snapshot uses the database — every one is
+// counted — and new ones wait meanwhile.
+//
+// Thread-safe, as leveldb::DB is. Writes are serialized here (the store's
+// commit queue issues them one at a time anyway), so none can slip in behind
+// a failed one.
+
+#ifndef EVENTFOLD_STORAGE_GUARDED_DB_H_
+#define EVENTFOLD_STORAGE_GUARDED_DB_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <leveldb/db.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
+namespace eventfold::storage {
+
+class GuardedDb final : public leveldb::DB {
+ public:
+  // Guards `inner`; without `options` and `path` it cannot be reopened.
+  explicit GuardedDb(leveldb::DB* inner) : inner_(inner) {}
+  // Guards `inner`, opened at `path` with `options` (whose pointees must
+  // outlive this object), so that Reopen() can open it again.
+  GuardedDb(leveldb::DB* inner, const leveldb::Options& options, std::string path)
+      : inner_(inner), reopen_(ReopenWith{options, std::move(path)}) {}
+  ~GuardedDb() override;
+
+  // True once a write has failed; every write is refused until a Reopen.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // True after a Reopen that closed the database but could not open it:
+  // every call fails until a later Reopen succeeds.
+  bool closed() const { return inner_.load() == nullptr; }
+
+  // Closes the database and opens it again, once nothing uses it: waits at
+  // most `wait` for running calls, iterators and snapshots to end (new ones
+  // wait meanwhile), else gives up with an IOError leaving all as it was.
+  // Clears failed() on success.
+  leveldb::Status Reopen(std::chrono::milliseconds wait);
+
+  leveldb::Status Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
+                      const leveldb::Slice& value) override;
+  leveldb::Status Delete(const leveldb::WriteOptions& options, const leveldb::Slice& key) override;
+  leveldb::Status Write(const leveldb::WriteOptions& options, leveldb::WriteBatch* updates) override;
+  leveldb::Status Get(const leveldb::ReadOptions& options, const leveldb::Slice& key,
+                      std::string* value) override;
+  leveldb::Iterator* NewIterator(const leveldb::ReadOptions& options) override;
+  // nullptr while closed(); ReleaseSnapshot accepts it.
+  const leveldb::Snapshot* GetSnapshot() override;
+  void ReleaseSnapshot(const leveldb::Snapshot* snapshot) override;
+  bool GetProperty(const leveldb::Slice& property, std::string* value) override;
+  void GetApproximateSizes(const leveldb::Range* range, int n, uint64_t* sizes) override;
+  void CompactRange(const leveldb::Slice* begin, const leveldb::Slice* end) override;
+
+ private:
+  struct ReopenWith {
+    leveldb::Options options;
+    std::string path;
+  };
+
+  // Counts one use of the database (a call, an iterator, a snapshot) and
+  // returns it; nullptr, counting nothing, while closed().
+  leveldb::DB* Enter();
+  void Leave();
+  static void LeaveCleanup(void* self, void*);
+
+  std::atomic<leveldb::DB*> inner_;  // owned
+  const std::optional<ReopenWith> reopen_;
+
+  std::mutex write_mu_;  // one write at a time, so the failure flag is exact
+  std::atomic<bool> failed_{false};
+
+  std::atomic<int64_t> active_{0};      // uses of inner_ in progress
+  std::atomic<bool> reopening_{false};  // new uses wait while set
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+};
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_GUARDED_DB_H_
