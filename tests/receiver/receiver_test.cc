@@ -470,12 +470,14 @@ TEST_F(receiver_handle, Answers503WhenWritesFail) {
   EXPECT_EQ(Post(Issued("evt_0", "rcp_0")).body, R"({"status":"duplicate"})");
   env_.fail_writes = false;
   EXPECT_EQ(rx_->Handle("GET", "/healthz", {}, "").status, 200);
-  // A failed Append (before any Sync) leaves no sticky LevelDB error: the
-  // sender's retry of the same delivery is accepted once space is back.
+  // LevelDB keeps no sticky error for a failed Append, but writing on would
+  // risk acknowledged data (storage/guarded_db.h): the store answers 503
+  // until it is reopened, and the sender retries.
   HttpResponse retry = Post(Issued("evt_1", "rcp_1"));
-  EXPECT_EQ(retry.status, 200) << retry.body;
-  EXPECT_TRUE(store_->Get("receipt", "rcp_1").ok());
-  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="storage_error",status="503"})"), 1);
+  EXPECT_EQ(retry.status, 503) << retry.body;
+  EXPECT_NE(retry.body.find("reopen"), std::string::npos) << retry.body;
+  EXPECT_FALSE(store_->Get("receipt", "rcp_1").ok());
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="storage_error",status="503"})"), 2);
   for (const RefusedDelivery& q : Refused()) EXPECT_NE(q.status, 503);
 }
 
