@@ -1,0 +1,150 @@
+#include "storage/guarded_db.h"
+
+#include <leveldb/iterator.h>
+
+namespace eventfold::storage {
+namespace {
+
+leveldb::Status Closed() {
+  return leveldb::Status::IOError("the store's database is closed after a storage error",
+                                  "it reopens on a later ingest");
+}
+
+}  // namespace
+
+GuardedDb::~GuardedDb() { delete inner_.exchange(nullptr); }
+
+leveldb::DB* GuardedDb::Enter() {
+  for (;;) {
+    active_.fetch_add(1);
+    if (!reopening_.load()) {
+      leveldb::DB* db = inner_.load();
+      if (db == nullptr) Leave();
+      return db;
+    }
+    Leave();
+    std::unique_lock lock(gate_mu_);
+    gate_cv_.wait(lock, [this] { return !reopening_.load(); });
+  }
+}
+
+void GuardedDb::Leave() {
+  if (active_.fetch_sub(1) == 1 && reopening_.load()) {
+    std::lock_guard lock(gate_mu_);
+    gate_cv_.notify_all();
+  }
+}
+
+void GuardedDb::LeaveCleanup(void* self, void*) { static_cast<GuardedDb*>(self)->Leave(); }
+
+leveldb::Status GuardedDb::Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
+                               const leveldb::Slice& value) {
+  leveldb::WriteBatch batch;
+  batch.Put(key, value);
+  return Write(options, &batch);
+}
+
+leveldb::Status GuardedDb::Delete(const leveldb::WriteOptions& options,
+                                  const leveldb::Slice& key) {
+  leveldb::WriteBatch batch;
+  batch.Delete(key);
+  return Write(options, &batch);
+}
+
+leveldb::Status GuardedDb::Write(const leveldb::WriteOptions& options,
+                                 leveldb::WriteBatch* updates) {
+  std::lock_guard lock(write_mu_);
+  if (failed()) {
+    return leveldb::Status::IOError(
+        "store stopped writing after an earlier write failed; reopen it to resume");
+  }
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return Closed();
+  leveldb::Status s = db->Write(options, updates);
+  Leave();
+  if (!s.ok()) failed_.store(true, std::memory_order_release);
+  return s;
+}
+
+leveldb::Status GuardedDb::Get(const leveldb::ReadOptions& options, const leveldb::Slice& key,
+                               std::string* value) {
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return Closed();
+  leveldb::Status s = db->Get(options, key, value);
+  Leave();
+  return s;
+}
+
+leveldb::Iterator* GuardedDb::NewIterator(const leveldb::ReadOptions& options) {
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return leveldb::NewErrorIterator(Closed());
+  leveldb::Iterator* it = db->NewIterator(options);
+  it->RegisterCleanup(&GuardedDb::LeaveCleanup, this, nullptr);  // its use ends when deleted
+  return it;
+}
+
+const leveldb::Snapshot* GuardedDb::GetSnapshot() {
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return nullptr;
+  return db->GetSnapshot();  // its use ends with ReleaseSnapshot
+}
+
+void GuardedDb::ReleaseSnapshot(const leveldb::Snapshot* snapshot) {
+  if (snapshot == nullptr) return;
+  inner_.load()->ReleaseSnapshot(snapshot);
+  Leave();
+}
+
+bool GuardedDb::GetProperty(const leveldb::Slice& property, std::string* value) {
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return false;
+  const bool found = db->GetProperty(property, value);
+  Leave();
+  return found;
+}
+
+void GuardedDb::GetApproximateSizes(const leveldb::Range* range, int n, uint64_t* sizes) {
+  leveldb::DB* db = Enter();
+  if (db == nullptr) {
+    for (int i = 0; i < n; ++i) sizes[i] = 0;
+    return;
+  }
+  db->GetApproximateSizes(range, n, sizes);
+  Leave();
+}
+
+void GuardedDb::CompactRange(const leveldb::Slice* begin, const leveldb::Slice* end) {
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return;
+  db->CompactRange(begin, end);
+  Leave();
+}
+
+leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
+  if (!reopen_) return leveldb::Status::NotSupported("this database cannot be reopened");
+  std::lock_guard write_lock(write_mu_);  // no write runs or starts meanwhile
+  std::unique_lock lock(gate_mu_);
+  reopening_.store(true);
+  const bool quiet = gate_cv_.wait_for(lock, wait, [this] { return active_.load() == 0; });
+  leveldb::Status s;
+  if (!quiet) {
+    s = leveldb::Status::IOError("reopening the store's database",
+                                 "still in use (an iterator or snapshot is open)");
+  } else {
+    delete inner_.exchange(nullptr);  // closes it: LevelDB's lock is released
+    leveldb::Options options = reopen_->options;
+    options.create_if_missing = false;
+    options.error_if_exists = false;
+    leveldb::DB* db = nullptr;
+    s = leveldb::DB::Open(options, reopen_->path, &db);
+    if (s.ok()) {
+      inner_.store(db);
+      failed_.store(false, std::memory_order_release);
+    }
+  }
+  reopening_.store(false);
+  gate_cv_.notify_all();
+  return s;
+}
+
+}  // namespace eventfold::storage
