@@ -27,7 +27,7 @@ std::string ParkedChangeToJson(const ParkedChange& p) {
   for (const DeliveryAttempt& a : p.attempts) {
     w.BeginObject().Key("at").String(FormatRfc3339(a.at)).Key("error").String(a.error).EndObject();
   }
-  w.EndArray().EndObject();
+  w.EndArray().Key("redrive").Bool(p.redrive).EndObject();
   return w.Take();
 }
 

@@ -26,6 +26,8 @@ packages=(
   libcpp-httplib-dev
   curl
   wrk
+  libsqlite3-dev  # the SQLite pattern baseline of eventfold-bench
+  sqlite3
   clang
   libclang-rt-14-dev
 )

@@ -16,7 +16,7 @@ constexpr size_t kMaxGroupBytes = 1 << 20;
 
 Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes,
                            bool sync) {
-  Writer w{batch, changes, sync};
+  Writer w(batch, changes, sync);
   std::unique_lock lock(mu_);
   writers_.push_back(&w);
   while (!w.done && &w != writers_.front()) w.cv.wait(lock);
@@ -62,6 +62,12 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
   }
   if (!writers_.empty()) writers_.front()->cv.notify_one();
   return st;
+}
+
+void CommitQueue::Reset(uint64_t next_seq) {
+  std::lock_guard lock(mu_);
+  next_seq_ = next_seq;
+  feed_cv_.notify_all();
 }
 
 uint64_t CommitQueue::last_seq() const {

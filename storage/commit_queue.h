@@ -42,12 +42,18 @@ class CommitQueue {
   // The highest feed seq written so far (0: none).
   uint64_t last_seq() const;
 
+  // Goes on from feed seq `next_seq`, as re-read from the store after its
+  // database was reopened. Only while no Commit runs.
+  void Reset(uint64_t next_seq);
+
   // Blocks until a feed seq above `after` is written or `timeout_micros`
   // passes; returns last_seq().
   uint64_t WaitBeyond(uint64_t after, int64_t timeout_micros) const;
 
  private:
   struct Writer {
+    Writer(leveldb::WriteBatch* b, std::vector<Change>* c, bool s)
+        : batch(b), changes(c), sync(s) {}
     leveldb::WriteBatch* batch;
     std::vector<Change>* changes;
     bool sync;

@@ -316,7 +316,7 @@ std::string EncodeParked(const ParkedChange& p) {
     attempts.push_back(fb::CreateAttemptRecord(b, a.at, b.CreateString(a.error)));
   }
   auto attempts_vec = b.CreateVector(attempts);
-  b.Finish(fb::CreateParkedRecord(b, change_vec, attempts_vec));
+  b.Finish(fb::CreateParkedRecord(b, change_vec, attempts_vec, p.redrive));
   return Finish(b);
 }
 
@@ -342,6 +342,7 @@ Result<ParkedChange> DecodeParked(std::string_view key, std::string_view value) 
       p.attempts.push_back(DeliveryAttempt{a->at(), std::string(View(a->error()))});
     }
   }
+  p.redrive = r->redrive();
   return p;
 }
 

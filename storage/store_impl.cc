@@ -7,6 +7,7 @@
 #include <leveldb/write_batch.h>
 
 #include "replay/materializer.h"
+#include "replay/check.h"
 #include "replay/rebuild.h"
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
@@ -87,7 +88,7 @@ Status StoreImpl::Init(const std::string& path) {
   leveldb::DB* db = nullptr;
   Status st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
   if (!st.ok()) return st;
-  db_.reset(new GuardedDb(db));
+  db_.reset(new GuardedDb(db, lo, path));
   for (Status (StoreImpl::*step)() :
        {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
         &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
@@ -189,7 +190,11 @@ Status StoreImpl::RecoverFeed() {
   uint64_t last = 0;
   if (it->Valid()) last = ParseSeqKey(View(it->key()), kFeedPrefix).value_or(0);
   if (!it->status().ok()) return FromLevelDb(it->status(), "scanning the change feed");
-  commit_queue_ = std::make_unique<CommitQueue>(db_.get(), last + 1);
+  if (commit_queue_) {
+    commit_queue_->Reset(last + 1);  // reopened after a storage error
+  } else {
+    commit_queue_ = std::make_unique<CommitQueue>(db_.get(), last + 1);
+  }
   return Status::OK();
 }
 
@@ -252,6 +257,7 @@ std::vector<IngestResult> StoreImpl::IngestBatch(const std::vector<Delivery>& de
 }
 
 std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries, size_t n) {
+  if (db_->failed()) MaybeRecover();
   std::vector<IngestResult> results(n);
   std::vector<std::pair<size_t, DecodedEvent>> items;
   items.reserve(n);
@@ -312,6 +318,74 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   // must never delay or fail an acknowledgement.
   QuarantineRefusals(deliveries, results);
   return results;
+}
+
+namespace {
+
+constexpr std::chrono::milliseconds kRecoveryInterval{1000};
+
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Status StoreImpl::ProbeDisk() {
+  // A small synced write beside the database: does the disk take writes?
+  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
+  const std::string probe = path_ + "/RECOVERY-PROBE";
+  leveldb::WritableFile* file = nullptr;
+  leveldb::Status s = env->NewWritableFile(probe, &file);
+  if (s.ok()) {
+    std::unique_ptr<leveldb::WritableFile> f(file);
+    s = f->Append(std::string(4096, '\0'));
+    if (s.ok()) s = f->Sync();
+    const leveldb::Status closed = f->Close();
+    if (s.ok()) s = closed;
+  }
+  (void)env->RemoveFile(probe);
+  return FromLevelDb(s, "probing the disk");
+}
+
+void StoreImpl::MaybeRecover() {
+  const int64_t now = SteadyMicros();
+  const int64_t interval = std::chrono::microseconds(kRecoveryInterval).count();
+  int64_t due = recover_due_.load();
+  if (due == 0) {
+    // The first ingest to see the failure only starts the clock: a disk that
+    // just failed is given a moment, and reopening is not free.
+    recover_due_.compare_exchange_strong(due, now + interval);
+    return;
+  }
+  if (now < due) return;
+  std::unique_lock attempt(recover_mu_, std::try_to_lock);
+  if (!attempt.owns_lock() || !db_->failed()) return;
+  recover_due_.store(now + interval);
+  bool idle = false;
+  if (!rebuilding_.compare_exchange_strong(idle, true)) return;  // a rebuild uses the database
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { flag->store(false); }
+  } done{&rebuilding_};
+  if (!ProbeDisk().ok()) return;
+  // No ingest, Get or Log runs meanwhile; the database waits for the other
+  // readers (iterators, snapshots) to finish.
+  std::unique_lock guard(rebuild_mu_);
+  if (!db_->Reopen(kRecoveryInterval).ok()) return;
+  // Re-derive everything from what the reopened database holds, as Open
+  // does: a write that failed may or may not have reached the log.
+  for (Status (StoreImpl::*step)() :
+       {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
+        &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed}) {
+    if (!(this->*step)().ok()) return;  // a failed write stops writes again
+  }
+  {
+    std::lock_guard lock(quarantine_mu_);
+    if (!RecoverQuarantine().ok()) return;
+  }
+  recover_due_.store(0);
 }
 
 Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) {
@@ -579,6 +653,28 @@ Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
   vo.profile = &*profile;
   Result<VerifySummary> result = VerifyAside(db_.get(), vo, on_difference);
   db_->ReleaseSnapshot(vo.snapshot);
+  return result;
+}
+
+Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
+  CheckOptions co;
+  co.scratch_path = path_ + ".check";
+  co.env = options_.env;
+  co.snapshot_interval = options_.snapshot_interval;
+  co.rebuild_running = rebuilding_.load();
+  std::optional<Profile> profile;
+  {
+    // As in Verify: generation, profile and snapshot agree. Changes numbered
+    // before the snapshot must all be in it.
+    std::shared_lock guard(rebuild_mu_);
+    profile = profile_;
+    co.live_gen = gen_;
+    co.last_change_seq = commit_queue_->last_seq();
+    co.snapshot = db_->GetSnapshot();
+  }
+  co.profile = &*profile;
+  Result<CheckSummary> result = CheckStore(db_.get(), co, on_problem);
+  db_->ReleaseSnapshot(co.snapshot);
   return result;
 }
 

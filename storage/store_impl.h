@@ -8,7 +8,7 @@
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
 // ingest_txn.cc (the ingest transaction), quarantine.cc,
-// subscription_state.cc (checkpoints and dead letters).
+// subscription_state.cc (checkpoints, dead letters, feed retention).
 
 #ifndef EVENTFOLD_STORAGE_STORE_IMPL_H_
 #define EVENTFOLD_STORAGE_STORE_IMPL_H_
@@ -26,6 +26,7 @@
 
 #include "core/decode.h"
 #include "eventfold/store.h"
+#include "storage/guarded_db.h"
 #include "storage/lock_table.h"
 #include "storage/record_codec.h"
 
@@ -49,6 +50,7 @@ class StoreImpl final : public Store {
   using Store::Rebuild;
   Result<RebuildSummary> Rebuild(const RebuildOptions& options) override;
   Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
+  Result<CheckSummary> Check(const CheckProblemFn& on_problem) override;
   Status Quarantine(RefusedDelivery refused) override;
   Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
   uint64_t ApproximateBytes() override;
@@ -64,6 +66,8 @@ class StoreImpl final : public Store {
                     const std::function<bool(const ParkedChange&)>& fn) override;
   Status Unpark(std::string_view subscription, uint64_t seq) override;
   uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) override;
+  Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
+  Status Compact() override;
   const Profile& profile() const override { return profile_; }
   Counters counters() const override;
 
@@ -92,6 +96,13 @@ class StoreImpl final : public Store {
   bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const;
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
+  // After a failed write the database refuses writes (GuardedDb) until it
+  // is reopened: an ingest arriving kRecoveryInterval or more after that
+  // failure (and after the last attempt) probes the disk and, when a small
+  // synced write works, reopens the database in place and re-derives the
+  // store's state from it, as Open does.
+  void MaybeRecover();
+  Status ProbeDisk();
 
   Options options_;
   std::string path_;
@@ -99,7 +110,7 @@ class StoreImpl final : public Store {
   Clock* clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  std::unique_ptr<leveldb::DB> db_;
+  std::unique_ptr<GuardedDb> db_;
   std::unique_ptr<CommitQueue> commit_queue_;
   std::shared_mutex rebuild_mu_;
   LockTable locks_;
@@ -111,10 +122,20 @@ class StoreImpl final : public Store {
   uint32_t routing_epoch_ = 1;
   std::atomic<bool> rebuilding_{false};
 
+  // MaybeRecover: one attempt at a time, none before recover_due_
+  // (steady-clock microseconds; 0: no failure noticed yet).
+  std::mutex recover_mu_;
+  std::atomic<int64_t> recover_due_{0};
+
   // Quarantine keys are contiguous: [oldest, next).
   std::mutex quarantine_mu_;
   uint64_t quarantine_oldest_ = 1;
   uint64_t quarantine_next_ = 1;
+
+  // Serializes TrimFeed with checkpoint writes: a subscription that
+  // registers while a trim runs is either seen by the trim or sees its
+  // result (subscription_state.cc).
+  std::mutex trim_mu_;
 
   struct AtomicCounters {
     std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0},

@@ -1,5 +1,7 @@
-// Durable subscription state: checkpoints and dead letters (parked changes).
+// Durable subscription state: checkpoints, dead letters (parked changes) and
+// the feed retention that follows the checkpoints.
 
+#include <algorithm>
 #include <memory>
 
 #include <leveldb/write_batch.h>
@@ -42,6 +44,7 @@ Result<uint64_t> StoreImpl::GetCheckpoint(std::string_view subscription) {
 
 Status StoreImpl::SetCheckpoint(std::string_view subscription, uint64_t seq) {
   if (Status st = CheckName(subscription); !st.ok()) return st;
+  std::lock_guard trim_guard(trim_mu_);
   return FromLevelDb(db_->Put(Synced(), CheckpointKey(subscription), std::to_string(seq)),
                      "writing checkpoint");
 }
@@ -90,6 +93,63 @@ Status StoreImpl::Unpark(std::string_view subscription, uint64_t seq) {
   }
   if (!s.ok()) return FromLevelDb(s, "reading a dead letter");
   return FromLevelDb(db_->Delete(Synced(), ParkedKey(subscription, seq)), "removing a dead letter");
+}
+
+Result<FeedTrimSummary> StoreImpl::TrimFeed(uint64_t grace_changes) {
+  // Held across reading the checkpoints and deleting: a checkpoint written
+  // meanwhile (a new subscription registering) waits, then sees the result.
+  std::lock_guard trim_guard(trim_mu_);
+  FeedTrimSummary sum;
+  sum.last_seq = LastChangeSeq();
+  uint64_t min_checkpoint = UINT64_MAX;
+  Status st = ListSubscriptions([&](const std::string&, uint64_t checkpoint) {
+    ++sum.subscriptions;
+    min_checkpoint = std::min(min_checkpoint, checkpoint);
+    return true;
+  });
+  if (!st.ok()) return st;
+  sum.min_checkpoint = sum.subscriptions > 0 ? min_checkpoint : 0;
+
+  // Trim seq <= bound: below every checkpoint by the grace, never the newest.
+  uint64_t bound = 0;
+  if (sum.subscriptions > 0 && sum.last_seq > 0) {
+    bound = sum.min_checkpoint > grace_changes ? sum.min_checkpoint - grace_changes : 0;
+    bound = std::min(bound, sum.last_seq - 1);
+  }
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  const std::string prefix(kFeedPrefix);
+  const std::string end = FeedKey(bound + 1);
+  leveldb::WriteBatch batch;
+  size_t in_batch = 0;
+  for (it->Seek(prefix); bound > 0 && it->Valid() && it->key().compare(end) < 0; it->Next()) {
+    batch.Delete(it->key());
+    ++sum.trimmed;
+    if (++in_batch == 10000) {  // bounded batches: a first trim may be large
+      st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "trimming the change feed");
+      if (!st.ok()) return st;
+      batch.Clear();
+      in_batch = 0;
+    }
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "trimming the change feed");
+  // Synced: a checkpoint written after this returns must not outlive it.
+  st = FromLevelDb(db_->Write(Synced(), &batch), "trimming the change feed");
+  if (!st.ok()) return st;
+
+  // The iterator's implicit snapshot predates the deletes: seek past them.
+  it->Seek(end);
+  if (it->Valid() && it->key().starts_with(prefix)) {
+    sum.first_seq = ParseSeqKey(View(it->key()), kFeedPrefix).value_or(0);
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading the change feed");
+  return sum;
+}
+
+Status StoreImpl::Compact() {
+  db_->CompactRange(nullptr, nullptr);
+  return Status::OK();
 }
 
 }  // namespace eventfold::storage

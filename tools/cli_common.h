@@ -44,6 +44,10 @@ void AddServeCommand(CLI::App* app, Action* action);
 void AddRefusedCommand(CLI::App* app, Action* action);
 void AddStatusCommand(CLI::App* app, Action* action);
 void AddFeedCommand(CLI::App* app, Action* action);
+void AddCheckCommand(CLI::App* app, Action* action);
+void AddSubscriptionsCommand(CLI::App* app, Action* action);
+void AddDlqCommand(CLI::App* app, Action* action);
+void AddGcCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   AddRefusedCommand(&app, &action);
   AddStatusCommand(&app, &action);
   AddFeedCommand(&app, &action);
+  AddCheckCommand(&app, &action);
+  AddSubscriptionsCommand(&app, &action);
+  AddDlqCommand(&app, &action);
+  AddGcCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -41,6 +41,10 @@ struct ParkedChange {
   std::string subscription;
   Change change;
   std::vector<DeliveryAttempt> attempts;  // every attempt, oldest first
+  // Marked for redrive: the subscription re-delivers it (see
+  // eventfold/subscription.h). Empty `attempts` means it never ran: it was
+  // parked behind an earlier dead letter of its entity.
+  bool redrive = false;
   bool operator==(const ParkedChange&) const = default;
 };
 
@@ -48,7 +52,8 @@ struct ParkedChange {
 //  "event_ids":[..],"changed_at":"<RFC 3339>"}
 std::string ChangeToJson(const Change& change);
 
-// {"subscription":..,"change":{..},"attempts":[{"at":..,"error":..},..]}
+// {"subscription":..,"change":{..},"attempts":[{"at":..,"error":..},..],
+//  "redrive":false}
 std::string ParkedChangeToJson(const ParkedChange& parked);
 
 }  // namespace eventfold

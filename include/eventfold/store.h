@@ -109,6 +109,15 @@ struct StoreStats {
   uint64_t approximate_bytes = 0;   // on disk
 };
 
+// What Store::TrimFeed removed and kept.
+struct FeedTrimSummary {
+  uint64_t trimmed = 0;         // change records deleted
+  uint64_t first_seq = 0;       // the oldest change still in the feed (0: none)
+  uint64_t last_seq = 0;        // the newest change (0: none)
+  uint64_t min_checkpoint = 0;  // the lowest subscription checkpoint
+  size_t subscriptions = 0;     // subscriptions with a checkpoint
+};
+
 // Result of comparing the live projections with a rebuild made aside.
 struct VerifySummary {
   uint64_t entities = 0;     // entities compared
@@ -120,6 +129,32 @@ struct VerifySummary {
 // either side is nullopt when that side has no projection for the entity.
 using DifferenceFn = std::function<void(const std::optional<Projection>& live,
                                         const std::optional<Projection>& rebuilt)>;
+
+// One problem Store::Check found.
+struct CheckProblem {
+  std::string key;      // the record concerned, printable (\xNN for other bytes); may be empty
+  std::string message;  // what is wrong
+};
+
+// What Store::Check examined and found.
+struct CheckSummary {
+  uint64_t records = 0;      // keys read, every family
+  uint64_t events = 0;       // a/ records
+  uint64_t dedup = 0;        // d/ records
+  uint64_t conflicts = 0;    // c/ records
+  uint64_t refused = 0;      // q/ records
+  uint64_t log_entries = 0;  // log entries of the live generation
+  uint64_t projections = 0;  // projections of the live generation
+  uint64_t snapshots = 0;    // fold snapshots of the live generation
+  uint64_t changes = 0;      // change feed records
+  uint64_t first_change = 0;  // the feed's range (0: empty)
+  uint64_t last_change = 0;
+  uint64_t verified = 0;     // entities Verify compared with a rebuild aside
+  uint64_t problems = 0;     // 0: the store is intact
+  double seconds = 0;
+};
+
+using CheckProblemFn = std::function<void(const CheckProblem&)>;
 
 class Store {
  public:
@@ -186,6 +221,16 @@ class Store {
   // Live data is never written; ingest may go on meanwhile.
   virtual Result<VerifySummary> Verify(const DifferenceFn& on_difference) = 0;
 
+  // Checks the integrity of the whole store over one snapshot (the list is
+  // in replay/check.h): every record's checksum and structure, events and
+  // dedup entries one-to-one, every log entry's event stored and routed to
+  // that entity, every projection equal to the fold of its log and to a
+  // rebuild aside, the change feed without gaps. Calls `on_problem` for each
+  // problem, naming its key; summary.problems > 0 means the store is damaged.
+  // An error status only when the check could not run. Live data is never
+  // written.
+  virtual Result<CheckSummary> Check(const CheckProblemFn& on_problem) = 0;
+
   // Keeps a refused delivery in the quarantine (best effort: not synced).
   // Ingest quarantines its own refusals; a receiver adds those it refuses
   // before ingest (401, 413). The oldest entries are dropped past
@@ -225,6 +270,18 @@ class Store {
 
   // The newest change's seq (0: none yet).
   virtual uint64_t LastChangeSeq() = 0;
+
+  // Feed retention: deletes the change records every subscription has
+  // passed, keeping `grace_changes` more below the lowest checkpoint. The
+  // newest change is always kept (the next seq is recovered from it at Open),
+  // and with no subscription at all nothing is trimmed: a feed nobody has
+  // subscribed to yet is kept for its first subscriber. Dead letters keep
+  // their own copy of their change and are not affected.
+  virtual Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) = 0;
+
+  // Compacts the whole store so that deleted records give back their space
+  // (ApproximateBytes drops). Slow on a big store: maintenance, not hot path.
+  virtual Status Compact() = 0;
 
   // Blocks until a change with seq > after_seq exists or the timeout passes;
   // returns LastChangeSeq().

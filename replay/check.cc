@@ -1,0 +1,550 @@
+#include "replay/check.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/decode.h"
+#include "replay/materializer.h"
+#include "replay/verify.h"
+#include "storage/key_codec.h"
+#include "storage/leveldb_status.h"
+#include "storage/record_codec.h"
+
+namespace eventfold {
+namespace {
+
+using storage::FromLevelDb;
+
+std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+
+bool IsDecimal(std::string_view s) {
+  return !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::string Seq(uint64_t seq) { return std::to_string(seq); }
+
+// "g/" be32(gen) "/" then a two-byte family ("l/", "p/", "s/").
+constexpr size_t kGenHeaderBytes = 2 + 4 + 1;
+
+class Checker {
+ public:
+  Checker(leveldb::DB* db, const CheckOptions& options, const CheckProblemFn& on_problem)
+      : db_(db), o_(options), on_problem_(on_problem) {
+    ro_.snapshot = options.snapshot;
+    ro_.verify_checksums = true;
+    ro_.fill_cache = false;
+  }
+
+  Result<CheckSummary> Run() {
+    const auto start = std::chrono::steady_clock::now();
+    // m/ sorts after g/: learn first which other generation a rebuild builds.
+    std::string marker;
+    bool found = false;
+    Status st = Lookup(storage::MetaKey("rebuild"), &marker, &found);
+    if (!st.ok()) return st;
+    if (found) {
+      const std::string gen = marker.substr(0, marker.find('\n'));
+      if (IsDecimal(gen)) rebuild_target_ = static_cast<uint32_t>(std::stoull(gen));
+    }
+    st = Scan();
+    if (!st.ok()) return st;
+    if (!o_.scratch_path.empty()) {
+      st = VerifyAsideToo();
+      if (!st.ok()) return st;
+    }
+    sum_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return sum_;
+  }
+
+ private:
+  void Problem(std::string_view key, std::string message) {
+    ++sum_.problems;
+    if (on_problem_) on_problem_(CheckProblem{PrintableKey(key), std::move(message)});
+  }
+
+  // A point read under the snapshot: OK with *found false when absent.
+  Status Lookup(const std::string& key, std::string* value, bool* found) {
+    leveldb::Status s = db_->Get(ro_, key, value);
+    *found = s.ok();
+    if (s.ok() || s.IsNotFound()) return Status::OK();
+    return FromLevelDb(s, "check: reading " + PrintableKey(key));
+  }
+
+  // The stored event a/<seq>: nullopt when absent (reported as `missing`
+  // against `referrer`) or corrupt (reported at its own key by the scan).
+  Result<std::optional<storage::StoredEvent>> StoredEventAt(uint64_t seq, std::string_view referrer,
+                                                            const std::string& what) {
+    const std::string key = storage::EventKey(seq);
+    std::string value;
+    bool found = false;
+    Status st = Lookup(key, &value, &found);
+    if (!st.ok()) return st;
+    if (!found) {
+      Problem(referrer, what + " a/" + Seq(seq) + ", which does not exist");
+      return std::optional<storage::StoredEvent>();
+    }
+    Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
+    if (!e.ok()) return std::optional<storage::StoredEvent>();
+    return std::optional<storage::StoredEvent>(std::move(*e));
+  }
+
+  Status Scan() {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro_));
+    it->SeekToFirst();
+    while (it->Valid()) {
+      const std::string key(View(it->key()));
+      const std::string_view value = View(it->value());
+      ++sum_.records;
+      std::optional<std::string> seek;  // where to go on, when not Next()
+      Status st;
+      const std::string_view family = std::string_view(key).substr(0, 2);
+      if (family == storage::kMetaPrefix) {
+        CheckMeta(key, value);
+      } else if (family == storage::kEventPrefix) {
+        st = CheckEvent(key, value);
+      } else if (family == storage::kDedupPrefix) {
+        st = CheckDedup(key, value);
+      } else if (family == storage::kConflictPrefix) {
+        st = CheckConflict(key, value);
+      } else if (family == storage::kQuarantinePrefix) {
+        CheckRefused(key, value);
+      } else if (family == storage::kFeedPrefix) {
+        CheckChange(key, value);
+      } else if (family == storage::kCheckpointPrefix) {
+        if (key.size() == 2) Problem(key, "checkpoint without a subscription name");
+        if (!IsDecimal(value)) Problem(key, "checkpoint is not a decimal sequence number");
+      } else if (family == storage::kParkedPrefix) {
+        CheckParked(key, value);
+      } else if (family == storage::kGenerationPrefix) {
+        st = CheckGenerationKey(key, value, &seek);
+      } else {
+        Problem(key, "unknown key family");
+      }
+      if (!st.ok()) return st;
+      if (seek) {
+        it->Seek(*seek);
+      } else {
+        it->Next();
+      }
+    }
+    if (!it->status().ok()) {
+      // A damaged table block: LevelDB's own checksum. Nothing past it can
+      // be scanned; report it as the store's problem, not the check's.
+      Problem("", "LevelDB could not read on: " + it->status().ToString());
+    }
+    if (o_.last_change_seq > sum_.last_change) {
+      Problem(storage::FeedKey(o_.last_change_seq),
+              "the change feed ends at " + Seq(sum_.last_change) + " but the store numbered "
+                  "changes up to " + Seq(o_.last_change_seq));
+    }
+    return Status::OK();
+  }
+
+  void CheckMeta(const std::string& key, std::string_view value) {
+    const std::string_view name = std::string_view(key).substr(2);
+    if (name == "format") {
+      if (value != "1") Problem(key, "unknown store format \"" + std::string(value) + "\"");
+    } else if (name == "profile") {
+      Result<Profile> p = Profile::FromJson(value);
+      if (!p.ok()) Problem(key, "stored profile does not parse: " + p.status().message());
+    } else if (name == "generation") {
+      if (!IsDecimal(value)) {
+        Problem(key, "generation is not a number");
+      } else if (std::stoull(std::string(value)) != o_.live_gen) {
+        Problem(key, "generation " + std::string(value) + " is not the live one (" +
+                         Seq(o_.live_gen) + ")");
+      }
+    } else if (name == "routing_epoch") {
+      if (!IsDecimal(value)) Problem(key, "routing epoch is not a number");
+    } else if (name == "rebuild") {
+      if (!IsDecimal(value.substr(0, value.find('\n')))) {
+        Problem(key, "rebuild marker is malformed");
+      }
+    } else {
+      Problem(key, "unknown metadata name");
+    }
+  }
+
+  Status CheckEvent(const std::string& key, std::string_view value) {
+    ++sum_.events;
+    if (!storage::ParseSeqKey(key, storage::kEventPrefix)) {
+      Problem(key, "malformed event key");
+      return Status::OK();
+    }
+    Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
+    if (!e.ok()) {
+      Problem(key, e.status().message());
+      return Status::OK();
+    }
+    const Event& ev = e->event;
+    // Dedup: exactly this record answers for its event id.
+    std::string dvalue;
+    bool found = false;
+    const std::string dkey = storage::DedupKey(ev.event_id);
+    Status st = Lookup(dkey, &dvalue, &found);
+    if (!st.ok()) return st;
+    if (!found) {
+      Problem(key, "event " + ev.event_id + " has no dedup entry " + PrintableKey(dkey) +
+                       ": a redelivery would be stored again");
+    } else if (Result<storage::DedupEntry> d = storage::DecodeDedup(dkey, dvalue); d.ok()) {
+      if (d->seq != e->seq) {
+        Problem(key, "event " + ev.event_id + " is stored twice or its dedup entry is wrong: " +
+                         PrintableKey(dkey) + " names a/" + Seq(d->seq));
+      } else if (d->type != ev.type || d->occurred_at != ev.occurred_at) {
+        Problem(key, "event " + ev.event_id + " and its dedup entry disagree on its identity");
+      }
+    }
+    // Routing under the store's profile: the body must still say what the
+    // record says, and a routed event must be in its entity's log.
+    Result<DecodedEvent> decoded = DecodeEvent(e->body, *o_.profile);
+    if (!decoded.ok()) return Status::OK();  // unroutable under this profile: kept, unrouted
+    if (decoded->event.event_id != ev.event_id || decoded->event.type != ev.type ||
+        decoded->event.occurred_at != ev.occurred_at || decoded->event.version != ev.version) {
+      Problem(key, "the stored body and the record's fields disagree");
+      return Status::OK();
+    }
+    if (!decoded->entity) return Status::OK();
+    const std::string lkey = storage::LogKey(o_.live_gen, *decoded->entity,
+                                             KeyOf(decoded->event, decoded->rank));
+    std::string lvalue;
+    st = Lookup(lkey, &lvalue, &found);
+    if (!st.ok()) return st;
+    if (!found) {
+      Problem(key, "event " + ev.event_id + " routes to " + decoded->entity->entity + "/" +
+                       decoded->entity->id + " but is missing from its log");
+    } else if (Result<storage::LogEntry> l = storage::DecodeLog(lkey, lvalue); l.ok()) {
+      if (l->seq != e->seq) {
+        Problem(key, "the log entry of event " + ev.event_id + " names a/" + Seq(l->seq));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status CheckDedup(const std::string& key, std::string_view value) {
+    ++sum_.dedup;
+    if (key.size() == 2) Problem(key, "dedup entry without an event id");
+    Result<storage::DedupEntry> d = storage::DecodeDedup(key, value);
+    if (!d.ok()) {
+      Problem(key, d.status().message());
+      return Status::OK();
+    }
+    Result<std::optional<storage::StoredEvent>> e =
+        StoredEventAt(d->seq, key, "dedup entry points at");
+    if (!e.ok()) return e.status();
+    if (*e && (*e)->event.event_id != std::string_view(key).substr(2)) {
+      Problem(key, "dedup entry points at a/" + Seq(d->seq) + ", which holds event " +
+                       (*e)->event.event_id);
+    }
+    return Status::OK();
+  }
+
+  Status CheckConflict(const std::string& key, std::string_view value) {
+    ++sum_.conflicts;
+    if (!storage::ParseSeqKey(key, storage::kConflictPrefix)) Problem(key, "malformed conflict key");
+    Result<storage::ConflictEntry> c = storage::DecodeConflict(key, value);
+    if (!c.ok()) {
+      Problem(key, c.status().message());
+      return Status::OK();
+    }
+    Result<std::optional<storage::StoredEvent>> e =
+        StoredEventAt(c->first_seq, key, "conflict record names the stored event as");
+    if (!e.ok()) return e.status();
+    if (*e && (*e)->event.event_id != c->event_id) {
+      Problem(key, "conflict record of " + c->event_id + " names a/" + Seq(c->first_seq) +
+                       ", which holds event " + (*e)->event.event_id);
+    }
+    return Status::OK();
+  }
+
+  void CheckRefused(const std::string& key, std::string_view value) {
+    ++sum_.refused;
+    if (!storage::ParseSeqKey(key, storage::kQuarantinePrefix)) {
+      Problem(key, "malformed quarantine key");
+    }
+    if (Result<RefusedDelivery> r = storage::DecodeRefused(key, value); !r.ok()) {
+      Problem(key, r.status().message());
+    }
+  }
+
+  void CheckChange(const std::string& key, std::string_view value) {
+    ++sum_.changes;
+    std::optional<uint64_t> seq = storage::ParseSeqKey(key, storage::kFeedPrefix);
+    if (!seq) {
+      Problem(key, "malformed change feed key");
+      return;
+    }
+    if (Result<Change> c = storage::DecodeChange(key, value); !c.ok()) {
+      Problem(key, c.status().message());
+    }
+    if (sum_.first_change == 0) {
+      sum_.first_change = *seq;
+    } else if (*seq != sum_.last_change + 1) {
+      Problem(key, "change feed gap: changes " + Seq(sum_.last_change + 1) + ".." +
+                       Seq(*seq - 1) + " are missing");
+    }
+    sum_.last_change = *seq;
+  }
+
+  void CheckParked(const std::string& key, std::string_view value) {
+    const size_t nul = key.find('\0');
+    if (nul == std::string::npos || nul == 2 || key.size() != nul + 1 + 8) {
+      Problem(key, "malformed dead letter key");
+      return;
+    }
+    if (Result<ParkedChange> p = storage::DecodeParked(key, value); !p.ok()) {
+      Problem(key, p.status().message());
+    }
+  }
+
+  Status CheckGenerationKey(const std::string& key, std::string_view value,
+                            std::optional<std::string>* seek) {
+    if (key.size() < kGenHeaderBytes + 2 || key[kGenHeaderBytes - 1] != '/') {
+      Problem(key, "malformed generation key");
+      return Status::OK();
+    }
+    uint32_t gen = 0;
+    for (size_t i = 2; i < 6; ++i) gen = gen << 8 | static_cast<unsigned char>(key[i]);
+    if (gen != o_.live_gen) {
+      if (!o_.rebuild_running && gen != rebuild_target_) {
+        Problem(storage::GenerationPrefix(gen),
+                "keys of generation " + Seq(gen) + " beside the live generation " +
+                    Seq(o_.live_gen) + " (left by an interrupted rebuild or drop)");
+      }
+      *seek = storage::PrefixEnd(storage::GenerationPrefix(gen));
+      return Status::OK();
+    }
+    const std::string_view family = std::string_view(key).substr(kGenHeaderBytes, 2);
+    if (family == "l/") return CheckLogEntry(key, value);
+    if (family == "p/") return CheckProjection(key, value);
+    if (family == "s/") return CheckSnapshotRecord(key, value);
+    Problem(key, "unknown generation family");
+    return Status::OK();
+  }
+
+  // Log and snapshot records of an entity need its projection; checked once
+  // per entity as the scan enters it.
+  Status RequireProjection(const std::string& key, const EntityRef& ref, const char* what,
+                           std::optional<EntityRef>* last) {
+    if (*last && **last == ref) return Status::OK();
+    *last = ref;
+    std::string value;
+    bool found = false;
+    Status st = Lookup(storage::ProjectionKey(o_.live_gen, ref), &value, &found);
+    if (!st.ok()) return st;
+    if (!found) {
+      Problem(key, std::string(what) + " of " + ref.entity + "/" + ref.id +
+                       ", which has no projection");
+    }
+    return Status::OK();
+  }
+
+  Status CheckLogEntry(const std::string& key, std::string_view value) {
+    ++sum_.log_entries;
+    auto parsed = storage::ParseLogKey(key);
+    if (!parsed) {
+      Problem(key, "malformed log key");
+      return Status::OK();
+    }
+    const auto& [ref, fold] = *parsed;
+    Status st = RequireProjection(key, ref, "log", &log_entity_);
+    if (!st.ok()) return st;
+    const EntityType* type = o_.profile->FindEntity(ref.entity);
+    if (!type) {
+      Problem(key, "log of entity type \"" + ref.entity + "\", which the store's profile lacks");
+      return Status::OK();
+    }
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
+    if (!e.ok()) {
+      Problem(key, e.status().message());
+      return Status::OK();
+    }
+    const Event& ev = e->ranked.event;
+    if (KeyOf(ev, e->ranked.rank) != fold) {
+      Problem(key, "the log record of " + ev.event_id + " is not at its fold position");
+    }
+    if (e->ranked.rank >= type->transitions.size() ||
+        type->transitions[e->ranked.rank].type != ev.type) {
+      Problem(key, "the log record of " + ev.event_id + " has a rank its type does not have");
+    }
+    Result<std::optional<storage::StoredEvent>> stored =
+        StoredEventAt(e->seq, key, "log entry of " + ev.event_id + " names its event as");
+    if (!stored.ok()) return stored.status();
+    if (!*stored) return Status::OK();
+    if ((*stored)->event.event_id != ev.event_id) {
+      Problem(key, "log entry of " + ev.event_id + " names a/" + Seq(e->seq) +
+                       ", which holds event " + (*stored)->event.event_id);
+      return Status::OK();
+    }
+    Result<DecodedEvent> decoded = DecodeEvent((*stored)->body, *o_.profile);
+    if (!decoded.ok() || decoded->entity != ref) {
+      Problem(key, "event " + ev.event_id + " does not route to " + ref.entity + "/" + ref.id +
+                       " under the store's profile");
+    }
+    return Status::OK();
+  }
+
+  Status CheckSnapshotRecord(const std::string& key, std::string_view value) {
+    ++sum_.snapshots;
+    auto parsed = storage::ParseLogKey(key);
+    if (!parsed) {
+      Problem(key, "malformed snapshot key");
+      return Status::OK();
+    }
+    if (Result<storage::ProjectionState> s = storage::DecodeProjection(key, value); !s.ok()) {
+      Problem(key, s.status().message());
+    }
+    // Its content is compared with the fold when its projection is checked.
+    return RequireProjection(key, parsed->first, "fold snapshot", &snapshot_entity_);
+  }
+
+  // The projection against the fold of its own log, and each fold snapshot
+  // against the fold up to its position.
+  Status CheckProjection(const std::string& key, std::string_view value) {
+    ++sum_.projections;
+    std::optional<EntityRef> ref = storage::ParseProjectionKey(key);
+    if (!ref) {
+      Problem(key, "malformed projection key");
+      return Status::OK();
+    }
+    Result<storage::ProjectionState> stored = storage::DecodeProjection(key, value);
+    if (!stored.ok()) {
+      Problem(key, stored.status().message());
+      return Status::OK();
+    }
+    const EntityType* type = o_.profile->FindEntity(ref->entity);
+    if (!type) {
+      Problem(key, "projection of entity type \"" + ref->entity +
+                       "\", which the store's profile lacks");
+      return Status::OK();
+    }
+    storage::ProjectionState folded;
+    folded.projection.entity = ref->entity;
+    folded.projection.id = ref->id;
+
+    const std::string log_prefix = storage::LogPrefix(o_.live_gen, *ref);
+    const std::string snap_prefix = storage::SnapshotPrefix(o_.live_gen, *ref);
+    std::unique_ptr<leveldb::Iterator> log(db_->NewIterator(ro_));
+    std::unique_ptr<leveldb::Iterator> snap(db_->NewIterator(ro_));
+    snap->Seek(snap_prefix);
+    bool foldable = true;  // false once a log record cannot be folded
+    auto compare_snapshots = [&](const FoldKey* upto) {
+      // Every snapshot at or before `upto` (all when null) is due now.
+      for (; snap->Valid() && snap->key().starts_with(snap_prefix); snap->Next()) {
+        auto at = storage::ParseLogKey(View(snap->key()));
+        if (!at) {
+          continue;  // reported by the scan
+        }
+        if (upto && *upto < at->second) return;
+        Result<storage::ProjectionState> s =
+            storage::DecodeProjection(View(snap->key()), View(snap->value()));
+        if (!s.ok()) continue;  // reported by the scan
+        if (!upto || at->second != *upto) {
+          Problem(View(snap->key()), "fold snapshot at a position no log entry has");
+          continue;
+        }
+        s->projection.entity = ref->entity;
+        s->projection.id = ref->id;
+        if (!(s->projection == folded.projection) || s->events != folded.events ||
+            !(s->last == folded.last)) {
+          Problem(View(snap->key()), "fold snapshot differs from the fold of the log up to it");
+        }
+      }
+    };
+    for (log->Seek(log_prefix); foldable && log->Valid() && log->key().starts_with(log_prefix);
+         log->Next()) {
+      Result<storage::LogEntry> e = storage::DecodeLog(View(log->key()), View(log->value()));
+      if (!e.ok() || e->ranked.rank >= type->transitions.size() ||
+          type->transitions[e->ranked.rank].type != e->ranked.event.type) {
+        foldable = false;  // reported by the scan
+        break;
+      }
+      ApplyToState(*type, e->ranked, &folded);
+      if (foldable) compare_snapshots(&folded.last);
+    }
+    if (!log->status().ok()) return FromLevelDb(log->status(), "check: reading a log");
+    if (!foldable) return Status::OK();
+    if (folded.events == 0) {
+      Problem(key, "projection of " + ref->entity + "/" + ref->id + " has no log");
+      return Status::OK();
+    }
+    compare_snapshots(nullptr);  // past the log's end
+    if (!snap->status().ok()) return FromLevelDb(snap->status(), "check: reading snapshots");
+    // Compare as stored: the fold's result through the codec.
+    Result<storage::ProjectionState> refolded =
+        storage::DecodeProjection(key, storage::EncodeProjection(folded));
+    if (!refolded.ok()) return refolded.status();
+    if (!(stored->projection == refolded->projection) || stored->events != refolded->events ||
+        !(stored->last == refolded->last)) {
+      Problem(key, "projection differs from the fold of its log: stored " +
+                       ProjectionToJson(stored->projection) + " (" + Seq(stored->events) +
+                       " events), log folds to " + ProjectionToJson(refolded->projection) +
+                       " (" + Seq(refolded->events) + " events)");
+    }
+    return Status::OK();
+  }
+
+  Status VerifyAsideToo() {
+    VerifyOptions vo;
+    vo.scratch_path = o_.scratch_path;
+    vo.env = o_.env;
+    vo.profile = o_.profile;
+    vo.live_gen = o_.live_gen;
+    vo.snapshot = o_.snapshot;
+    vo.snapshot_interval = o_.snapshot_interval;
+    Result<VerifySummary> v = VerifyAside(
+        db_, vo, [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
+          const Projection& any = live ? *live : *rebuilt;
+          Problem(storage::ProjectionKey(o_.live_gen, EntityRef{any.entity, any.id}),
+                  "projection differs from a rebuild from the stored events: live " +
+                      (live ? ProjectionToJson(*live) : std::string("none")) + ", rebuilt " +
+                      (rebuilt ? ProjectionToJson(*rebuilt) : std::string("none")));
+        });
+    if (!v.ok()) {
+      if (v.status().IsIOError()) return v.status();
+      Problem("", "rebuilding aside to verify failed: " + v.status().message());
+      return Status::OK();
+    }
+    sum_.verified = v->entities;
+    return Status::OK();
+  }
+
+  leveldb::DB* db_;
+  const CheckOptions& o_;
+  const CheckProblemFn& on_problem_;
+  leveldb::ReadOptions ro_;
+  CheckSummary sum_;
+  uint32_t rebuild_target_ = 0;  // the generation m/rebuild names (0: none)
+  std::optional<EntityRef> log_entity_;
+  std::optional<EntityRef> snapshot_entity_;
+};
+
+}  // namespace
+
+std::string PrintableKey(std::string_view key) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7F && b != '\\') {
+      out.push_back(c);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[b >> 4]);
+      out.push_back(kHex[b & 0xF]);
+    }
+  }
+  return out;
+}
+
+Result<CheckSummary> CheckStore(leveldb::DB* db, const CheckOptions& options,
+                                const CheckProblemFn& on_problem) {
+  if (options.profile == nullptr) return Status::InvalidArgument("check: no profile");
+  return Checker(db, options, on_problem).Run();
+}
+
+}  // namespace eventfold

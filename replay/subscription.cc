@@ -1,0 +1,801 @@
+// Subscription: delivery of the change feed to a handler, with retries,
+// per-entity order, dead letters and redrive. See eventfold/subscription.h.
+//
+// Model. Every change read from the feed and not finished is an Item, kept
+// by seq; so is every dead letter being redriven. Each entity has a queue of
+// its items in seq order, and only the front of a queue may run — which is
+// all per-entity order needs. The fronts that may run are in `ready_`,
+// ordered by (due time, seq): new changes are due at once, a failed one when
+// its backoff has passed. Workers take the first due entry.
+//
+// A change is finished when its handler returned OK or it is durably parked;
+// the checkpoint is the seq below the oldest unfinished change read from the
+// feed (`live_`), and is saved by one thread (the feeder, or the caller of
+// RunUntilIdle) so checkpoint writes never race each other.
+//
+// Dead letters are mirrored per entity (`EntityState::parked`: seq -> the
+// dead letter when it is marked for redrive). A live change with an earlier
+// dead letter of its entity is parked behind it rather than delivered.
+// Redrive goes from an entity's earliest dead letter while it is marked. The
+// mirror is rebuilt from the store at Start, on request and periodically, so
+// marks and drops made outside the subscription are noticed.
+//
+// Locks: `dlq_mu_` serializes every dead-letter write with the mirror's
+// rebuild (so no update is lost between reading the store and applying it);
+// `mu_` guards everything in memory. Order: dlq_mu_, then mu_. Neither is
+// held while a handler runs; only dlq_mu_ is held across store writes.
+
+#include "eventfold/subscription.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace eventfold {
+namespace {
+
+// Longest a worker or the feeder waits before looking again: bounds how late
+// a ManualClock advance, a Stop or a finished change is noticed.
+constexpr int64_t kPollMicros = 10'000;
+// Changes read from the feed at once.
+constexpr size_t kFeedPage = 1024;
+
+std::string EntityKey(const Change& c) {
+  std::string key = c.entity;
+  key += '\0';
+  key += c.id;
+  return key;
+}
+
+// The first kAttemptErrorBytes of `text`, not splitting a UTF-8 sequence.
+std::string CutError(std::string text) {
+  if (text.size() <= kAttemptErrorBytes) return text;
+  size_t n = kAttemptErrorBytes;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  text.resize(n);
+  return text;
+}
+
+// The handler's error text: the message, or the code's name without one.
+std::string ErrorText(const Status& st) {
+  if (!st.message().empty()) return st.message();
+  std::string text = st.ToString();
+  if (text.ends_with(": ")) text.resize(text.size() - 2);
+  return text;
+}
+
+Status CheckOptions(const SubscriptionOptions& o) {
+  if (o.name.empty() || o.name.size() > 128 || o.name.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("subscription: name must be 1-128 bytes without NUL");
+  }
+  if (o.threads < 0) return Status::InvalidArgument("subscription: threads must be >= 0");
+  if (o.max_attempts < 1) return Status::InvalidArgument("subscription: max_attempts must be >= 1");
+  if (o.initial_backoff_micros < 0 || o.max_backoff_micros < 0) {
+    return Status::InvalidArgument("subscription: backoff must be >= 0");
+  }
+  if (!(o.backoff_multiplier >= 1)) {
+    return Status::InvalidArgument("subscription: backoff_multiplier must be >= 1");
+  }
+  if (!(o.jitter >= 0 && o.jitter < 1)) {
+    return Status::InvalidArgument("subscription: jitter must be in [0, 1)");
+  }
+  if (o.max_in_flight < 1)
+    return Status::InvalidArgument("subscription: max_in_flight must be >= 1");
+  if (o.dead_letter_poll_micros <= 0) {
+    return Status::InvalidArgument("subscription: dead_letter_poll_micros must be > 0");
+  }
+  return Status::OK();
+}
+
+// Subscriptions running in this process, by store and name: two instances
+// of one subscription would each save a checkpoint the other has not earned.
+std::mutex registry_mu;
+std::set<std::pair<const Store*, std::string>>& Registry() {
+  static auto* registry = new std::set<std::pair<const Store*, std::string>>;
+  return *registry;
+}
+
+Result<std::vector<ParkedChange>> AllParked(Store* store, std::string_view subscription) {
+  std::vector<ParkedChange> all;
+  Status st = store->ListParked(subscription, [&](const ParkedChange& p) {
+    all.push_back(p);
+    return true;
+  });
+  if (!st.ok()) return st;
+  return all;
+}
+
+class SubscriptionImpl final : public Subscription {
+ public:
+  SubscriptionImpl(Store* store, SubscriptionOptions options, ChangeHandler handler)
+      : Subscription(options.name),
+        store_(store),
+        options_(std::move(options)),
+        handler_(std::move(handler)),
+        clock_(options_.clock ? options_.clock : SystemClock()),
+        rng_(options_.seed) {}
+
+  ~SubscriptionImpl() override {
+    Stop();
+    if (registered_) {
+      std::lock_guard lock(registry_mu);
+      Registry().erase({store_, options_.name});
+    }
+  }
+
+  Status Init();
+
+  void Stop() override;
+  Status RunUntilIdle() override;
+  std::optional<int64_t> NextRetryMicros() override;
+  bool WaitForCheckpoint(uint64_t seq, int64_t timeout_micros) override;
+  Result<size_t> Redrive(uint64_t seq) override;
+  Result<size_t> Drop(uint64_t seq) override;
+  SubscriptionStats Stats() override;
+
+  bool registered_ = false;
+
+ private:
+  struct Item {
+    Change change;
+    std::string key;                        // EntityKey(change)
+    std::vector<DeliveryAttempt> attempts;  // a redrive's earlier ones first
+    int tries = 0;                          // failed attempts of this delivery
+    bool redrive = false;                   // a dead letter, not a live change
+    bool running = false;
+    bool in_ready = false;
+    int64_t due = 0;  // clock micros; 0: at once
+  };
+
+  struct EntityState {
+    std::set<uint64_t> queue;  // unfinished items in seq order; the front may run
+    bool running = false;      // an item of this entity is running
+    // Dead letters in the store: seq -> the dead letter when it is marked
+    // for redrive (kept only then: its change is needed to deliver it).
+    std::map<uint64_t, std::optional<ParkedChange>> parked;
+  };
+
+  // Everything below with "Locked" in its name needs mu_ held.
+  void MakeReadyLocked(EntityState& e);
+  void UnreadyLocked(Item& item);
+  void InsertLocked(EntityState& e, Item item);
+  void FinishLocked(uint64_t seq);
+  void MaybeRedriveLocked(const std::string& key, EntityState& e);
+  void EraseIfIdleLocked(const std::string& key);
+  bool BlockedLocked(const Item& item, const EntityState& e) const;
+  int64_t BackoffLocked(int tries);
+  uint64_t CheckpointLocked() const;
+  void RecordErrorLocked(const Status& st);
+
+  // Runs one due item, if any; called and returns with `lock` (on mu_) held.
+  bool Step(std::unique_lock<std::mutex>& lock);
+  // Parks item `seq` (exhausted, or behind a dead letter of its entity).
+  void Park(uint64_t seq);
+  Status CallHandler(const Change& change);
+
+  // Reads one page of the feed when there is room; returns how many changes.
+  size_t Fill();
+  // Rebuilds the dead-letter mirror from the store.
+  Status Rescan();
+  void MaybeRescan();
+  void SaveCheckpoint();
+
+  void WorkerLoop();
+  void FeederLoop();
+
+  Store* const store_;
+  const SubscriptionOptions options_;
+  const ChangeHandler handler_;
+  Clock* const clock_;
+
+  std::mutex dlq_mu_;
+  std::mutex drive_mu_;  // RunUntilIdle against Stop
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+
+  std::mutex mu_;
+  std::condition_variable cv_;     // work or room appeared, or stopping
+  std::condition_variable cp_cv_;  // the saved checkpoint moved
+  bool stopping_ = false;
+  bool rescan_requested_ = false;
+  int64_t next_rescan_ = 0;
+  std::map<uint64_t, Item> items_;
+  std::set<uint64_t> live_;  // items read from the feed (not redrives)
+  std::unordered_map<std::string, EntityState> entities_;
+  std::set<std::pair<int64_t, uint64_t>> ready_;  // (due, seq)
+  // Marked dead letters above read_seq_ (only after a crash): redriven once
+  // every earlier change of their entity has been read.
+  std::set<std::pair<uint64_t, std::string>> deferred_redrives_;
+  uint64_t read_seq_ = 0;
+  uint64_t saved_ = 0;
+  bool feed_broken_ = false;
+  std::mt19937_64 rng_;
+  SubscriptionStats stats_;
+  uint64_t errors_ = 0;
+
+  std::thread feeder_;
+  std::vector<std::thread> workers_;
+};
+
+// ---- bookkeeping (mu_ held) ----
+
+void SubscriptionImpl::UnreadyLocked(Item& item) {
+  if (!item.in_ready) return;
+  ready_.erase({item.due, item.change.seq});
+  item.in_ready = false;
+}
+
+void SubscriptionImpl::MakeReadyLocked(EntityState& e) {
+  if (e.running || e.queue.empty()) return;
+  Item& front = items_.at(*e.queue.begin());
+  if (front.in_ready || front.running) return;
+  ready_.insert({front.due, front.change.seq});
+  front.in_ready = true;
+}
+
+void SubscriptionImpl::InsertLocked(EntityState& e, Item item) {
+  const uint64_t seq = item.change.seq;
+  const bool live = !item.redrive;
+  items_.emplace(seq, std::move(item));
+  if (live) live_.insert(seq);
+  e.queue.insert(seq);
+  if (*e.queue.begin() == seq) {
+    // A new front (only a redrive or a re-read after a crash comes before
+    // others): the former front waits behind it again.
+    auto next = std::next(e.queue.begin());
+    if (next != e.queue.end()) UnreadyLocked(items_.at(*next));
+  }
+  MakeReadyLocked(e);
+}
+
+void SubscriptionImpl::FinishLocked(uint64_t seq) {
+  auto it = items_.find(seq);
+  const std::string key = it->second.key;
+  UnreadyLocked(it->second);
+  if (!it->second.redrive) live_.erase(seq);
+  items_.erase(it);
+  EntityState& e = entities_.at(key);
+  e.queue.erase(seq);
+  e.running = false;
+  MaybeRedriveLocked(key, e);
+  MakeReadyLocked(e);
+  EraseIfIdleLocked(key);
+  cv_.notify_all();
+}
+
+void SubscriptionImpl::MaybeRedriveLocked(const std::string& key, EntityState& e) {
+  if (e.parked.empty()) return;
+  const auto& [seq, marked] = *e.parked.begin();
+  if (!marked || items_.contains(seq)) return;
+  if (seq > read_seq_) {
+    // Changes of the entity below it may still be unread (re-deliveries
+    // after a crash); they go first.
+    deferred_redrives_.insert({seq, key});
+    return;
+  }
+  Item item;
+  item.change = marked->change;
+  item.key = key;
+  item.attempts = marked->attempts;
+  item.redrive = true;
+  InsertLocked(e, std::move(item));
+}
+
+void SubscriptionImpl::EraseIfIdleLocked(const std::string& key) {
+  auto it = entities_.find(key);
+  if (it != entities_.end() && it->second.queue.empty() && it->second.parked.empty() &&
+      !it->second.running) {
+    entities_.erase(it);
+  }
+}
+
+bool SubscriptionImpl::BlockedLocked(const Item& item, const EntityState& e) const {
+  return !item.redrive && !e.parked.empty() && e.parked.begin()->first < item.change.seq;
+}
+
+int64_t SubscriptionImpl::BackoffLocked(int tries) {
+  double delay = static_cast<double>(options_.initial_backoff_micros) *
+                 std::pow(options_.backoff_multiplier, tries - 1);
+  delay = std::min(delay, static_cast<double>(options_.max_backoff_micros));
+  if (options_.jitter > 0) {
+    std::uniform_real_distribution<double> spread(-options_.jitter, options_.jitter);
+    delay *= 1 + spread(rng_);
+  }
+  return std::max<int64_t>(0, std::llround(delay));
+}
+
+uint64_t SubscriptionImpl::CheckpointLocked() const {
+  return live_.empty() ? read_seq_ : *live_.begin() - 1;
+}
+
+void SubscriptionImpl::RecordErrorLocked(const Status& st) {
+  stats_.last_error = st;
+  ++errors_;
+}
+
+// ---- delivery ----
+
+Status SubscriptionImpl::CallHandler(const Change& change) {
+  // An exception must not unwind a worker thread (or cross the API).
+  try {
+    return handler_(change);
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("handler threw: ") + e.what());
+  } catch (...) {
+    return Status::Unavailable("handler threw a non-standard exception");
+  }
+}
+
+bool SubscriptionImpl::Step(std::unique_lock<std::mutex>& lock) {
+  if (ready_.empty() || ready_.begin()->first > clock_->NowMicros()) return false;
+  const uint64_t seq = ready_.begin()->second;
+  Item& item = items_.at(seq);  // map nodes are stable while it runs
+  UnreadyLocked(item);
+  EntityState& e = entities_.at(item.key);
+  e.running = true;
+  item.running = true;
+  if (BlockedLocked(item, e) || item.tries >= options_.max_attempts) {
+    lock.unlock();
+    Park(seq);
+    lock.lock();
+    return true;
+  }
+  lock.unlock();
+  const int64_t at = clock_->NowMicros();
+  const Status st = CallHandler(item.change);
+
+  if (st.ok() && item.redrive) {
+    // Handled: the dead letter goes. Under dlq_mu_ so a rescan cannot
+    // resurrect it in the mirror meanwhile.
+    std::lock_guard dlq(dlq_mu_);
+    Status removed = store_->Unpark(options_.name, seq);
+    lock.lock();
+    if (removed.ok() || removed.IsNotFound()) {  // NotFound: dropped meanwhile
+      entities_.at(item.key).parked.erase(seq);
+      ++stats_.handled;
+      ++stats_.redriven;
+      FinishLocked(seq);
+    } else {
+      // Delivered again later (at least once) until the removal succeeds.
+      RecordErrorLocked(removed);
+      item.running = false;
+      item.due = clock_->NowMicros() + std::max<int64_t>(BackoffLocked(1), kPollMicros);
+      EntityState& entity = entities_.at(item.key);
+      entity.running = false;
+      MakeReadyLocked(entity);
+    }
+    return true;
+  }
+  lock.lock();
+  if (st.ok()) {
+    ++stats_.handled;
+    FinishLocked(seq);
+    return true;
+  }
+  ++stats_.failed;
+  item.attempts.push_back(DeliveryAttempt{at, CutError(ErrorText(st))});
+  ++item.tries;
+  item.running = false;
+  e.running = false;
+  // After the last attempt the item is due at once: its next step parks it.
+  item.due =
+      item.tries >= options_.max_attempts ? 0 : clock_->NowMicros() + BackoffLocked(item.tries);
+  MakeReadyLocked(e);
+  cv_.notify_all();
+  return true;
+}
+
+void SubscriptionImpl::Park(uint64_t seq) {
+  std::lock_guard dlq(dlq_mu_);
+  std::unique_lock lock(mu_);
+  Item& item = items_.at(seq);
+  EntityState& e = entities_.at(item.key);
+  const bool exhausted = item.tries >= options_.max_attempts;
+  if (!exhausted && !BlockedLocked(item, e)) {
+    // The dead letter ahead of it was dropped meanwhile: deliver instead.
+    item.running = false;
+    e.running = false;
+    MakeReadyLocked(e);
+    cv_.notify_all();
+    return;
+  }
+  if (item.redrive && !e.parked.contains(seq)) {
+    FinishLocked(seq);  // a redriven dead letter dropped meanwhile: gone
+    return;
+  }
+  ParkedChange parked{options_.name, item.change, item.attempts, /*redrive=*/false};
+  lock.unlock();
+  const Status st = store_->Park(parked);
+  lock.lock();
+  if (!st.ok()) {
+    // Not parked, so not finished: try again after a backoff.
+    RecordErrorLocked(st);
+    item.running = false;
+    item.due = clock_->NowMicros() + std::max<int64_t>(BackoffLocked(1), kPollMicros);
+    e.running = false;
+    MakeReadyLocked(e);
+    cv_.notify_all();
+    return;
+  }
+  e.parked[seq] = std::nullopt;
+  ++stats_.parked;
+  FinishLocked(seq);
+}
+
+// ---- feed, dead letters, checkpoint ----
+
+size_t SubscriptionImpl::Fill() {
+  uint64_t after = 0;
+  size_t room = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (feed_broken_ || live_.size() >= options_.max_in_flight) return 0;
+    after = read_seq_;
+    room = std::min(options_.max_in_flight - live_.size(), kFeedPage);
+  }
+  if (store_->LastChangeSeq() <= after) return 0;
+  std::vector<Change> page;
+  page.reserve(room);
+  Status st = store_->ReadFeed(after, room, &page);
+  std::lock_guard lock(mu_);
+  if (!st.ok()) {
+    RecordErrorLocked(st);
+    return 0;
+  }
+  for (Change& c : page) {
+    if (c.seq != read_seq_ + 1) {
+      feed_broken_ = true;
+      RecordErrorLocked(Status::Corruption(
+          "subscription " + options_.name + ": changes " + std::to_string(read_seq_ + 1) + ".." +
+          std::to_string(c.seq - 1) + " are missing from the feed (trimmed?)"));
+      break;
+    }
+    read_seq_ = c.seq;
+    std::string key = EntityKey(c);
+    EntityState& e = entities_[key];
+    if (e.parked.contains(c.seq)) {
+      // Parked before a restart that came before its checkpoint: finished.
+      EraseIfIdleLocked(key);
+      continue;
+    }
+    Item item;
+    item.change = std::move(c);
+    item.key = std::move(key);
+    InsertLocked(e, std::move(item));
+  }
+  while (!deferred_redrives_.empty() && deferred_redrives_.begin()->first <= read_seq_) {
+    const std::string key = deferred_redrives_.begin()->second;
+    deferred_redrives_.erase(deferred_redrives_.begin());
+    auto it = entities_.find(key);
+    if (it != entities_.end()) MaybeRedriveLocked(key, it->second);
+  }
+  if (!page.empty()) cv_.notify_all();
+  return page.size();
+}
+
+Status SubscriptionImpl::Rescan() {
+  std::lock_guard dlq(dlq_mu_);
+  std::unordered_map<std::string, std::map<uint64_t, std::optional<ParkedChange>>> fresh;
+  Status st = store_->ListParked(options_.name, [&](const ParkedChange& p) {
+    auto& slot = fresh[EntityKey(p.change)][p.change.seq];
+    if (p.redrive) slot = p;
+    return true;
+  });
+  std::lock_guard lock(mu_);
+  if (!st.ok()) {
+    RecordErrorLocked(st);
+    return st;
+  }
+  std::vector<std::string> touched;
+  for (auto& [key, e] : entities_) {
+    if (!e.parked.empty() && !fresh.contains(key)) {
+      e.parked.clear();
+      touched.push_back(key);
+    }
+  }
+  for (auto& [key, parked] : fresh) {
+    entities_[key].parked = std::move(parked);
+    touched.push_back(key);
+  }
+  for (const std::string& key : touched) {
+    EntityState& e = entities_.at(key);
+    // Redrives waiting for a dead letter that was dropped (or is no longer
+    // marked) are called off; a running one finishes and checks again.
+    for (auto it = e.queue.begin(); it != e.queue.end();) {
+      Item& item = items_.at(*it);
+      auto p = e.parked.find(*it);
+      if (item.redrive && !item.running && (p == e.parked.end() || !p->second)) {
+        UnreadyLocked(item);
+        items_.erase(*it);
+        it = e.queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    MaybeRedriveLocked(key, e);
+    MakeReadyLocked(e);
+    EraseIfIdleLocked(key);
+  }
+  cv_.notify_all();
+  return Status::OK();
+}
+
+void SubscriptionImpl::MaybeRescan() {
+  const int64_t now = clock_->NowMicros();
+  {
+    std::lock_guard lock(mu_);
+    if (!rescan_requested_ && now < next_rescan_) return;
+    rescan_requested_ = false;
+    next_rescan_ = now + options_.dead_letter_poll_micros;
+  }
+  (void)Rescan();  // recorded in the stats; the next poll tries again
+}
+
+void SubscriptionImpl::SaveCheckpoint() {
+  uint64_t checkpoint = 0;
+  {
+    std::lock_guard lock(mu_);
+    checkpoint = CheckpointLocked();
+    if (checkpoint <= saved_) return;
+  }
+  const Status st = store_->SetCheckpoint(options_.name, checkpoint);
+  std::lock_guard lock(mu_);
+  if (!st.ok()) {
+    RecordErrorLocked(st);
+    return;
+  }
+  saved_ = checkpoint;
+  cp_cv_.notify_all();
+}
+
+// ---- threads ----
+
+void SubscriptionImpl::WorkerLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (Step(lock)) continue;
+    int64_t wait = kPollMicros;
+    if (!ready_.empty()) {
+      wait = std::clamp<int64_t>(ready_.begin()->first - clock_->NowMicros(), 1, kPollMicros);
+    }
+    cv_.wait_for(lock, std::chrono::microseconds(wait));
+  }
+}
+
+void SubscriptionImpl::FeederLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    MaybeRescan();
+    const size_t read = Fill();
+    SaveCheckpoint();
+    lock.lock();
+    if (read > 0 || stopping_) continue;
+    if (live_.size() < options_.max_in_flight && !feed_broken_) {
+      const uint64_t after = read_seq_;
+      lock.unlock();
+      store_->WaitForChanges(after, kPollMicros);
+      lock.lock();
+    } else {
+      cv_.wait_for(lock, std::chrono::microseconds(kPollMicros));
+    }
+  }
+}
+
+// ---- public ----
+
+Status SubscriptionImpl::Init() {
+  bool known = false;
+  Status st = store_->ListSubscriptions([&](const std::string& name, uint64_t) {
+    known = name == options_.name;
+    return !known;
+  });
+  if (!st.ok()) return st;
+  uint64_t checkpoint = 0;
+  if (known) {
+    Result<uint64_t> cp = store_->GetCheckpoint(options_.name);
+    if (!cp.ok()) return cp.status();
+    checkpoint = *cp;
+    if (store_->LastChangeSeq() > checkpoint) {
+      std::vector<Change> next;
+      st = store_->ReadFeed(checkpoint, 1, &next);
+      if (!st.ok()) return st;
+      if (next.empty() || next.front().seq != checkpoint + 1) {
+        return Status::Corruption("subscription " + options_.name + ": its checkpoint " +
+                                  std::to_string(checkpoint) +
+                                  " is below the oldest change left in the feed");
+      }
+    }
+  } else {
+    // Register at the oldest change still in the feed. A trim racing with
+    // this is serialized with the checkpoint write (Store::TrimFeed), so
+    // checking again after the write tells whether it moved the start.
+    for (int round = 0;; ++round) {
+      std::vector<Change> first;
+      st = store_->ReadFeed(0, 1, &first);
+      if (!st.ok()) return st;
+      checkpoint = first.empty() ? store_->LastChangeSeq() : first.front().seq - 1;
+      st = store_->SetCheckpoint(options_.name, checkpoint);
+      if (!st.ok()) return st;
+      first.clear();
+      st = store_->ReadFeed(checkpoint, 1, &first);
+      if (!st.ok()) return st;
+      if (first.empty() || first.front().seq == checkpoint + 1) break;
+      if (round == 10) return Status::Busy("subscription: the feed keeps being trimmed");
+    }
+  }
+  read_seq_ = saved_ = checkpoint;
+  stats_.checkpoint = stats_.read_seq = checkpoint;
+  st = Rescan();
+  if (!st.ok()) return st;
+  next_rescan_ = clock_->NowMicros() + options_.dead_letter_poll_micros;
+  if (options_.threads > 0) {
+    feeder_ = std::thread([this] { FeederLoop(); });
+    for (int i = 0; i < options_.threads; ++i) {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    }
+  }
+  return Status::OK();
+}
+
+void SubscriptionImpl::Stop() {
+  std::lock_guard stop(stop_mu_);
+  if (stopped_) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  if (feeder_.joinable()) feeder_.join();
+  std::lock_guard drive(drive_mu_);
+  SaveCheckpoint();
+  stopped_ = true;
+}
+
+Status SubscriptionImpl::RunUntilIdle() {
+  if (options_.threads > 0) {
+    return Status::InvalidArgument("RunUntilIdle: this subscription runs its own threads");
+  }
+  std::lock_guard drive(drive_mu_);
+  uint64_t errors_before = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status::Unavailable("subscription " + options_.name + " is stopped");
+    errors_before = errors_;
+    rescan_requested_ = true;  // notice redrives and drops made since the last call
+  }
+  MaybeRescan();
+  for (;;) {
+    const size_t read = Fill();
+    bool ran = false;
+    {
+      std::unique_lock lock(mu_);
+      // Run until idle or there is room to read more.
+      while (Step(lock)) {
+        ran = true;
+        if (live_.size() < options_.max_in_flight / 2 && store_->LastChangeSeq() > read_seq_) break;
+      }
+    }
+    if (read == 0 && !ran) break;
+  }
+  SaveCheckpoint();
+  std::lock_guard lock(mu_);
+  return errors_ != errors_before ? stats_.last_error : Status::OK();
+}
+
+std::optional<int64_t> SubscriptionImpl::NextRetryMicros() {
+  std::lock_guard lock(mu_);
+  if (ready_.empty()) return std::nullopt;
+  return ready_.begin()->first;
+}
+
+bool SubscriptionImpl::WaitForCheckpoint(uint64_t seq, int64_t timeout_micros) {
+  std::unique_lock lock(mu_);
+  return cp_cv_.wait_for(lock, std::chrono::microseconds(timeout_micros),
+                         [&] { return saved_ >= seq; });
+}
+
+Result<size_t> SubscriptionImpl::Redrive(uint64_t seq) {
+  Result<size_t> marked = [&] {
+    std::lock_guard dlq(dlq_mu_);
+    return MarkForRedrive(store_, options_.name, seq);
+  }();
+  if (marked.ok()) {
+    std::lock_guard lock(mu_);
+    rescan_requested_ = true;
+    cv_.notify_all();
+  }
+  return marked;
+}
+
+Result<size_t> SubscriptionImpl::Drop(uint64_t seq) {
+  Result<size_t> dropped = [&] {
+    std::lock_guard dlq(dlq_mu_);
+    return DropParked(store_, options_.name, seq);
+  }();
+  if (dropped.ok()) {
+    std::lock_guard lock(mu_);
+    rescan_requested_ = true;
+    cv_.notify_all();
+  }
+  return dropped;
+}
+
+SubscriptionStats SubscriptionImpl::Stats() {
+  std::lock_guard lock(mu_);
+  SubscriptionStats s = stats_;
+  s.checkpoint = saved_;
+  s.read_seq = read_seq_;
+  s.in_flight = items_.size();
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Subscription>> Subscription::Start(Store* store, SubscriptionOptions options,
+                                                          ChangeHandler handler) {
+  if (!store) return Status::InvalidArgument("subscription: no store");
+  if (!handler) return Status::InvalidArgument("subscription: no handler");
+  if (Status st = CheckOptions(options); !st.ok()) return st;
+  {
+    std::lock_guard lock(registry_mu);
+    if (!Registry().insert({store, options.name}).second) {
+      return Status::Busy("subscription " + options.name + " already runs on this store");
+    }
+  }
+  auto sub = std::make_unique<SubscriptionImpl>(store, std::move(options), std::move(handler));
+  sub->registered_ = true;
+  Status st = sub->Init();
+  if (!st.ok()) return st.WithContext("starting subscription " + sub->name());
+  return std::unique_ptr<Subscription>(std::move(sub));
+}
+
+Result<size_t> MarkForRedrive(Store* store, std::string_view subscription, uint64_t seq) {
+  Result<std::vector<ParkedChange>> all = AllParked(store, subscription);
+  if (!all.ok()) return all.status();
+  std::optional<std::string> entity;  // with `seq`: only that entity's
+  if (seq != 0) {
+    auto it = std::find_if(all->begin(), all->end(),
+                           [&](const ParkedChange& p) { return p.change.seq == seq; });
+    if (it == all->end()) {
+      return Status::NotFound("no dead letter " + std::to_string(seq) + " in subscription " +
+                              std::string(subscription));
+    }
+    entity = EntityKey(it->change);
+  }
+  size_t marked = 0;
+  for (ParkedChange& p : *all) {
+    if (entity && EntityKey(p.change) != *entity) continue;
+    ++marked;
+    if (p.redrive) continue;
+    p.redrive = true;
+    if (Status st = store->Park(p); !st.ok()) return st;
+  }
+  return marked;
+}
+
+Result<size_t> DropParked(Store* store, std::string_view subscription, uint64_t seq) {
+  if (seq != 0) {
+    if (Status st = store->Unpark(subscription, seq); !st.ok()) return st;
+    return size_t{1};
+  }
+  Result<std::vector<ParkedChange>> all = AllParked(store, subscription);
+  if (!all.ok()) return all.status();
+  for (const ParkedChange& p : *all) {
+    if (Status st = store->Unpark(subscription, p.change.seq); !st.ok()) return st;
+  }
+  return all->size();
+}
+
+}  // namespace eventfold

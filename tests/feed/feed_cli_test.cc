@@ -1,0 +1,221 @@
+// `eventfold subscriptions`, `eventfold dlq list|retry|drop` and
+// `eventfold gc` end to end through the real binary, on a store whose
+// subscriptions ran in this process.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "eventfold/subscription.h"
+#include "tests/feed/feed_test_util.h"
+
+#ifndef EVENTFOLD_CLI
+#error "EVENTFOLD_CLI must name the eventfold binary"
+#endif
+
+extern char** environ;
+
+namespace eventfold::feed_test {
+namespace {
+
+using storage_test::Issued;
+using storage_test::Refunded;
+using storage_test::ScratchDir;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class FeedCliTest : public ::testing::Test {
+ protected:
+  CliResult Run(std::vector<std::string> args) {
+    const std::string out_path = dir_.path() + ".out", err_path = dir_.path() + ".err";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    args.insert(args.begin(), EVENTFOLD_CLI);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    CliResult r;
+    const int rc = posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      ADD_FAILURE() << "posix_spawn: " << rc;
+      return r;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadFile(out_path);
+    r.err = ReadFile(err_path);
+    std::remove(out_path.c_str());
+    std::remove(err_path.c_str());
+    return r;
+  }
+
+  std::unique_ptr<Store> Open() {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Options());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  ScratchDir dir_;
+};
+
+TEST_F(FeedCliTest, SubscriptionsDeadLettersAndGc) {
+  ManualClock clock(kT0);
+  std::vector<uint64_t> handled;
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_EQ(store->Ingest(Issued("e1", "r1")).outcome, Outcome::kAccepted);    // 1
+    ASSERT_EQ(store->Ingest(Issued("e2", "r2")).outcome, Outcome::kAccepted);    // 2
+    ASSERT_EQ(store->Ingest(Refunded("e3", "r1")).outcome, Outcome::kAccepted);  // 3
+    SubscriptionOptions o;
+    o.name = "mail";
+    o.threads = 0;
+    o.clock = &clock;
+    o.max_attempts = 2;
+    auto mail = Subscription::Start(store.get(), o, [&](const Change& c) {
+      return c.id == "r1" ? Status::Unavailable("smtp down") : Status::OK();
+    });
+    ASSERT_TRUE(mail.ok()) << mail.status().ToString();
+    ASSERT_TRUE((*mail)->RunUntilIdle().ok());
+    clock.Advance(kSecond);
+    ASSERT_TRUE((*mail)->RunUntilIdle().ok());
+    o.name = "audit";
+    auto audit = Subscription::Start(store.get(), o, [](const Change&) { return Status::OK(); });
+    ASSERT_TRUE(audit.ok());
+    ASSERT_TRUE((*audit)->RunUntilIdle().ok());
+  }
+
+  CliResult r = Run({"subscriptions", "--data", dir_.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_TRUE(Has(lines[0], R"("name":"audit","checkpoint":3,"last_seq":3,"lag_changes":0,)"))
+      << lines[0];
+  EXPECT_TRUE(Has(lines[0], R"("lag_seconds":0.000,"parked":0,"redrive_pending":0})")) << lines[0];
+  EXPECT_TRUE(Has(lines[1], R"("name":"mail","checkpoint":3,)")) << lines[1];
+  EXPECT_TRUE(Has(lines[1], R"("parked":2,"redrive_pending":0})")) << lines[1];
+
+  r = Run({"dlq", "list", "--data", dir_.path(), "--subscription", "mail"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_TRUE(
+      Has(lines[0], R"({"subscription":"mail","change":{"seq":1,"entity":"receipt","id":"r1")"))
+      << lines[0];
+  EXPECT_TRUE(Has(lines[0], R"("attempts":[{"at":"2026-11-18T)")) << lines[0];
+  EXPECT_TRUE(Has(lines[0], R"("error":"smtp down"},{"at":)")) << lines[0];
+  EXPECT_TRUE(Has(lines[0], R"("redrive":false})")) << lines[0];
+  EXPECT_TRUE(Has(lines[1], R"("seq":3,)")) << lines[1];
+  EXPECT_TRUE(Has(lines[1], R"("attempts":[],"redrive":false})")) << lines[1];
+
+  r = Run({"dlq", "list", "--data", dir_.path(), "--subscription", "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Has(r.err, "no subscription \"nope\"")) << r.err;
+  r = Run({"dlq", "retry", "--data", dir_.path(), "--subscription", "mail", "--seq", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;  // seq 2 was handled, not parked
+  r = Run({"dlq", "drop", "--data", dir_.path(), "--subscription", "mail"});
+  EXPECT_EQ(r.exit_code, 2);  // --seq or --all, never by accident
+  EXPECT_TRUE(Has(r.err, "--seq N or --all")) << r.err;
+
+  // Retry by the later dead letter: the whole entity, in order.
+  r = Run({"dlq", "retry", "--data", dir_.path(), "--subscription", "mail", "--seq", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"marked\":2}\n");
+  r = Run({"subscriptions", "--data", dir_.path()});
+  EXPECT_TRUE(Has(r.out, R"("parked":2,"redrive_pending":2})")) << r.out;
+  {
+    std::unique_ptr<Store> store = Open();
+    SubscriptionOptions o;
+    o.name = "mail";
+    o.threads = 0;
+    o.clock = &clock;
+    auto mail = Subscription::Start(store.get(), o, [&](const Change& c) {
+      handled.push_back(c.seq);
+      return Status::OK();
+    });
+    ASSERT_TRUE(mail.ok());
+    ASSERT_TRUE((*mail)->RunUntilIdle().ok());
+    EXPECT_EQ(handled, (std::vector<uint64_t>{1, 3}));
+    ASSERT_EQ(store->Ingest(Issued("e4", "r3")).outcome, Outcome::kAccepted);  // 4
+  }
+  r = Run({"dlq", "list", "--data", dir_.path(), "--subscription", "mail"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  r = Run({"subscriptions", "--data", dir_.path()});
+  lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(Has(lines[1], R"("name":"mail","checkpoint":3,"last_seq":4,"lag_changes":1,)"))
+      << lines[1];
+
+  // gc: below both checkpoints (3), never the newest; then the feed starts there.
+  r = Run({"gc", "--data", dir_.path(), "--feed-grace", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, R"({"feed_trimmed":2,"feed_first_seq":3,"feed_last_seq":4,)"
+                         R"("min_checkpoint":3,"subscriptions":2,"feed_grace":1,"bytes_before":)"))
+      << r.out;
+  r = Run({"feed", "--data", dir_.path()});
+  lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_TRUE(Has(lines[0], R"({"seq":3,)")) << lines[0];
+
+  // Drop one dead letter, then all.
+  {
+    std::unique_ptr<Store> store = Open();
+    Change c;
+    c.seq = 4;
+    c.entity = "receipt";
+    c.id = "r3";
+    ASSERT_TRUE(store->Park(ParkedChange{"audit", c, {}, false}).ok());
+    c.seq = 3;
+    c.id = "r1";
+    ASSERT_TRUE(store->Park(ParkedChange{"audit", c, {}, false}).ok());
+  }
+  r = Run({"dlq", "drop", "--data", dir_.path(), "--subscription", "audit", "--seq", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"dropped\":1}\n");
+  r = Run({"dlq", "drop", "--data", dir_.path(), "--subscription", "audit", "--seq", "4"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = Run({"dlq", "drop", "--data", dir_.path(), "--subscription", "audit", "--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"dropped\":1}\n");
+}
+
+}  // namespace
+}  // namespace eventfold::feed_test

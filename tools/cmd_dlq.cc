@@ -1,0 +1,110 @@
+// eventfold dlq list|retry|drop --data DIR --subscription NAME [--seq N] :
+// a subscription's dead letters (parked changes).
+//
+// retry marks dead letters for redrive; the subscription re-delivers them
+// when it next starts (a store is open in one process at a time), in seq
+// order per entity. --seq N retries N's whole entity: its later dead letters
+// are parked behind N and cannot go before it.
+
+#include <iostream>
+
+#include "core/json_writer.h"
+#include "eventfold/subscription.h"
+#include "tools/cli_common.h"
+
+namespace eventfold::cli {
+namespace {
+
+struct DlqArgs {
+  std::string dir;
+  std::string subscription;
+  uint64_t seq = 0;
+  bool all = false;
+};
+
+// Exit 1 for an unknown subscription: the name is the input a check refused.
+int CheckKnown(Store* store, const std::string& name) {
+  bool known = false;
+  Status st = store->ListSubscriptions([&](const std::string& n, uint64_t) {
+    known = n == name;
+    return !known;
+  });
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return kExitError;
+  }
+  if (!known) {
+    std::cerr << "eventfold: no subscription \"" << name << "\" in this store\n";
+    return kExitRefused;
+  }
+  return kExitOk;
+}
+
+int Report(const Result<size_t>& r, const char* key) {
+  if (!r.ok()) {
+    std::cerr << "eventfold: " << r.status().ToString() << "\n";
+    return r.status().IsNotFound() ? kExitRefused : kExitError;
+  }
+  JsonWriter w;
+  w.BeginObject().Key(key).Uint(*r).EndObject();
+  std::cout << w.str() << "\n";
+  return kExitOk;
+}
+
+int Dlq(const std::string& verb, const DlqArgs& a) {
+  if (verb == "drop" && a.seq == 0 && !a.all) {
+    std::cerr << "eventfold: dlq drop needs --seq N or --all\n";
+    return kExitError;
+  }
+  std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
+  if (!store) return kExitError;
+  if (int rc = CheckKnown(store.get(), a.subscription); rc != kExitOk) return rc;
+  if (verb == "retry") return Report(MarkForRedrive(store.get(), a.subscription, a.seq), "marked");
+  if (verb == "drop") return Report(DropParked(store.get(), a.subscription, a.seq), "dropped");
+  bool found = a.seq == 0;
+  Status st = store->ListParked(a.subscription, [&](const ParkedChange& p) {
+    if (a.seq != 0 && p.change.seq != a.seq) return true;
+    found = true;
+    std::cout << ParkedChangeToJson(p) << "\n";
+    return true;
+  });
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return kExitError;
+  }
+  if (!found) {
+    std::cerr << "eventfold: no dead letter " << a.seq << " in subscription " << a.subscription
+              << "\n";
+    return kExitRefused;
+  }
+  return kExitOk;
+}
+
+void AddVerb(CLI::App* dlq, const std::string& verb, const std::string& help, Action* action) {
+  auto* cmd = dlq->add_subcommand(verb, help);
+  auto args = std::make_shared<DlqArgs>();
+  AddDataOption(cmd, &args->dir);
+  cmd->add_option("--subscription", args->subscription, "subscription name")->required();
+  if (verb == "list") {
+    cmd->add_option("--seq", args->seq, "only this dead letter");
+  } else if (verb == "retry") {
+    cmd->add_option("--seq", args->seq, "only this dead letter's entity (default: all)");
+  } else {
+    auto* seq = cmd->add_option("--seq", args->seq, "the dead letter to delete");
+    cmd->add_flag("--all", args->all, "delete every dead letter")->excludes(seq);
+  }
+  cmd->callback([=] { *action = [=] { return Dlq(verb, *args); }; });
+}
+
+}  // namespace
+
+void AddDlqCommand(CLI::App* app, Action* action) {
+  auto* dlq = app->add_subcommand("dlq", "a subscription's dead letters (parked changes)");
+  dlq->require_subcommand(1);
+  AddVerb(dlq, "list", "print the dead letters, oldest first, as NDJSON", action);
+  AddVerb(dlq, "retry", "mark dead letters for redrive: the subscription re-delivers them in order",
+          action);
+  AddVerb(dlq, "drop", "delete dead letters (their entity is unblocked when none is left)", action);
+}
+
+}  // namespace eventfold::cli

@@ -1,0 +1,67 @@
+// eventfold subscriptions --data DIR : every subscription's checkpoint, lag
+// and dead letters, one JSON object a line.
+
+#include <iostream>
+
+#include "core/json_writer.h"
+#include "tools/cli_common.h"
+
+namespace eventfold::cli {
+namespace {
+
+int Subscriptions(const std::string& dir) {
+  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+  if (!store) return kExitError;
+  const uint64_t last = store->LastChangeSeq();
+  const int64_t now = SystemClock()->NowMicros();
+  Status inner;
+  Status st = store->ListSubscriptions([&](const std::string& name, uint64_t checkpoint) {
+    // Lag in time: how long the oldest change not yet finished has waited.
+    double lag_seconds = 0;
+    if (last > checkpoint) {
+      std::vector<Change> next;
+      inner = store->ReadFeed(checkpoint, 1, &next);
+      if (!inner.ok()) return false;
+      if (!next.empty()) {
+        lag_seconds = std::max<int64_t>(0, now - next.front().changed_at) / 1e6;
+      }
+    }
+    uint64_t parked = 0, marked = 0;
+    inner = store->ListParked(name, [&](const ParkedChange& p) {
+      ++parked;
+      if (p.redrive) ++marked;
+      return true;
+    });
+    if (!inner.ok()) return false;
+    JsonWriter w;
+    w.BeginObject()
+        .Key("name").String(name)
+        .Key("checkpoint").Uint(checkpoint)
+        .Key("last_seq").Uint(last)
+        .Key("lag_changes").Uint(last > checkpoint ? last - checkpoint : 0)
+        .Key("lag_seconds").Double(lag_seconds)
+        .Key("parked").Uint(parked)
+        .Key("redrive_pending").Uint(marked)
+        .EndObject();
+    std::cout << w.str() << "\n";
+    return true;
+  });
+  if (st.ok()) st = inner;
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddSubscriptionsCommand(CLI::App* app, Action* action) {
+  auto* cmd = app->add_subcommand(
+      "subscriptions", "every subscription's checkpoint, lag and dead letters, as NDJSON");
+  auto dir = std::make_shared<std::string>();
+  AddDataOption(cmd, dir.get());
+  cmd->callback([=] { *action = [=] { return Subscriptions(*dir); }; });
+}
+
+}  // namespace eventfold::cli
