@@ -14,7 +14,7 @@
 
 #include "eventfold/profile.h"
 #include "eventfold/projection.h"
-#include "tests/core/test_seed.h"
+#include "tests/common/test_seed.h"
 
 namespace eventfold {
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "tests/core/test_seed.h"
+#include "tests/common/test_seed.h"
 
 namespace eventfold {
 namespace {

@@ -18,44 +18,13 @@
 
 #include <simdjson.h>
 
+#include "tests/common/scratch_dir.h"
+#include "tests/common/test_seed.h"
+
 namespace eventfold::receiver_test {
 
-// The seed of a randomized test: EVENTFOLD_TEST_SEED overrides `fallback`.
-// Always printed so a failure can be replayed.
-inline uint64_t TestSeed(const char* test_name, uint64_t fallback) {
-  uint64_t seed = fallback;
-  if (const char* env = std::getenv("EVENTFOLD_TEST_SEED"); env && *env) {
-    seed = std::strtoull(env, nullptr, 10);
-  }
-  std::printf("%s: seed=%llu (set EVENTFOLD_TEST_SEED to replay)\n", test_name,
-              static_cast<unsigned long long>(seed));
-  std::fflush(stdout);
-  return seed;
-}
-
-// A fresh directory under the system temp dir, removed on destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    static std::atomic<uint64_t> counter{0};
-    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = (std::filesystem::temp_directory_path() /
-             ("eventfold-rx-" + tag + "-" + std::to_string(::getpid()) + "-" +
-              std::to_string(counter.fetch_add(1)) + "-" + std::to_string(now)))
-                .string();
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test_util::TempDir;
+using test_util::TestSeed;
 
 // A receipt.issued body for receipt `rid`.
 inline std::string Issued(const std::string& event_id, const std::string& rid,

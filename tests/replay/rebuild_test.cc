@@ -27,6 +27,7 @@
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "tests/replay/replay_util.h"
+#include "tests/common/invoice_profile.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
 
@@ -43,20 +44,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr int64_t kT0 = 1795000000000000;  // 2026-11-18, the history start
 
-// The built-in profile plus an "invoice" entity (profile B of the tests).
-constexpr const char* kInvoiceProfile = R"({"name":"receiptroller-invoices",
- "entities":[
-  {"name":"receipt","key":"data.receipt_id",
-   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
-                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
-  {"name":"product","key":"data.product_id",
-   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
-                  {"type":"product.updated","from":["active"],"to":"active"},
-                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
-  {"name":"inventory","key":"data.product_id",
-   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
-  {"name":"invoice","key":"data.invoice_id",
-   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})";
+using test_util::kInvoiceProfile;
 
 Options MemOptions(leveldb::Env* env, ManualClock* clock, uint64_t snapshot_interval) {
   Options o;

@@ -37,6 +37,8 @@
 
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
+#include "tests/common/invoice_profile.h"
+#include "tests/common/own_thread_env.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
 
@@ -46,20 +48,7 @@ namespace {
 using storage_test::TestSeed;
 using SteadyClock = std::chrono::steady_clock;
 
-// The built-in profile plus an "invoice" entity.
-constexpr const char* kInvoiceProfile = R"({"name":"receiptroller-invoices",
- "entities":[
-  {"name":"receipt","key":"data.receipt_id",
-   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
-                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
-  {"name":"product","key":"data.product_id",
-   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
-                  {"type":"product.updated","from":["active"],"to":"active"},
-                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
-  {"name":"inventory","key":"data.product_id",
-   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
-  {"name":"invoice","key":"data.invoice_id",
-   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})";
+using test_util::kInvoiceProfile;
 
 // A scratch directory for a store on a real file system, removed (with its
 // ".verify" sibling) afterwards. A SIGKILL keeps what the process wrote
@@ -102,49 +91,7 @@ int Iterations() {
   return n > 0 ? n : 20;
 }
 
-// LevelDB's default Env starts its one background (compaction) thread
-// lazily and remembers that it did; a child forked after the parent used it
-// would inherit "started" without the thread, and any write that waits for a
-// compaction would hang. The child therefore runs its store on this Env,
-// which does file I/O through the default one but has its own thread.
-class OwnThreadEnv final : public leveldb::EnvWrapper {
- public:
-  OwnThreadEnv() : EnvWrapper(leveldb::Env::Default()) {}
-  ~OwnThreadEnv() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  void Schedule(void (*fn)(void*), void* arg) override {
-    std::lock_guard lock(mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
-    queue_.emplace_back(fn, arg);
-    cv_.notify_one();
-  }
-  void StartThread(void (*fn)(void*), void* arg) override { std::thread(fn, arg).detach(); }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      auto [fn, arg] = queue_.front();
-      queue_.pop_front();
-      lock.unlock();
-      fn(arg);
-      lock.lock();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<void (*)(void*), void*>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
+using test_util::OwnThreadEnv;
 
 // How far a child got, as it reported through its pipe.
 enum Mark : char {

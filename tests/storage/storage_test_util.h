@@ -1,5 +1,6 @@
-// Helpers shared by the storage tests: event bodies, seeds, scratch
-// directories and in-memory LevelDB environments.
+// Helpers shared by the storage tests: event bodies, seeded histories and
+// in-memory LevelDB environments (seeds and scratch directories come from
+// tests/common).
 
 #ifndef EVENTFOLD_TESTS_STORAGE_STORAGE_TEST_UTIL_H_
 #define EVENTFOLD_TESTS_STORAGE_STORAGE_TEST_UTIL_H_
@@ -26,21 +27,13 @@
 
 #include "eventfold/projection.h"
 #include "eventfold/store.h"
+#include "tests/common/scratch_dir.h"
+#include "tests/common/test_seed.h"
 
 namespace eventfold::storage_test {
 
-// The seed of a randomized test: EVENTFOLD_TEST_SEED overrides `fallback`.
-// Always printed so a failure can be replayed.
-inline uint64_t TestSeed(const char* test_name, uint64_t fallback) {
-  uint64_t seed = fallback;
-  if (const char* env = std::getenv("EVENTFOLD_TEST_SEED"); env && *env) {
-    seed = std::strtoull(env, nullptr, 10);
-  }
-  std::printf("%s: seed=%llu (set EVENTFOLD_TEST_SEED to replay)\n", test_name,
-              static_cast<unsigned long long>(seed));
-  std::fflush(stdout);
-  return seed;
-}
+using test_util::ScratchDir;
+using test_util::TestSeed;
 
 // A JSON event body. `data` is the JSON object text of `data`.
 inline std::string Body(const std::string& event_id, const std::string& type,
@@ -70,32 +63,6 @@ inline std::string Refunded(const std::string& event_id, const std::string& rid,
   return Body(event_id, "receipt.refunded", at, "{\"receipt_id\":\"" + rid + "\"}",
               version);
 }
-
-// A directory under the system temp dir, unique per process and call,
-// removed (with everything in it, and its ".verify" sibling) on destruction.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<uint64_t> counter{0};
-    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = (std::filesystem::temp_directory_path() /
-             ("eventfold-storage-test-" + std::to_string(::getpid()) + "-" +
-              std::to_string(counter.fetch_add(1)) + "-" + std::to_string(now)))
-                .string();
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-    std::filesystem::remove_all(path_ + ".verify", ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // An in-memory LevelDB environment; files live as long as the object.
 inline std::unique_ptr<leveldb::Env> NewMemEnv() {

@@ -22,6 +22,7 @@
 
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
+#include "tests/common/invoice_profile.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace eventfold {
@@ -37,20 +38,7 @@ using storage_test::TestSeed;
 
 constexpr int64_t kStart = 1795000000000000;  // ManualClock start
 
-// The built-in profile plus an "invoice" entity.
-constexpr const char* kInvoiceProfile = R"({"name":"receiptroller-invoices",
- "entities":[
-  {"name":"receipt","key":"data.receipt_id",
-   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
-                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
-  {"name":"product","key":"data.product_id",
-   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
-                  {"type":"product.updated","from":["active"],"to":"active"},
-                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
-  {"name":"inventory","key":"data.product_id",
-   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
-  {"name":"invoice","key":"data.invoice_id",
-   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})";
+using test_util::kInvoiceProfile;
 
 std::string InvoicePaid(const std::string& event_id, const std::string& invoice_id) {
   return Body(event_id, "invoice.paid", "2026-11-29T12:00:00Z",

@@ -1,48 +1,31 @@
 // End-to-end tests of the `eventfold` command (SPEC §5) through the real
 // binary: exit codes, stdout JSON byte for byte, stderr diagnostics.
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/common/invoice_profile.h"
+#include "tests/common/run_cli.h"
+
 #ifndef EVENTFOLD_CLI
 #error "EVENTFOLD_CLI must name the eventfold binary"
 #endif
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int exit_code = -1;  // -1: killed by a signal
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+using eventfold::test_util::CliResult;
+using eventfold::test_util::Lines;
+using eventfold::test_util::ReadFile;
+using eventfold::test_util::WriteFile;
 
 // A JSON event body.
 std::string Body(const std::string& id, const std::string& type, const std::string& at,
@@ -118,32 +101,8 @@ class CliTest : public ::testing::Test {
   // Runs the binary with `args`, stdin from `stdin_path`.
   CliResult Run(const std::vector<std::string>& args,
                 const std::string& stdin_path = "/dev/null") {
-    const std::string out_path = root_ + "/stdout";
-    const std::string err_path = root_ + "/stderr";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> all = {EVENTFOLD_CLI};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    CliResult r;
-    const int rc = posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn " << EVENTFOLD_CLI << ": " << rc;
-      return r;
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadFile(out_path);
-    r.err = ReadFile(err_path);
+    CliResult r = eventfold::test_util::RunCli(EVENTFOLD_CLI, args, root_ + "/cli", stdin_path);
+    if (!r.started) ADD_FAILURE() << r.err;
     return r;
   }
 
@@ -173,12 +132,6 @@ class CliTest : public ::testing::Test {
 // Suite name: the area prefix lets `ctest -R cli` select these.
 using cli_e2e = CliTest;
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) out.push_back(line);
-  return out;
-}
 
 TEST_F(cli_e2e, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
   const std::string f = File(
@@ -392,19 +345,7 @@ TEST_F(cli_e2e, ReplayKeepsListIdenticalAndVerifies) {
 TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
   IngestGood();
   const std::string profile = root_ + "/invoices.json";
-  WriteFile(profile, R"({"name":"receiptroller-invoices",
- "entities":[
-  {"name":"receipt","key":"data.receipt_id",
-   "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
-                  {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]},
-  {"name":"product","key":"data.product_id",
-   "transitions":[{"type":"product.created","from":["none"],"to":"active"},
-                  {"type":"product.updated","from":["active"],"to":"active"},
-                  {"type":"product.deleted","from":["active"],"to":"deleted"}]},
-  {"name":"inventory","key":"data.product_id",
-   "transitions":[{"type":"inventory.updated","from":["none","tracked"],"to":"tracked"}]},
-  {"name":"invoice","key":"data.invoice_id",
-   "transitions":[{"type":"invoice.paid","from":["none"],"to":"paid"}]}]})");
+  WriteFile(profile, eventfold::test_util::kInvoiceProfile);
   const std::string before = Run({"list", "--data", data_}).out;
   EXPECT_EQ(before.find("invoice"), std::string::npos);
 

@@ -1,16 +1,15 @@
-// Seeds for the property tests of tests/core.
+// The seed of a randomized test.
 //
 // A fixed default keeps runs reproducible; EVENTFOLD_TEST_SEED overrides it
-// to explore other inputs. The seed is always printed so a failure can be
-// replayed exactly.
+// to explore other inputs. The seed is always printed (and flushed, so it
+// survives a crash) so a failure can be replayed exactly.
 
-#ifndef EVENTFOLD_TESTS_CORE_TEST_SEED_H_
-#define EVENTFOLD_TESTS_CORE_TEST_SEED_H_
+#ifndef EVENTFOLD_TESTS_COMMON_TEST_SEED_H_
+#define EVENTFOLD_TESTS_COMMON_TEST_SEED_H_
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 
 namespace eventfold::test_util {
 
@@ -21,9 +20,10 @@ inline uint64_t TestSeed(const char* test_name, uint64_t fallback) {
   }
   std::printf("%s: seed=%llu (set EVENTFOLD_TEST_SEED to replay)\n", test_name,
               static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
   return seed;
 }
 
 }  // namespace eventfold::test_util
 
-#endif  // EVENTFOLD_TESTS_CORE_TEST_SEED_H_
+#endif  // EVENTFOLD_TESTS_COMMON_TEST_SEED_H_
