@@ -1,6 +1,7 @@
 #include "core/crc32c.h"
 
 #include <array>
+#include <cstring>
 
 namespace eventfold {
 namespace {
@@ -19,12 +20,43 @@ constexpr std::array<uint32_t, 256> MakeTable() {
 
 constexpr std::array<uint32_t, 256> kTable = MakeTable();
 
+uint32_t Portable(uint32_t crc, std::string_view data) {
+  for (unsigned char byte : data) crc = kTable[(crc ^ byte) & 0xFF] ^ (crc >> 8);
+  return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Every record is checksummed when written and when read: the SSE4.2
+// instruction does 8 bytes where the table does one.
+__attribute__((target("sse4.2"))) uint32_t Hardware(uint32_t crc, std::string_view data) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t c = crc;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+  }
+  crc = static_cast<uint32_t>(c);
+  for (; n > 0; ++p, --n) crc = __builtin_ia32_crc32qi(crc, static_cast<unsigned char>(*p));
+  return crc;
+}
+
+bool HaveHardware() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2");
+}
+#else
+uint32_t Hardware(uint32_t crc, std::string_view data) { return Portable(crc, data); }
+bool HaveHardware() { return false; }
+#endif
+
 }  // namespace
 
 uint32_t Crc32c(std::string_view data) {
-  uint32_t crc = 0xFFFFFFFFu;
-  for (unsigned char byte : data) crc = kTable[(crc ^ byte) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
+  static const bool kHaveHardware = HaveHardware();
+  const uint32_t crc = 0xFFFFFFFFu;
+  return (kHaveHardware ? Hardware(crc, data) : Portable(crc, data)) ^ 0xFFFFFFFFu;
 }
 
 }  // namespace eventfold

@@ -181,6 +181,17 @@ od::parser& ThreadParser() {
   return parser;
 }
 
+// `prefix` + `text` + `suffix` in this thread's reusable buffer, with the
+// padding simdjson reads past the end; valid until the next call.
+simdjson::padded_string_view Padded(std::string_view prefix, std::string_view text,
+                                    std::string_view suffix) {
+  thread_local std::string buffer;
+  buffer.clear();
+  buffer.reserve(prefix.size() + text.size() + suffix.size() + simdjson::SIMDJSON_PADDING);
+  buffer.append(prefix).append(text).append(suffix);
+  return simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity());
+}
+
 // The body is not an object: say whether it is JSON at all.
 Status NotAnObject(std::string_view body) {
   simdjson::padded_string padded("[" + std::string(body) + "]");
@@ -199,9 +210,8 @@ Status NotAnObject(std::string_view body) {
 
 // Splits the body into RawBody; refuses non-JSON and repeated fields.
 Status ReadBody(std::string_view body, RawBody* raw) {
-  simdjson::padded_string padded(body);
   od::document doc;
-  if (auto e = ThreadParser().iterate(padded).get(doc)) return NotJson(e);
+  if (auto e = ThreadParser().iterate(Padded({}, body, {})).get(doc)) return NotJson(e);
   od::object root;
   if (auto e = doc.get_object().get(root)) {
     return e == simdjson::INCORRECT_TYPE ? NotAnObject(body) : NotJson(e);
@@ -290,8 +300,8 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields,
   if (!top) return Refuse(key_name, "required");
   // Wrapped in an array, a scalar is a value too, and nested paths are
   // pointers below element 0.
-  simdjson::padded_string padded("[" + top->json + "]");
-  od::parser parser;
+  od::parser& parser = ThreadParser();  // the body's document is done with
+  const simdjson::padded_string_view padded = Padded("[", top->json, "]");
   od::document doc;
   std::string pointer = "/0";
   for (size_t i = 2; i < path.size(); ++i) {

@@ -1,8 +1,10 @@
 #include "core/signature.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include "core/sha256.h"
 
@@ -56,6 +58,55 @@ void ForEachPart(std::string_view s, char sep, Fn fn) {
 }
 
 }  // namespace
+
+// OpenSSL's one-shot HMAC looks the algorithm up and derives the key's
+// inner and outer pads on every call. A Key does both once; each message
+// then costs a copy of the keyed state. Copying from a shared, never
+// modified state is safe from many threads.
+class SignatureVerifier::Key {
+ public:
+  static std::shared_ptr<const Key> Make(std::string_view key) {
+    static EVP_MAC* const hmac = EVP_MAC_fetch(nullptr, OSSL_MAC_NAME_HMAC, nullptr);
+    if (hmac == nullptr) return nullptr;
+    auto k = std::make_shared<Key>();
+    k->ctx_ = EVP_MAC_CTX_new(hmac);
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+        OSSL_PARAM_construct_end()};
+    if (k->ctx_ == nullptr ||
+        !EVP_MAC_init(k->ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                      params)) {
+      return nullptr;
+    }
+    return k;
+  }
+  Key() = default;
+  ~Key() { EVP_MAC_CTX_free(ctx_); }
+  Key(const Key&) = delete;
+  Key& operator=(const Key&) = delete;
+
+  // The raw 32-byte HMAC of the concatenated `parts`; empty (matching no
+  // signature) if OpenSSL fails.
+  std::string Sign(std::initializer_list<std::string_view> parts) const {
+    std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_dup(ctx_),
+                                                                  &EVP_MAC_CTX_free);
+    if (!ctx) return {};
+    for (std::string_view part : parts) {
+      if (!EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(part.data()),
+                          part.size())) {
+        return {};
+      }
+    }
+    unsigned char out[EVP_MAX_MD_SIZE];
+    size_t len = 0;
+    if (!EVP_MAC_final(ctx.get(), out, &len, sizeof(out))) return {};
+    return std::string(reinterpret_cast<const char*>(out), len);
+  }
+
+ private:
+  EVP_MAC_CTX* ctx_ = nullptr;
+};
 
 std::string HmacSha256(std::string_view key, std::string_view message) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -115,7 +166,9 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
       return Status::InvalidArgument(which + ": shorter than " +
                                      std::to_string(kMinSecretBytes) + " bytes");
     }
-    v.rr_keys_.push_back(s);
+    std::shared_ptr<const Key> rr_key = Key::Make(s);
+    if (!rr_key) return Status::Unavailable(which + ": OpenSSL cannot set up HMAC-SHA256");
+    v.rr_keys_.push_back(std::move(rr_key));
     if (s.compare(0, kWhsecPrefix.size(), kWhsecPrefix) == 0) {
       std::optional<std::string> key = Base64Decode(std::string_view(s).substr(kWhsecPrefix.size()));
       if (!key) return Status::InvalidArgument(which + ": whsec_ secret is not valid base64");
@@ -123,7 +176,11 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
         return Status::InvalidArgument(which + ": whsec_ key shorter than " +
                                        std::to_string(kMinSecretBytes) + " bytes");
       }
-      v.standard_keys_.push_back(std::move(*key));
+      std::shared_ptr<const Key> standard_key = Key::Make(*key);
+      if (!standard_key) {
+        return Status::Unavailable(which + ": OpenSSL cannot set up HMAC-SHA256");
+      }
+      v.standard_keys_.push_back(std::move(standard_key));
     }
   }
   if (v.rr_keys_.empty()) return Status::InvalidArgument("secrets: none configured");
@@ -170,11 +227,8 @@ Status SignatureVerifier::VerifyRr(std::string_view header, std::string_view bod
   Status st = CheckTolerance(kName, *t, now, tolerance_seconds_);
   if (!st.ok()) return st;
 
-  std::string signed_payload(*t_text);
-  signed_payload += '.';
-  signed_payload.append(body);
-  for (const std::string& key : rr_keys_) {
-    const std::string expected = ToHex(HmacSha256(key, signed_payload));
+  for (const auto& key : rr_keys_) {
+    const std::string expected = ToHex(key->Sign({*t_text, ".", body}));
     for (std::string_view candidate : v1) {
       if (ConstantTimeEquals(expected, candidate)) return Status::OK();
     }
@@ -204,13 +258,8 @@ Status SignatureVerifier::VerifyStandard(const Headers& headers, std::string_vie
     if (part.size() > 3 && part.substr(0, 3) == "v1,") v1.push_back(part.substr(3));
   });
   if (v1.empty()) return Unauthorized(kName, "no v1 signature");
-  std::string content(*id);
-  content += '.';
-  content.append(Trim(*ts));
-  content += '.';
-  content.append(body);
-  for (const std::string& key : standard_keys_) {
-    const std::string expected = Base64Encode(HmacSha256(key, content));
+  for (const auto& key : standard_keys_) {
+    const std::string expected = Base64Encode(key->Sign({*id, ".", Trim(*ts), ".", body}));
     for (std::string_view candidate : v1) {
       if (ConstantTimeEquals(expected, candidate)) {
         if (webhook_id) *webhook_id = std::string(*id);

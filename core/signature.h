@@ -18,6 +18,8 @@
 #define EVENTFOLD_CORE_SIGNATURE_H_
 
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,14 +52,17 @@ class SignatureVerifier {
   int64_t tolerance_seconds() const { return tolerance_seconds_; }
 
  private:
+  // An HMAC-SHA256 key set up once (signature.cc); immutable, shared.
+  class Key;
+
   SignatureVerifier() = default;
 
   Status VerifyRr(std::string_view header, std::string_view body, int64_t now) const;
   Status VerifyStandard(const Headers& headers, std::string_view body, int64_t now,
                         std::optional<std::string>* webhook_id) const;
 
-  std::vector<std::string> rr_keys_;        // every secret, as written
-  std::vector<std::string> standard_keys_;  // decoded whsec_ secrets
+  std::vector<std::shared_ptr<const Key>> rr_keys_;        // every secret, as written
+  std::vector<std::shared_ptr<const Key>> standard_keys_;  // decoded whsec_ secrets
   int64_t tolerance_seconds_ = 300;
 };
 

@@ -14,53 +14,75 @@ constexpr size_t kMaxGroupBytes = 1 << 20;
 
 }  // namespace
 
+void CommitQueue::Wake(Writer* w, Writer::State to) {
+  std::lock_guard lock(w->mu);
+  w->state = to;
+  w->cv.notify_one();
+}
+
 Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes,
                            bool sync) {
   Writer w(batch, changes, sync);
-  std::unique_lock lock(mu_);
-  writers_.push_back(&w);
-  while (!w.done && &w != writers_.front()) w.cv.wait(lock);
-  if (w.done) return w.status;
+  bool leading = false;
+  {
+    std::lock_guard lock(mu_);
+    writers_.push_back(&w);
+    leading = writers_.front() == &w;
+  }
+  if (!leading) {
+    std::unique_lock lock(w.mu);
+    w.cv.wait(lock, [&] { return w.state != Writer::State::kWaiting; });
+    if (w.state == Writer::State::kDone) return w.status;
+  }
 
-  // Leader: gather a group. A non-syncing leader leaves syncing writers for
-  // the next group, so nobody gets less durability than it asked for.
+  // Leader: take a group from the front of the queue. A non-syncing leader
+  // leaves syncing writers for the next group, so nobody gets less
+  // durability than it asked for. The members wait, and nobody else leads,
+  // until this leader is done: the group is built and written unlocked.
   std::vector<Writer*> group;
-  leveldb::WriteBatch merged;
-  const uint64_t first_seq = next_seq_;
-  uint64_t seq = first_seq;
-  size_t bytes = 0;
-  for (Writer* member : writers_) {
-    if (!group.empty() && ((member->sync && !w.sync) || bytes > kMaxGroupBytes)) break;
-    group.push_back(member);
-    merged.Append(*member->batch);
+  uint64_t seq = 0;
+  {
+    std::lock_guard lock(mu_);
+    size_t bytes = 0;
+    for (Writer* member : writers_) {
+      if (!group.empty() && ((member->sync && !w.sync) || bytes > kMaxGroupBytes)) break;
+      group.push_back(member);
+      bytes += member->batch->ApproximateSize();
+    }
+    seq = next_seq_;
+  }
+  leveldb::WriteBatch* merged = w.batch;
+  for (Writer* member : group) {
+    if (member != &w) merged->Append(*member->batch);
     for (Change& c : *member->changes) {
       c.seq = seq++;
-      merged.Put(FeedKey(c.seq), EncodeChange(c));
+      merged->Put(FeedKey(c.seq), EncodeChange(c));
     }
-    bytes = merged.ApproximateSize();
   }
-
-  // Write without holding the queue: followers keep queueing meanwhile.
-  lock.unlock();
   leveldb::WriteOptions wo;
   wo.sync = w.sync;
-  const Status st = FromLevelDb(db_->Write(wo, &merged), "writing events");
-  lock.lock();
+  const Status st = FromLevelDb(db_->Write(wo, merged), "writing events");
 
-  if (st.ok()) {
-    next_seq_ = seq;
-    if (seq != first_seq) feed_cv_.notify_all();
+  Writer* next = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (st.ok() && seq != next_seq_) {
+      next_seq_ = seq;
+      feed_cv_.notify_all();
+    }
+    writers_.erase(writers_.begin(), writers_.begin() + static_cast<std::ptrdiff_t>(group.size()));
+    if (!writers_.empty()) next = writers_.front();
   }
+  // The next leader first: it gathers and writes while this group wakes.
+  if (next) Wake(next, Writer::State::kLeading);
   for (Writer* member : group) {
-    writers_.pop_front();
-    member->status = st;
-    member->done = true;
     if (!st.ok()) {
       for (Change& c : *member->changes) c.seq = 0;
     }
-    if (member != &w) member->cv.notify_one();
+    if (member == &w) continue;
+    member->status = st;
+    Wake(member, Writer::State::kDone);
   }
-  if (!writers_.empty()) writers_.front()->cv.notify_one();
   return st;
 }
 

@@ -36,7 +36,8 @@ class CommitQueue {
 
   // Writes `batch` plus one f/ record per element of `changes` (whose seq
   // fields are set on success), synced when `sync` (a synced group syncs
-  // every write in it). Returns the write's status.
+  // every write in it). Returns the write's status. `batch` is spent: the
+  // group may be gathered into it.
   Status Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes, bool sync);
 
   // The highest feed seq written so far (0: none).
@@ -51,21 +52,31 @@ class CommitQueue {
   uint64_t WaitBeyond(uint64_t after, int64_t timeout_micros) const;
 
  private:
+  // A queued commit. Each waits on its own mutex and condition variable, so
+  // that waking one (to lead, or because its group was written) contends
+  // with nobody else; the waker signals while holding `mu`, so the waiter
+  // cannot return and destroy it before the signal is done.
   struct Writer {
+    enum class State { kWaiting, kLeading, kDone };
     Writer(leveldb::WriteBatch* b, std::vector<Change>* c, bool s)
         : batch(b), changes(c), sync(s) {}
     leveldb::WriteBatch* batch;
     std::vector<Change>* changes;
     bool sync;
-    bool done = false;
-    Status status;
+    Status status;  // set before kDone
+    std::mutex mu;
     std::condition_variable cv;
+    State state = State::kWaiting;
   };
 
+  static void Wake(Writer* w, Writer::State to);
+
   leveldb::DB* db_;
+  // Guards the queue and the next feed seq; never held while writing or
+  // while a writer is woken.
   mutable std::mutex mu_;
   mutable std::condition_variable feed_cv_;  // signalled when the feed grows
-  std::deque<Writer*> writers_;
+  std::deque<Writer*> writers_;  // the front one leads
   uint64_t next_seq_;
 };
 

@@ -71,10 +71,16 @@ class IngestTxn::OverlayView final : public LogView {
       out->push_back(std::move(e->ranked));
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
+    // The stored ones come in key (fold) order; the few staged ones are
+    // sorted on their own and merged in.
+    const std::ptrdiff_t stored = out->end() - out->begin();
     for (const RankedEvent& e : entity_->staged) {
       if (!after || *after < KeyOf(e.event, e.rank)) out->push_back(e);
     }
-    std::sort(out->begin() + static_cast<std::ptrdiff_t>(first), out->end(), FoldsBefore);
+    const auto middle = out->begin() + stored;
+    std::sort(middle, out->end(), FoldsBefore);
+    std::inplace_merge(out->begin() + static_cast<std::ptrdiff_t>(first), middle, out->end(),
+                       FoldsBefore);
     return Status::OK();
   }
 
@@ -129,7 +135,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   return &entities_.emplace(ref, std::move(loaded)).first->second;
 }
 
-Status IngestTxn::Stage(const DecodedEvent& decoded, const Delivery& delivery,
+Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
                         IngestResult* result) {
   const Event& ev = decoded.event;
   const std::optional<EntityRef>& ref = decoded.entity;
@@ -187,7 +193,7 @@ Status IngestTxn::Stage(const DecodedEvent& decoded, const Delivery& delivery,
     ++unrouted_;
     return Status::OK();
   }
-  return Project(*ref, RankedEvent{ev, decoded.rank}, seq, now);
+  return Project(*ref, RankedEvent{std::move(decoded.event), decoded.rank}, seq, now);
 }
 
 Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq,

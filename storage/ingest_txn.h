@@ -33,9 +33,10 @@ class IngestTxn {
   IngestTxn(StoreImpl* store, uint32_t gen, const Profile* profile, bool record_changes)
       : store_(store), gen_(gen), profile_(profile), record_changes_(record_changes) {}
 
-  // Stages one decoded delivery and sets its outcome; a read error fails the
-  // whole transaction (nothing is written).
-  Status Stage(const DecodedEvent& decoded, const Delivery& delivery, IngestResult* result);
+  // Stages one decoded delivery (its event is moved into the staged log
+  // entry) and sets its outcome; a read error fails the whole transaction
+  // (nothing is written).
+  Status Stage(DecodedEvent&& decoded, const Delivery& delivery, IngestResult* result);
 
   // Stages only the projection half for an event already stored as `seq`:
   // its log entry, snapshots and projection in this transaction's

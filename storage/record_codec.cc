@@ -28,10 +28,26 @@ std::string_view View(const fbs::Vector<uint8_t>* v) {
 constexpr size_t kCrcBytes = 4;
 
 std::string Finish(fbs::FlatBufferBuilder& b) {
-  std::string out(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
-  const uint32_t crc = MaskCrc(Crc32c(out));
+  const std::string_view record(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  const uint32_t crc = MaskCrc(Crc32c(record));
+  std::string out;
+  out.reserve(record.size() + kCrcBytes);
+  out.append(record);
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
   return out;
+}
+
+// This thread's builder, cleared: every record is encoded into one reused
+// buffer (Finish copies it out), unless the last record was a large one.
+fbs::FlatBufferBuilder& Builder() {
+  constexpr size_t kKeepBytes = 64 << 10;
+  thread_local fbs::FlatBufferBuilder builder(4096);
+  if (builder.GetSize() > kKeepBytes) {
+    builder.Reset();
+  } else {
+    builder.Clear();
+  }
+  return builder;
 }
 
 std::string Printable(std::string_view key) {
@@ -114,7 +130,7 @@ std::optional<int64_t> Optional(bool has, int64_t v) {
 }  // namespace
 
 std::string EncodeEvent(const StoredEvent& e) {
-  fbs::FlatBufferBuilder b(256 + e.body.size());
+  fbs::FlatBufferBuilder& b = Builder();
   auto id = b.CreateString(e.event.event_id);
   auto type = b.CreateString(e.event.type);
   auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
@@ -145,7 +161,7 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
 
 std::string EncodeLog(const LogEntry& e) {
   const Event& ev = e.ranked.event;
-  fbs::FlatBufferBuilder b(256);
+  fbs::FlatBufferBuilder& b = Builder();
   auto id = b.CreateString(ev.event_id);
   auto type = b.CreateString(ev.type);
   auto data = EncodeFields(b, ev.data);
@@ -174,7 +190,7 @@ Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
 }
 
 std::string EncodeDedup(const DedupEntry& e) {
-  fbs::FlatBufferBuilder b(128);
+  fbs::FlatBufferBuilder& b = Builder();
   auto type = b.CreateString(e.type);
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
@@ -199,7 +215,7 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
 
 std::string EncodeProjection(const ProjectionState& s) {
   const Projection& p = s.projection;
-  fbs::FlatBufferBuilder b(256);
+  fbs::FlatBufferBuilder& b = Builder();
   auto state = b.CreateString(p.state);
   auto fields = EncodeFields(b, p.fields);
   std::vector<fbs::Offset<fb::RejectionRecord>> rejected;
@@ -248,7 +264,7 @@ Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view 
 }
 
 std::string EncodeConflict(const ConflictEntry& e) {
-  fbs::FlatBufferBuilder b(256 + e.body.size());
+  fbs::FlatBufferBuilder& b = Builder();
   auto id = b.CreateString(e.event_id);
   auto type = b.CreateString(e.type);
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
@@ -278,7 +294,7 @@ Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view valu
 }
 
 std::string EncodeChange(const Change& c) {
-  fbs::FlatBufferBuilder b(128);
+  fbs::FlatBufferBuilder& b = Builder();
   auto entity = b.CreateString(c.entity);
   auto id = b.CreateString(c.id);
   auto state = b.CreateString(c.state);
@@ -308,7 +324,7 @@ Result<Change> DecodeChange(std::string_view key, std::string_view value) {
 
 std::string EncodeParked(const ParkedChange& p) {
   const std::string change = EncodeChange(p.change);
-  fbs::FlatBufferBuilder b(256 + change.size());
+  fbs::FlatBufferBuilder& b = Builder();
   auto change_vec =
       b.CreateVector(reinterpret_cast<const uint8_t*>(change.data()), change.size());
   std::vector<fbs::Offset<fb::AttemptRecord>> attempts;
@@ -347,7 +363,7 @@ Result<ParkedChange> DecodeParked(std::string_view key, std::string_view value) 
 }
 
 std::string EncodeRefused(const RefusedDelivery& r) {
-  fbs::FlatBufferBuilder b(256 + r.body_prefix.size());
+  fbs::FlatBufferBuilder& b = Builder();
   std::vector<fbs::Offset<fb::HeaderRecord>> headers;
   for (const auto& [name, value] : r.headers) {
     headers.push_back(fb::CreateHeaderRecord(b, b.CreateString(name), b.CreateString(value)));

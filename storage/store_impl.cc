@@ -286,8 +286,8 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     }
     LockTable::Guard guard(&locks_, std::move(stripes));
     IngestTxn txn(this, gen_, &profile_, /*record_changes=*/true);
-    for (const auto& [i, decoded] : items) {
-      st = txn.Stage(decoded, *deliveries[i], &results[i]);
+    for (auto& [i, decoded] : items) {
+      st = txn.Stage(std::move(decoded), *deliveries[i], &results[i]);
       if (!st.ok()) break;
     }
     if (st.ok()) st = txn.Commit(options_.durability == Durability::kSync);
