@@ -457,9 +457,25 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
     ranked.push_back(std::move(e->ranked));
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
-  if (ranked.empty()) return Status::NotFound("no events for " + ref.entity + "/" + ref.id);
+  // A compacted entity's remaining events fold on from its snapshot.
+  std::string value;
+  const std::string compacted = SnapshotKey(gen_, ref, CompactionPoint());
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), compacted, &value);
+  if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, "reading a compaction snapshot");
+  if (ranked.empty()) {
+    return Status::NotFound((s.ok() ? "the events of " : "no events for ") + ref.entity + "/" +
+                            ref.id + (s.ok() ? " were compacted" : ""));
+  }
   std::vector<std::string> verdicts;
-  Fold(*type, ref, &ranked, &verdicts);  // keys are in fold order: order is kept
+  if (s.ok()) {
+    Result<ProjectionState> state = DecodeProjection(compacted, value);
+    if (!state.ok()) return state.status();
+    for (const RankedEvent& e : ranked) {
+      verdicts.push_back(ApplyEvent(type->transitions[e.rank], e.event, &state->projection));
+    }
+  } else {
+    Fold(*type, ref, &ranked, &verdicts);  // keys are in fold order: order is kept
+  }
   for (size_t i = 0; i < verdicts.size(); ++i) {
     log.fold_order[i].applied = verdicts[i].empty();
     log.fold_order[i].reason = std::move(verdicts[i]);
