@@ -119,6 +119,8 @@ class Checker {
         if (!IsDecimal(value)) Problem(key, "checkpoint is not a decimal sequence number");
       } else if (family == storage::kParkedPrefix) {
         CheckParked(key, value);
+      } else if (family == storage::kCompactionPrefix) {
+        st = CheckCompaction(key, value);
       } else if (family == storage::kGenerationPrefix) {
         st = CheckGenerationKey(key, value, &seek);
       } else {
@@ -232,6 +234,17 @@ class Checker {
       Problem(key, d.status().message());
       return Status::OK();
     }
+    if (d->expires_at != 0) {
+      // A tombstone: its event was compacted with its entity.
+      ++sum_.tombstones;
+      std::string ignored;
+      bool found = false;
+      Status st = d->entity ? Lookup(storage::CompactionKey(*d->entity), &ignored, &found)
+                            : Status::OK();
+      if (!st.ok()) return st;
+      if (!found) Problem(key, "dedup tombstone without a compacted entity");
+      return Status::OK();
+    }
     Result<std::optional<storage::StoredEvent>> e =
         StoredEventAt(d->seq, key, "dedup entry points at");
     if (!e.ok()) return e.status();
@@ -249,6 +262,16 @@ class Checker {
     if (!c.ok()) {
       Problem(key, c.status().message());
       return Status::OK();
+    }
+    // The winner may be compacted: its tombstone then answers for it.
+    std::string dvalue;
+    bool dfound = false;
+    const std::string dkey = storage::DedupKey(c->event_id);
+    Status st = Lookup(dkey, &dvalue, &dfound);
+    if (!st.ok()) return st;
+    if (dfound) {
+      Result<storage::DedupEntry> d = storage::DecodeDedup(dkey, dvalue);
+      if (d.ok() && d->expires_at != 0 && d->seq == c->first_seq) return Status::OK();
     }
     Result<std::optional<storage::StoredEvent>> e =
         StoredEventAt(c->first_seq, key, "conflict record names the stored event as");
@@ -323,6 +346,25 @@ class Checker {
     if (family == "s/") return CheckSnapshotRecord(key, value);
     Problem(key, "unknown generation family");
     return Status::OK();
+  }
+
+  // A compacted entity: its record decodes, its type exists, and it has a
+  // projection (which CheckProjection folds on from the snapshot).
+  Status CheckCompaction(const std::string& key, std::string_view value) {
+    ++sum_.compacted;
+    Result<storage::CompactionEntry> c = storage::DecodeCompaction(key, value);
+    if (!c.ok()) {
+      Problem(key, c.status().message());
+      return Status::OK();
+    }
+    const EntityRef ref{c->snapshot.projection.entity, c->snapshot.projection.id};
+    if (!o_.profile->FindEntity(ref.entity)) {
+      Problem(key, "compacted entity of type \"" + ref.entity +
+                       "\", which the store's profile lacks");
+      return Status::OK();
+    }
+    std::optional<EntityRef> none;
+    return RequireProjection(key, ref, "compaction record", &none);
   }
 
   // Log and snapshot records of an entity need its projection; checked once
@@ -424,6 +466,17 @@ class Checker {
     storage::ProjectionState folded;
     folded.projection.entity = ref->entity;
     folded.projection.id = ref->id;
+    // A compacted entity folds on from its compaction record's snapshot.
+    std::string cvalue;
+    bool compacted = false;
+    const std::string ckey = storage::CompactionKey(*ref);
+    Status st = Lookup(ckey, &cvalue, &compacted);
+    if (!st.ok()) return st;
+    if (compacted) {
+      Result<storage::CompactionEntry> c = storage::DecodeCompaction(ckey, cvalue);
+      if (!c.ok()) return Status::OK();  // reported by the scan
+      folded = std::move(c->snapshot);
+    }
 
     const std::string log_prefix = storage::LogPrefix(o_.live_gen, *ref);
     const std::string snap_prefix = storage::SnapshotPrefix(o_.live_gen, *ref);
@@ -454,6 +507,13 @@ class Checker {
         }
       }
     };
+    if (compacted) {
+      if (!snap->Valid() ||
+          View(snap->key()) != storage::SnapshotKey(o_.live_gen, *ref, storage::CompactionPoint())) {
+        Problem(key, "compacted entity without its compaction snapshot");
+      }
+      compare_snapshots(&folded.last);
+    }
     for (log->Seek(log_prefix); foldable && log->Valid() && log->key().starts_with(log_prefix);
          log->Next()) {
       Result<storage::LogEntry> e = storage::DecodeLog(View(log->key()), View(log->value()));

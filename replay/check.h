@@ -14,7 +14,9 @@
 // 4. Each projection equals the fold of its own log (and each fold snapshot
 //    the fold up to its position); no log lacks a projection and no
 //    projection lacks a log. Then Verify: the projections equal a rebuild
-//    from the stored events made aside (replay/verify.h).
+//    from the stored events made aside (replay/verify.h). A compacted
+//    entity (r/) folds from its compaction snapshot, and its dedup
+//    tombstones stand in for its dropped events (docs/RETENTION.md).
 // 5. The change feed has no gap (from its retention point to its newest
 //    change) and holds every change the store has numbered.
 // 6. Only the live generation exists (besides one a running rebuild builds).

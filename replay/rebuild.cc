@@ -12,6 +12,7 @@
 #include <leveldb/write_batch.h>
 
 #include "core/decode.h"
+#include "replay/compaction.h"
 #include "replay/materializer.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -312,6 +313,10 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                });
     if (!shared.error.ok()) return shared.error;
   }
+  // 3. Compacted entities start from their compaction snapshot.
+  Status st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval,
+                            &shared.sum);
+  if (!st.ok()) return st;
   shared.sum.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   return shared.sum;
 }

@@ -24,14 +24,17 @@ Status CopyEvents(leveldb::DB* from, const leveldb::Snapshot* snap, leveldb::DB*
   ro.snapshot = snap;
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(from->NewIterator(ro));
-  const leveldb::Slice prefix(storage::kEventPrefix.data(), storage::kEventPrefix.size());
   leveldb::WriteBatch batch;
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    batch.Put(it->key(), it->value());
-    if (batch.ApproximateSize() >= (4 << 20)) {
-      Status st = FromLevelDb(to->Write(leveldb::WriteOptions(), &batch), "verify copy");
-      if (!st.ok()) return st;
-      batch.Clear();
+  // The rebuild's input: stored events and compacted entities' snapshots.
+  for (std::string_view family : {storage::kEventPrefix, storage::kCompactionPrefix}) {
+    const leveldb::Slice prefix(family.data(), family.size());
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      batch.Put(it->key(), it->value());
+      if (batch.ApproximateSize() >= (4 << 20)) {
+        Status st = FromLevelDb(to->Write(leveldb::WriteOptions(), &batch), "verify copy");
+        if (!st.ok()) return st;
+        batch.Clear();
+      }
     }
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "verify scan");

@@ -104,7 +104,8 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
 }
 
 Result<std::optional<EntityRef>> IngestTxn::CurrentRoute(const DedupEntry& d) {
-  if (d.routing_epoch == store_->routing_epoch_) return d.entity;
+  // A tombstone's event is gone: it answers with the entity it was compacted in.
+  if (d.routing_epoch == store_->routing_epoch_ || d.expires_at != 0) return d.entity;
   // Written under an older profile: route the stored body again.
   std::string value;
   const std::string key = EventKey(d.seq);

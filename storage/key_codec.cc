@@ -70,6 +70,23 @@ std::string ParkedKey(std::string_view subscription, uint64_t seq) {
   return key;
 }
 
+std::string CompactionKey(const EntityRef& ref) {
+  std::string key(kCompactionPrefix);
+  key.append(ref.entity).push_back('\0');
+  key.append(ref.id);
+  return key;
+}
+
+std::optional<EntityRef> ParseCompactionKey(std::string_view key) {
+  if (!key.starts_with(kCompactionPrefix)) return std::nullopt;
+  key.remove_prefix(kCompactionPrefix.size());
+  const size_t nul = key.find('\0');
+  if (nul == std::string_view::npos || nul == 0) return std::nullopt;
+  return EntityRef{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1))};
+}
+
+FoldKey CompactionPoint() { return FoldKey{INT64_MIN, std::nullopt, 0, ""}; }
+
 std::string EncodeFoldKey(const FoldKey& k) {
   std::string out;
   out.reserve(8 + 9 + 4 + k.event_id.size());

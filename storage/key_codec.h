@@ -14,18 +14,24 @@
 //   m/<name>                        store metadata: "format", "profile",
 //                                   "generation", "routing_epoch", "rebuild"
 //   a/<seq>                         EventRecord: accepted event, verbatim body
-//   d/<event_id>                    DedupRecord: event_id -> seq and identity
+//   d/<event_id>                    DedupRecord: event_id -> seq and identity;
+//                                   after compaction a tombstone (expires_at)
 //   c/<seq>                         ConflictRecord: refused conflicting delivery
 //   q/<seq>                         QuarantineRecord: refused delivery (bounded)
 //   f/<seq>                         ChangeRecord: the change feed, gap-free
 //   k/<subscription>                checkpoint: decimal seq
 //   x/<subscription>\0<seq>         ParkedRecord: a subscription's dead letter
+//   r/<entity>\0<id>                CompactionRecord: a compacted entity's
+//                                   snapshot and its dedup tombstones
 //   g/<gen>/l/<entity>\0<id>\0<fold>  LogRecord: the entity's log, fold order
 //   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection
 //   g/<gen>/s/<entity>\0<id>\0<fold>  ProjectionRecord: fold snapshot after <fold>
 //
-// Everything under g/<gen>/ is derived from the a/ records and can be rebuilt
-// into another generation beside the live one. One-letter families keep keys
+// Everything under g/<gen>/ is derived from the a/ and r/ records and can be
+// rebuilt into another generation beside the live one. A compacted entity's
+// fold starts from its r/ snapshot, kept in each generation as the snapshot
+// at CompactionPoint(), the smallest fold key, so the materializer resumes
+// from it for any later event (docs/RETENTION.md). One-letter families keep keys
 // short; the `/` keeps them readable in dumps. Thread-safe: pure functions.
 
 #ifndef EVENTFOLD_STORAGE_KEY_CODEC_H_
@@ -52,6 +58,7 @@ inline constexpr std::string_view kGenerationPrefix = "g/";
 inline constexpr std::string_view kFeedPrefix = "f/";
 inline constexpr std::string_view kCheckpointPrefix = "k/";
 inline constexpr std::string_view kParkedPrefix = "x/";
+inline constexpr std::string_view kCompactionPrefix = "r/";
 
 std::string MetaKey(std::string_view name);
 std::string EventKey(uint64_t seq);
@@ -63,6 +70,12 @@ std::string CheckpointKey(std::string_view subscription);
 // "x/<subscription>\0": one subscription's dead letters.
 std::string ParkedPrefix(std::string_view subscription);
 std::string ParkedKey(std::string_view subscription, uint64_t seq);
+std::string CompactionKey(const EntityRef& ref);
+std::optional<EntityRef> ParseCompactionKey(std::string_view key);
+
+// The fold position of a compaction snapshot: before every event's fold key
+// (occurred_at INT64_MIN, no version, rank 0, empty event id).
+FoldKey CompactionPoint();
 
 // Order-preserving encoding of a fold key, and back.
 std::string EncodeFoldKey(const FoldKey& key);

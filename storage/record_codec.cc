@@ -195,7 +195,7 @@ std::string EncodeDedup(const DedupEntry& e) {
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
   b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id,
-                                 e.routing_epoch));
+                                 e.routing_epoch, e.expires_at));
   return Finish(b);
 }
 
@@ -210,6 +210,7 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   e.occurred_at = r->occurred_at();
   e.entity = RefOf(r->entity(), r->entity_id());
   e.routing_epoch = r->routing_epoch();
+  e.expires_at = r->expires_at();
   return e;
 }
 
@@ -319,6 +320,39 @@ Result<Change> DecodeChange(std::string_view key, std::string_view value) {
     for (const fbs::String* id : *r->event_ids()) c.event_ids.emplace_back(View(id));
   }
   c.changed_at = r->changed_at();
+  return c;
+}
+
+std::string EncodeCompaction(const CompactionEntry& c) {
+  const std::string snapshot = EncodeProjection(c.snapshot);
+  fbs::FlatBufferBuilder b(256 + snapshot.size());
+  auto snapshot_vec =
+      b.CreateVector(reinterpret_cast<const uint8_t*>(snapshot.data()), snapshot.size());
+  auto tombstones = b.CreateVectorOfStrings(c.tombstones);
+  b.Finish(fb::CreateCompactionRecord(b, snapshot_vec, c.compacted_at, c.events,
+                                      c.tombstones_until, tombstones));
+  return Finish(b);
+}
+
+Result<CompactionEntry> DecodeCompaction(std::string_view key, std::string_view value) {
+  Status error;
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::CompactionRecord>(key, aligned.view(), &error);
+  if (!r) return error;
+  std::optional<EntityRef> ref = ParseCompactionKey(key);
+  if (!ref) return Status::Corruption("malformed compaction key");
+  CompactionEntry c;
+  Result<ProjectionState> snapshot = DecodeProjection(key, View(r->snapshot()));
+  if (!snapshot.ok()) return snapshot.status().WithContext("compaction snapshot");
+  c.snapshot = std::move(*snapshot);
+  c.snapshot.projection.entity = std::move(ref->entity);
+  c.snapshot.projection.id = std::move(ref->id);
+  c.compacted_at = r->compacted_at();
+  c.events = r->events();
+  c.tombstones_until = r->tombstones_until();
+  if (r->tombstones()) {
+    for (const fbs::String* id : *r->tombstones()) c.tombstones.emplace_back(View(id));
+  }
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/fold.h"
 #include "eventfold/event.h"
@@ -43,6 +44,10 @@ struct DedupEntry {
   int64_t occurred_at = 0;
   std::optional<EntityRef> entity;  // as routed under routing_epoch's profile
   uint32_t routing_epoch = 0;
+  // 0: the event is stored at a/<seq>. Otherwise a tombstone of a compacted
+  // event, kept until this time (Clock micros); `entity` is then where it
+  // was compacted, whatever the routing epoch.
+  int64_t expires_at = 0;
 };
 
 // g/<gen>/p/<entity>\0<id>, and snapshots under g/<gen>/s/
@@ -81,8 +86,20 @@ std::string EncodeConflict(const ConflictEntry& e);
 Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view value);
 
 // f/<seq>; the seq comes from the key.
+// r/<entity>\0<id>; the entity comes from the key.
+struct CompactionEntry {
+  ProjectionState snapshot;  // its cursor is CompactionPoint()
+  int64_t compacted_at = 0;
+  uint64_t events = 0;
+  int64_t tombstones_until = 0;
+  std::vector<std::string> tombstones;
+};
+
 std::string EncodeChange(const Change& c);
 Result<Change> DecodeChange(std::string_view key, std::string_view value);
+
+std::string EncodeCompaction(const CompactionEntry& c);
+Result<CompactionEntry> DecodeCompaction(std::string_view key, std::string_view value);
 
 // x/<subscription>\0<seq>; subscription and seq come from the key.
 std::string EncodeParked(const ParkedChange& p);

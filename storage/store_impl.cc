@@ -63,7 +63,7 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
       profile_(std::move(profile)),
       clock_(options.clock ? options.clock : SystemClock()) {}
 
-StoreImpl::~StoreImpl() = default;
+StoreImpl::~StoreImpl() { StopGc(); }
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
                                                const Options& options) {
@@ -94,6 +94,11 @@ Status StoreImpl::Init(const std::string& path) {
         &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
     st = (this->*step)();
     if (!st.ok()) return st;
+  }
+  if (options_.gc_interval_micros > 0) {
+    // Due one interval after Open, wherever the clock is when the thread starts.
+    const int64_t first_due = clock_->NowMicros() + options_.gc_interval_micros;
+    gc_thread_ = std::thread([this, first_due] { GcLoop(first_due); });
   }
   return Status::OK();
 }
@@ -452,9 +457,25 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
     ranked.push_back(std::move(e->ranked));
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
-  if (ranked.empty()) return Status::NotFound("no events for " + ref.entity + "/" + ref.id);
+  // A compacted entity's remaining events fold on from its snapshot.
+  std::string value;
+  const std::string compacted = SnapshotKey(gen_, ref, CompactionPoint());
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), compacted, &value);
+  if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, "reading a compaction snapshot");
+  if (ranked.empty()) {
+    return Status::NotFound((s.ok() ? "the events of " : "no events for ") + ref.entity + "/" +
+                            ref.id + (s.ok() ? " were compacted" : ""));
+  }
   std::vector<std::string> verdicts;
-  Fold(*type, ref, &ranked, &verdicts);  // keys are in fold order: order is kept
+  if (s.ok()) {
+    Result<ProjectionState> state = DecodeProjection(compacted, value);
+    if (!state.ok()) return state.status();
+    for (const RankedEvent& e : ranked) {
+      verdicts.push_back(ApplyEvent(type->transitions[e.rank], e.event, &state->projection));
+    }
+  } else {
+    Fold(*type, ref, &ranked, &verdicts);  // keys are in fold order: order is kept
+  }
   for (size_t i = 0; i < verdicts.size(); ++i) {
     log.fold_order[i].applied = verdicts[i].empty();
     log.fold_order[i].reason = std::move(verdicts[i]);
@@ -515,12 +536,22 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
       if (!e.ok()) return e.status();
       events.push_back(std::move(e->ranked));
     }
+    // A compacted entity folds on from its compaction snapshot, which stays.
+    ProjectionState state;
+    const std::string compacted = SnapshotKey(gen_, ref, CompactionPoint());
     for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
-      batch.Delete(it->key());
+      if (View(it->key()) != compacted) {
+        batch.Delete(it->key());
+        continue;
+      }
+      Result<ProjectionState> seed = DecodeProjection(View(it->key()), View(it->value()));
+      if (!seed.ok()) return seed.status();
+      state = std::move(*seed);
+      state.projection.entity = ref.entity;
+      state.projection.id = ref.id;
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
-    if (events.empty()) continue;
-    ProjectionState state;
+    if (events.empty() && state.events == 0) continue;
     std::vector<ProjectionState> snapshots;
     FoldOnto(*type, ref, events, options_.snapshot_interval, &state, &snapshots);
     for (const ProjectionState& snap : snapshots) {

@@ -8,17 +8,22 @@
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
 // ingest_txn.cc (the ingest transaction), quarantine.cc,
-// subscription_state.cc (checkpoints, dead letters, feed retention).
+// subscription_state.cc (checkpoints, dead letters, feed retention),
+// retention.cc (gc: entity compaction, tombstones, the background pass).
 
 #ifndef EVENTFOLD_STORAGE_STORE_IMPL_H_
 #define EVENTFOLD_STORAGE_STORE_IMPL_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
@@ -68,6 +73,9 @@ class StoreImpl final : public Store {
   uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) override;
   Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
   Status Compact() override;
+  Result<GcSummary> Gc(const GcOptions& options) override;
+  uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros,
+                         Result<GcSummary>* last) override;
   const Profile& profile() const override { return profile_; }
   Counters counters() const override;
 
@@ -104,6 +112,14 @@ class StoreImpl final : public Store {
   void MaybeRecover();
   Status ProbeDisk();
 
+  // Gc's steps (retention.cc); the caller holds `rebuilding_`.
+  Status CompactTerminal(int64_t now, const GcOptions& options, GcSummary* sum);
+  Status CompactEntity(const EntityRef& ref, int64_t now, const GcOptions& options,
+                       GcSummary* sum);
+  Status ExpireTombstones(int64_t now, GcSummary* sum);
+  void GcLoop(int64_t first_due);
+  void StopGc();
+
   Options options_;
   std::string path_;
   Profile profile_;
@@ -136,6 +152,16 @@ class StoreImpl final : public Store {
   // registers while a trim runs is either seen by the trim or sees its
   // result (subscription_state.cc).
   std::mutex trim_mu_;
+
+  // Gc: one pass at a time. The background pass's thread, its stop flag,
+  // and what it did (guarded by gc_thread_mu_).
+  std::mutex gc_mu_;
+  std::mutex gc_thread_mu_;
+  std::condition_variable gc_cv_;
+  bool gc_stop_ = false;
+  uint64_t gc_passes_ = 0;
+  std::optional<Result<GcSummary>> gc_last_;
+  std::thread gc_thread_;
 
   struct AtomicCounters {
     std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0},

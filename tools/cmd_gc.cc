@@ -1,7 +1,12 @@
-// eventfold gc --data DIR [--feed-grace N] : retention. Trims the change
-// feed below every subscription's checkpoint (keeping N more) and compacts
-// the store so the space comes back.
+// eventfold gc --data DIR [--feed-grace N] [--compact-after-days D]
+// [--tombstone-days T] : one retention pass (Store::Gc). Trims the change
+// feed below every subscription's checkpoint (keeping N more); with D > 0
+// compacts entities in a terminal state whose newest event arrived D or more
+// days ago, leaving a dedup tombstone per dropped event for T days (at least
+// 35); expires tombstones past their time; then compacts the store so the
+// space comes back, and reports what it kept and dropped (docs/RETENTION.md).
 
+#include <cmath>
 #include <iostream>
 
 #include "core/json_writer.h"
@@ -10,32 +15,48 @@
 namespace eventfold::cli {
 namespace {
 
-int Gc(const std::string& dir, uint64_t grace) {
+constexpr double kDayMicros = 24.0 * 3600 * 1e6;
+
+int Gc(const std::string& dir, uint64_t grace, double compact_after_days,
+       double tombstone_days) {
+  if (!(compact_after_days >= 0) || !(tombstone_days >= 0)) {
+    std::cerr << "eventfold: gc: day counts must not be negative\n";
+    return kExitError;
+  }
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
   if (!store) return kExitError;
-  const uint64_t before = store->ApproximateBytes();
-  Result<FeedTrimSummary> trim = store->TrimFeed(grace);
-  if (!trim.ok()) {
-    std::cerr << "eventfold: " << trim.status().ToString() << "\n";
+  GcOptions o;
+  o.feed_grace = grace;
+  o.compact_after_micros = std::llround(compact_after_days * kDayMicros);
+  o.tombstone_micros = std::llround(tombstone_days * kDayMicros);
+  o.compact_storage = true;
+  Result<GcSummary> gc = store->Gc(o);
+  if (!gc.ok()) {
+    std::cerr << "eventfold: " << gc.status().ToString() << "\n";
     return kExitError;
   }
-  if (Status st = store->Compact(); !st.ok()) {
-    std::cerr << "eventfold: " << st.ToString() << "\n";
-    return kExitError;
-  }
-  if (trim->subscriptions == 0) {
+  const FeedTrimSummary& trim = gc->feed;
+  if (trim.subscriptions == 0) {
     std::cerr << "eventfold: no subscription yet: the feed is kept for the first one\n";
   }
   JsonWriter w;
   w.BeginObject()
-      .Key("feed_trimmed").Uint(trim->trimmed)
-      .Key("feed_first_seq").Uint(trim->first_seq)
-      .Key("feed_last_seq").Uint(trim->last_seq)
-      .Key("min_checkpoint").Uint(trim->min_checkpoint)
-      .Key("subscriptions").Uint(trim->subscriptions)
+      .Key("feed_trimmed").Uint(trim.trimmed)
+      .Key("feed_first_seq").Uint(trim.first_seq)
+      .Key("feed_last_seq").Uint(trim.last_seq)
+      .Key("min_checkpoint").Uint(trim.min_checkpoint)
+      .Key("subscriptions").Uint(trim.subscriptions)
       .Key("feed_grace").Uint(grace)
-      .Key("bytes_before").Uint(before)
-      .Key("bytes_after").Uint(store->ApproximateBytes())
+      .Key("bytes_before").Uint(gc->bytes_before)
+      .Key("bytes_after").Uint(gc->bytes_after)
+      .Key("compact_after_days").Double(compact_after_days)
+      .Key("entities_compacted").Uint(gc->entities_compacted)
+      .Key("events_compacted").Uint(gc->events_compacted)
+      .Key("entities_kept_recent").Uint(gc->entities_kept_recent)
+      .Key("tombstones_written").Uint(gc->tombstones_written)
+      .Key("tombstones_expired").Uint(gc->tombstones_expired)
+      .Key("conflicts_dropped").Uint(gc->conflicts_dropped)
+      .Key("seconds").Double(gc->seconds)
       .EndObject();
   std::cout << w.str() << "\n";
   return kExitOk;
@@ -45,14 +66,27 @@ int Gc(const std::string& dir, uint64_t grace) {
 
 void AddGcCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand(
-      "gc", "trim the change feed below every subscription's checkpoint, then compact");
+      "gc",
+      "retention: trim the change feed, compact old terminal entities (opt-in), expire "
+      "dedup tombstones, then compact the store");
   auto dir = std::make_shared<std::string>();
   auto grace = std::make_shared<uint64_t>(0);
+  auto compact_after = std::make_shared<double>(0);
+  auto tombstone = std::make_shared<double>(35);
   AddDataOption(cmd, dir.get());
   cmd->add_option("--feed-grace", *grace,
                   "changes to keep below the lowest subscription checkpoint")
       ->capture_default_str();
-  cmd->callback([=] { *action = [=] { return Gc(*dir, *grace); }; });
+  cmd->add_option("--compact-after-days", *compact_after,
+                  "compact entities in a terminal state whose newest event arrived this many "
+                  "days ago or more; 0: keep every event")
+      ->capture_default_str();
+  cmd->add_option("--tombstone-days", *tombstone,
+                  "days a compacted event's dedup tombstone is kept (at least 35)")
+      ->capture_default_str();
+  cmd->callback([=] {
+    *action = [=] { return Gc(*dir, *grace, *compact_after, *tombstone); };
+  });
 }
 
 }  // namespace eventfold::cli

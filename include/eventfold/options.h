@@ -31,6 +31,28 @@ enum class Durability {
   kBuffered,
 };
 
+// What a gc pass (Store::Gc, `eventfold gc`, the background pass) does; see
+// docs/RETENTION.md for what it keeps and drops.
+struct GcOptions {
+  // Change records kept below the lowest subscription checkpoint.
+  uint64_t feed_grace = 0;
+
+  // Event retention, opt-in: an entity in a terminal state (one no
+  // transition of the profile leaves) whose newest event arrived at least
+  // this long ago (on the store's Clock) is compacted: its events are
+  // folded into a snapshot and dropped. 0: never.
+  int64_t compact_after_micros = 0;
+
+  // How long a compacted event's dedup tombstone is kept, so a resend still
+  // answers duplicate (or conflict). At least kMinTombstoneMicros.
+  int64_t tombstone_micros = 35LL * 24 * 3600 * 1'000'000;
+  static constexpr int64_t kMinTombstoneMicros = 35LL * 24 * 3600 * 1'000'000;
+
+  // Compact all of LevelDB afterwards so the space comes back at once
+  // (slow on a big store); otherwise LevelDB reclaims it in its own time.
+  bool compact_storage = false;
+};
+
 struct Options {
   // Create the store when the directory holds none.
   bool create_if_missing = true;
@@ -68,6 +90,13 @@ struct Options {
 
   // LevelDB memtable size; larger absorbs bursts with fewer compactions.
   size_t write_buffer_bytes = 16 << 20;
+
+  // Background gc: a store-owned thread runs Store::Gc(gc) every this many
+  // microseconds on `clock` (the first pass one interval after Open), and
+  // stops when the store closes. 0 (default): no background pass; e.g.
+  // 3'600'000'000 for hourly.
+  int64_t gc_interval_micros = 0;
+  GcOptions gc;
 };
 
 }  // namespace eventfold

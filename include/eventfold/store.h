@@ -118,6 +118,20 @@ struct FeedTrimSummary {
   size_t subscriptions = 0;     // subscriptions with a checkpoint
 };
 
+// What one gc pass (Store::Gc) kept and dropped.
+struct GcSummary {
+  FeedTrimSummary feed;
+  uint64_t entities_compacted = 0;   // terminal entities folded into a snapshot
+  uint64_t events_compacted = 0;     // their events dropped (a/, log, snapshots)
+  uint64_t entities_kept_recent = 0;  // terminal, but an event is too recent
+  uint64_t tombstones_written = 0;   // one per compacted event
+  uint64_t tombstones_expired = 0;   // dedup tombstones past their time
+  uint64_t conflicts_dropped = 0;    // conflict records of expired tombstones
+  uint64_t bytes_before = 0;         // ApproximateBytes() before and after
+  uint64_t bytes_after = 0;
+  double seconds = 0;
+};
+
 // Result of comparing the live projections with a rebuild made aside.
 struct VerifySummary {
   uint64_t entities = 0;     // entities compared
@@ -141,6 +155,8 @@ struct CheckSummary {
   uint64_t records = 0;      // keys read, every family
   uint64_t events = 0;       // a/ records
   uint64_t dedup = 0;        // d/ records
+  uint64_t tombstones = 0;   // of which dedup tombstones of compacted events
+  uint64_t compacted = 0;    // r/ records: compacted entities
   uint64_t conflicts = 0;    // c/ records
   uint64_t refused = 0;      // q/ records
   uint64_t log_entries = 0;  // log entries of the live generation
@@ -278,6 +294,20 @@ class Store {
   // subscribed to yet is kept for its first subscriber. Dead letters keep
   // their own copy of their change and are not affected.
   virtual Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) = 0;
+
+  // One retention pass: TrimFeed(options.feed_grace), then (when
+  // options.compact_after_micros > 0) compaction of old terminal entities,
+  // then expiry of dedup tombstones past their time (docs/RETENTION.md).
+  // kBusy while a rebuild runs; kInvalidArgument for a tombstone time below
+  // GcOptions::kMinTombstoneMicros.
+  virtual Result<GcSummary> Gc(const GcOptions& options) = 0;
+
+  // Background gc (Options::gc_interval_micros): blocks until more than
+  // `after` passes have finished or the timeout (real time) passes; returns
+  // the passes finished so far. `last`, when given, receives the latest
+  // pass's result.
+  virtual uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros,
+                                 Result<GcSummary>* last = nullptr) = 0;
 
   // Compacts the whole store so that deleted records give back their space
   // (ApproximateBytes drops). Slow on a big store: maintenance, not hot path.

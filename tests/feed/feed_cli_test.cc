@@ -217,5 +217,43 @@ TEST_F(FeedCliTest, SubscriptionsDeadLettersAndGc) {
   EXPECT_EQ(r.out, "{\"dropped\":1}\n");
 }
 
+TEST_F(FeedCliTest, GcCompactsOldTerminalEntities) {
+  // Arrival times come from the store's Clock: these arrived ten days ago.
+  constexpr int64_t kDay = 24 * 3600 * kSecond;
+  ManualClock past(SystemClock()->NowMicros() - 10 * kDay);
+  {
+    Options o;
+    o.clock = &past;
+    Result<std::unique_ptr<Store>> store = Store::Open(dir_.path(), o);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_EQ((*store)->Ingest(Issued("e1", "r1")).outcome, Outcome::kAccepted);
+    ASSERT_EQ((*store)->Ingest(Refunded("e2", "r1")).outcome, Outcome::kAccepted);
+    ASSERT_EQ((*store)->Ingest(Issued("e3", "r2")).outcome, Outcome::kAccepted);
+  }
+  CliResult r = Run({"gc", "--data", dir_.path(), "--tombstone-days", "30"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Has(r.err, "at least 35 days")) << r.err;
+
+  r = Run({"gc", "--data", dir_.path(), "--compact-after-days", "7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, R"("compact_after_days":7.000,"entities_compacted":1,"events_compacted":2,)"
+                         R"("entities_kept_recent":0,"tombstones_written":2,"tombstones_expired":0,)"
+                         R"("conflicts_dropped":0,)"))
+      << r.out;
+  r = Run({"check", "--data", dir_.path()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = Run({"show", "--data", dir_.path(), "receipt", "r1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, R"("state":"refunded")")) << r.out;
+  r = Run({"log", "--data", dir_.path(), "receipt", "r1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(Has(r.err, "were compacted")) << r.err;
+
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Ingest(Refunded("e2", "r1")).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store->Ingest(Refunded("e1", "r1")).outcome, Outcome::kConflict);
+}
+
 }  // namespace
 }  // namespace eventfold::feed_test

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,15 +29,20 @@ inline constexpr int64_t kT0 = 1795000000000000;  // 2026-11-18, microseconds
 inline constexpr int64_t kSecond = 1'000'000;
 
 // A store on a MemEnv with a ManualClock; reopenable on the same files.
+// `tune` adjusts the Options of every open.
 class MemStore {
  public:
-  MemStore() : env_(NewMemEnv()), clock_(kT0) { Reopen(); }
+  explicit MemStore(std::function<void(Options*)> tune = {})
+      : env_(NewMemEnv()), clock_(kT0), tune_(std::move(tune)) {
+    Reopen();
+  }
 
   void Reopen() {
     store_.reset();
     Options o;
     o.env = env_.get();
     o.clock = &clock_;
+    if (tune_) tune_(&o);
     Result<std::unique_ptr<Store>> s = Store::Open("/feed", o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(*s);
@@ -50,6 +56,7 @@ class MemStore {
  private:
   std::unique_ptr<leveldb::Env> env_;
   ManualClock clock_;
+  std::function<void(Options*)> tune_;
   std::unique_ptr<Store> store_;
 };
 

@@ -1,0 +1,290 @@
+// Retention (Store::Gc): feed trimming, compaction of old terminal entities
+// into their snapshot with a dedup tombstone per dropped event, tombstone
+// expiry, and the background pass. What is kept and dropped, and why:
+// docs/RETENTION.md.
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
+
+#include <leveldb/write_batch.h>
+
+#include "storage/key_codec.h"
+#include "storage/leveldb_status.h"
+#include "storage/store_impl.h"
+
+namespace eventfold::storage {
+namespace {
+
+std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+
+leveldb::WriteOptions Synced() {
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  return wo;
+}
+
+leveldb::ReadOptions Scan() {
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  return ro;
+}
+
+// Real time between the background thread's looks at the store's Clock.
+constexpr std::chrono::milliseconds kGcPoll{20};
+
+// A state no transition of the profile leaves: nothing can change the
+// entity any more, except a late event, which the compaction snapshot takes.
+bool IsTerminal(const EntityType& type, std::string_view state) {
+  if (state == kInitialState) return false;
+  return std::none_of(type.transitions.begin(), type.transitions.end(), [&](const Transition& t) {
+    return std::find(t.from.begin(), t.from.end(), state) != t.from.end();
+  });
+}
+
+struct LoggedAt {
+  std::string key;
+  LogEntry entry;
+};
+
+Status ReadLog(leveldb::DB* db, uint32_t gen, const EntityRef& ref, std::vector<LoggedAt>* out) {
+  const std::string prefix = LogPrefix(gen, ref);
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(Scan()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+    if (!e.ok()) return e.status();
+    out->push_back(LoggedAt{it->key().ToString(), std::move(*e)});
+  }
+  return FromLevelDb(it->status(), "reading an entity log");
+}
+
+}  // namespace
+
+Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
+  if (options.tombstone_micros < GcOptions::kMinTombstoneMicros) {
+    return Status::InvalidArgument(
+        "gc: tombstones must be kept at least 35 days (a sender's portal resends for 30)");
+  }
+  if (options.compact_after_micros < 0) {
+    return Status::InvalidArgument("gc: the compaction age must not be negative");
+  }
+  std::lock_guard gc_guard(gc_mu_);
+  // Compaction drops a/ records, which a rebuild reads: never both at once.
+  bool idle = false;
+  if (!rebuilding_.compare_exchange_strong(idle, true)) {
+    return Status::Busy("gc: a rebuild of this store is running");
+  }
+  struct Done {
+    std::atomic<bool>* flag;
+    ~Done() { flag->store(false); }
+  } done{&rebuilding_};
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t now = clock_->NowMicros();
+  GcSummary sum;
+  sum.bytes_before = ApproximateBytes();
+  Result<FeedTrimSummary> trim = TrimFeed(options.feed_grace);
+  if (!trim.ok()) return trim.status();
+  sum.feed = *trim;
+  if (options.compact_after_micros > 0) {
+    Status st = CompactTerminal(now, options, &sum);
+    if (!st.ok()) return st;
+  }
+  Status st = ExpireTombstones(now, &sum);
+  if (!st.ok()) return st;
+  if (options.compact_storage) {
+    st = Compact();
+    if (!st.ok()) return st;
+  }
+  sum.bytes_after = ApproximateBytes();
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sum;
+}
+
+Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSummary* sum) {
+  // The iterator's implicit snapshot is not disturbed by the compactions.
+  const std::string prefix = ProjectionScanPrefix(gen_, "");
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::optional<EntityRef> ref = ParseProjectionKey(View(it->key()));
+    if (!ref) return Status::Corruption("malformed projection key");
+    Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
+    if (!p.ok()) return p.status();
+    const EntityType* type = profile_.FindEntity(ref->entity);
+    if (!type || !IsTerminal(*type, p->projection.state)) continue;
+    Status st = CompactEntity(*ref, now, options, sum);
+    if (!st.ok()) return st;
+  }
+  return FromLevelDb(it->status(), "listing projections");
+}
+
+Status StoreImpl::CompactEntity(const EntityRef& ref, int64_t now, const GcOptions& options,
+                                GcSummary* sum) {
+  // A first look without locks: is there anything, and is all of it old?
+  std::vector<LoggedAt> seen;
+  Status st = ReadLog(db_.get(), gen_, ref, &seen);
+  if (!st.ok()) return st;
+  if (seen.empty()) return Status::OK();  // compacted, nothing since
+  const int64_t cutoff = now - options.compact_after_micros;
+  if (std::any_of(seen.begin(), seen.end(),
+                  [&](const LoggedAt& l) { return l.entry.received_at > cutoff; })) {
+    ++sum->entities_kept_recent;
+    return Status::OK();
+  }
+  // Hold the entity and every event id, as ingest does: no event joins the
+  // entity and no resend reads a dedup entry while they are rewritten.
+  std::vector<size_t> stripes{LockTable::StripeOf(StableHash(ref.entity, ref.id))};
+  for (const LoggedAt& l : seen) {
+    stripes.push_back(LockTable::StripeOf(StableHash(l.entry.ranked.event.event_id)));
+  }
+  LockTable::Guard guard(&locks_, std::move(stripes));
+  std::vector<LoggedAt> log;
+  st = ReadLog(db_.get(), gen_, ref, &log);
+  if (!st.ok()) return st;
+  if (log.size() != seen.size() ||
+      !std::equal(log.begin(), log.end(), seen.begin(),
+                  [](const LoggedAt& a, const LoggedAt& b) { return a.key == b.key; })) {
+    return Status::OK();  // an event arrived meanwhile: the next pass decides
+  }
+  std::string value;
+  const std::string pkey = ProjectionKey(gen_, ref);
+  st = FromLevelDb(db_->Get(leveldb::ReadOptions(), pkey, &value), "reading projection");
+  if (!st.ok()) return st;
+  Result<ProjectionState> state = DecodeProjection(pkey, value);
+  if (!state.ok()) return state.status();
+
+  CompactionEntry c;
+  const std::string ckey = CompactionKey(ref);
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), ckey, &value);
+  if (s.ok()) {
+    Result<CompactionEntry> earlier = DecodeCompaction(ckey, value);
+    if (!earlier.ok()) return earlier.status();
+    c = std::move(*earlier);
+  } else if (!s.IsNotFound()) {
+    return FromLevelDb(s, "reading a compaction record");
+  }
+
+  leveldb::WriteBatch batch;
+  const int64_t until = now + options.tombstone_micros;
+  for (const LoggedAt& l : log) {
+    const Event& ev = l.entry.ranked.event;
+    batch.Delete(l.key);
+    batch.Delete(EventKey(l.entry.seq));
+    batch.Put(DedupKey(ev.event_id),
+              EncodeDedup(DedupEntry{l.entry.seq, ev.type, ev.occurred_at, ref, routing_epoch_,
+                                     until}));
+    c.tombstones.push_back(ev.event_id);
+  }
+  const std::string snaps = SnapshotPrefix(gen_, ref);
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
+    batch.Delete(it->key());
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
+  // The projection is the fold of everything dropped; from now on it is the
+  // entity's starting point, at the position before every event.
+  state->last = CompactionPoint();
+  const std::string snapshot = EncodeProjection(*state);
+  batch.Put(SnapshotKey(gen_, ref, CompactionPoint()), snapshot);
+  batch.Put(pkey, snapshot);
+  c.snapshot = std::move(*state);
+  c.compacted_at = now;
+  c.events += log.size();
+  // Earlier tombstones are kept as long as the new ones: "at least" holds.
+  c.tombstones_until = until;
+  batch.Put(ckey, EncodeCompaction(c));
+  st = FromLevelDb(db_->Write(Synced(), &batch), "compacting " + ref.entity + "/" + ref.id);
+  if (!st.ok()) return st;
+  ++sum->entities_compacted;
+  sum->events_compacted += log.size();
+  sum->tombstones_written += log.size();
+  return Status::OK();
+}
+
+Status StoreImpl::ExpireTombstones(int64_t now, GcSummary* sum) {
+  std::set<std::string, std::less<>> expired;
+  const std::string prefix(kCompactionPrefix);
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    Result<CompactionEntry> c = DecodeCompaction(View(it->key()), View(it->value()));
+    if (!c.ok()) return c.status();
+    if (c->tombstones.empty() || c->tombstones_until > now) continue;
+    std::vector<size_t> stripes;
+    for (const std::string& id : c->tombstones) {
+      stripes.push_back(LockTable::StripeOf(StableHash(id)));
+    }
+    LockTable::Guard guard(&locks_, std::move(stripes));
+    leveldb::WriteBatch batch;
+    for (const std::string& id : c->tombstones) {
+      std::string value;
+      const std::string dkey = DedupKey(id);
+      leveldb::Status s = db_->Get(leveldb::ReadOptions(), dkey, &value);
+      if (s.IsNotFound()) continue;
+      if (!s.ok()) return FromLevelDb(s, "reading a dedup tombstone");
+      Result<DedupEntry> d = DecodeDedup(dkey, value);
+      if (!d.ok()) return d.status();
+      if (d->expires_at == 0) continue;  // not a tombstone: leave it
+      batch.Delete(dkey);
+      expired.insert(id);
+      ++sum->tombstones_expired;
+    }
+    c->tombstones.clear();
+    batch.Put(it->key(), EncodeCompaction(*c));
+    Status st = FromLevelDb(db_->Write(Synced(), &batch), "expiring dedup tombstones");
+    if (!st.ok()) return st;
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading compaction records");
+  if (expired.empty()) return Status::OK();
+
+  // Conflict records of those events go with their tombstones: they name a
+  // stored event that no longer exists and an identity nobody answers for.
+  leveldb::WriteBatch batch;
+  const std::string conflicts(kConflictPrefix);
+  for (it->Seek(conflicts); it->Valid() && it->key().starts_with(conflicts); it->Next()) {
+    Result<ConflictEntry> c = DecodeConflict(View(it->key()), View(it->value()));
+    if (!c.ok()) return c.status();
+    if (!expired.contains(c->event_id)) continue;
+    batch.Delete(it->key());
+    ++sum->conflicts_dropped;
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading conflict records");
+  return FromLevelDb(db_->Write(Synced(), &batch), "dropping conflict records");
+}
+
+void StoreImpl::GcLoop(int64_t first_due) {
+  std::unique_lock lock(gc_thread_mu_);
+  int64_t due = first_due;
+  while (!gc_stop_) {
+    if (clock_->NowMicros() < due) {
+      gc_cv_.wait_for(lock, kGcPoll);
+      continue;
+    }
+    lock.unlock();
+    Result<GcSummary> pass = Gc(options_.gc);
+    lock.lock();
+    gc_last_ = std::move(pass);
+    ++gc_passes_;
+    gc_cv_.notify_all();
+    due = clock_->NowMicros() + options_.gc_interval_micros;
+  }
+}
+
+void StoreImpl::StopGc() {
+  {
+    std::lock_guard lock(gc_thread_mu_);
+    gc_stop_ = true;
+  }
+  gc_cv_.notify_all();
+  if (gc_thread_.joinable()) gc_thread_.join();
+}
+
+uint64_t StoreImpl::WaitForGcPass(uint64_t after, int64_t timeout_micros,
+                                  Result<GcSummary>* last) {
+  std::unique_lock lock(gc_thread_mu_);
+  gc_cv_.wait_for(lock, std::chrono::microseconds(timeout_micros),
+                  [&] { return gc_passes_ > after; });
+  if (last && gc_last_) *last = *gc_last_;
+  return gc_passes_;
+}
+
+}  // namespace eventfold::storage
