@@ -288,26 +288,48 @@ Status ReadBody(std::string_view body, RawBody* raw) {
   return Status::OK();
 }
 
-// The entity key at `path` (below data) inside the data fields.
-Result<std::string> ExtractKey(const std::vector<Field>& fields,
-                               const std::vector<std::string>& path,
-                               const std::string& key_name) {
-  // path[0] is "data"; path[1] names a top-level data field.
+// The rules every entity key obeys, whatever its JSON type.
+Result<std::string> CheckKey(std::string key, const std::string& key_name) {
+  if (key.empty()) return Refuse(key_name, "must not be empty");
+  if (key.size() > kMaxKeyBytes) {
+    return Refuse(key_name, "longer than " + std::to_string(kMaxKeyBytes) + " bytes");
+  }
+  if (key.find('\0') != std::string::npos) {
+    return Refuse(key_name, "must not contain a NUL character");
+  }
+  return key;
+}
+
+// The entity key at `key_name`, a dotted path "data.<field>[.<member>...]"
+// (the profile checked its shape), inside the data fields.
+Result<std::string> ExtractKey(const std::vector<Field>& fields, const std::string& key_name) {
+  std::string_view members = std::string_view(key_name).substr(key_name.find('.') + 1);
+  const size_t dot = members.find('.');
+  const std::string_view field = members.substr(0, dot);
+  members = dot == std::string_view::npos ? std::string_view() : members.substr(dot + 1);
   const Field* top = nullptr;
   for (const Field& f : fields) {
-    if (f.name == path[1]) top = &f;  // a repeated name: the last one wins
+    if (f.name == field) top = &f;  // a repeated name: the last one wins
   }
   if (!top) return Refuse(key_name, "required");
+  const std::string_view json = top->json;
+  if (members.empty() && json.size() >= 2 && json.front() == '"' && json.back() == '"' &&
+      json.find('\\') == std::string_view::npos) {
+    // The common key, a top-level string without escapes: its text is its
+    // value, no parse needed.
+    return CheckKey(std::string(json.substr(1, json.size() - 2)), key_name);
+  }
   // Wrapped in an array, a scalar is a value too, and nested paths are
   // pointers below element 0.
   od::parser& parser = ThreadParser();  // the body's document is done with
-  const simdjson::padded_string_view padded = Padded("[", top->json, "]");
+  const simdjson::padded_string_view padded = Padded("[", json, "]");
   od::document doc;
   std::string pointer = "/0";
-  for (size_t i = 2; i < path.size(); ++i) {
+  while (!members.empty()) {
+    const size_t next = members.find('.');
     // RFC 6901 escapes, so a member named "a/b" is not read as a path a, b.
     pointer += '/';
-    for (char ch : path[i]) {
+    for (char ch : members.substr(0, next)) {
       if (ch == '~') {
         pointer += "~0";
       } else if (ch == '/') {
@@ -316,6 +338,7 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields,
         pointer += ch;
       }
     }
+    members = next == std::string_view::npos ? std::string_view() : members.substr(next + 1);
   }
   od::value v;
   if (parser.iterate(padded).get(doc) || doc.at_pointer(pointer).get(v)) {
@@ -348,14 +371,7 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields,
   } else {
     return Refuse(key_name, "must be a string or an integer");
   }
-  if (key.empty()) return Refuse(key_name, "must not be empty");
-  if (key.size() > kMaxKeyBytes) {
-    return Refuse(key_name, "longer than " + std::to_string(kMaxKeyBytes) + " bytes");
-  }
-  if (key.find('\0') != std::string::npos) {
-    return Refuse(key_name, "must not contain a NUL character");
-  }
-  return key;
+  return CheckKey(std::move(key), key_name);
 }
 
 }  // namespace
@@ -418,8 +434,7 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
   ev.data = std::move(raw.data_fields);
 
   if (const Route* route = profile.Find(ev.type)) {
-    Result<std::string> key =
-        ExtractKey(ev.data, route->entity->KeyPath(), route->entity->key);
+    Result<std::string> key = ExtractKey(ev.data, route->entity->key);
     if (!key.ok()) return key.status();
     out.entity = EntityRef{route->entity->name, std::move(*key)};
     out.rank = route->rank;
