@@ -168,6 +168,21 @@ TEST(CompactionTest, ResendWithinTheTombstoneTimeIsDuplicateOrConflict) {
   ExpectReplaysAgree(&m);
 }
 
+TEST(CompactionTest, ArrivalSequenceNumbersAreNeverReused) {
+  MemStore m;
+  Ingest(m.store(), Issued("e1", "r1"), Outcome::kAccepted);
+  Ingest(m.store(), Refunded("e2", "r1"), Outcome::kAccepted);  // the newest a/ record
+  m.clock()->Advance(8 * kDay);
+  ASSERT_EQ(MustGc(m.store(), CompactAfterDays(7)).events_compacted, 2u);
+  m.Reopen();  // the next seq is recovered past what compaction dropped
+  Ingest(m.store(), Issued("e3", "r2"), Outcome::kAccepted);
+  Result<EntityLog> log = m.store()->Log("receipt", "r2");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->fold_order[0].seq, 3u);
+  EXPECT_EQ(m.store()->Stats().last_seq, 3u);
+  ExpectIntact(m.store());
+}
+
 TEST(CompactionTest, TombstoneTimeHasAFloor) {
   MemStore m;
   GcOptions o = CompactAfterDays(1);
