@@ -76,6 +76,22 @@ Result<uint64_t> StoreImpl::RetiredSeq() {
   return static_cast<uint64_t>(std::stoull(value));
 }
 
+Status StoreImpl::CompactedTypesKnown(const Profile& profile) {
+  const std::string prefix(kCompactionPrefix);
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);) {
+    std::optional<EntityRef> ref = ParseCompactionKey(View(it->key()));
+    if (!ref) return Status::Corruption("malformed compaction key");
+    if (!profile.FindEntity(ref->entity)) {
+      return Status::InvalidArgument("rebuild: the profile has no entity type \"" +
+                                     ref->entity + "\", and " + ref->entity + "/" + ref->id +
+                                     " is compacted: its dropped events cannot be routed anew");
+    }
+    it->Seek(PrefixEnd(prefix + ref->entity + std::string(1, '\0')));  // next type
+  }
+  return FromLevelDb(it->status(), "reading compaction records");
+}
+
 Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
   if (options.tombstone_micros < GcOptions::kMinTombstoneMicros) {
     return Status::InvalidArgument(

@@ -502,6 +502,10 @@ Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
     std::atomic<bool>* flag;
     ~Done() { flag->store(false); }
   } done{&rebuilding_};
+  if (options.profile) {
+    Status st = CompactedTypesKnown(*options.profile);
+    if (!st.ok()) return st;
+  }
   return options.entity.empty() ? RebuildAll(options) : RefoldInPlace(options);
 }
 

@@ -118,6 +118,9 @@ class StoreImpl final : public Store {
   Status CompactGroup(std::vector<CompactionCandidate>* group, int64_t now,
                       const GcOptions& options, GcSummary* sum);
   Status ExpireTombstones(int64_t now, GcSummary* sum);
+  // kInvalidArgument when `profile` lacks the type of a compacted entity,
+  // whose dropped events could not be routed under it.
+  Status CompactedTypesKnown(const Profile& profile);
   // m/retired_seq: the highest seq whose a/ record compaction dropped (0: none).
   Result<uint64_t> RetiredSeq();
   void GcLoop(int64_t first_due);
