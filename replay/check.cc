@@ -162,6 +162,8 @@ class Checker {
       }
     } else if (name == "routing_epoch") {
       if (!IsDecimal(value)) Problem(key, "routing epoch is not a number");
+    } else if (name == "retired_seq") {
+      if (!IsDecimal(value)) Problem(key, "retired sequence number is not a number");
     } else if (name == "rebuild") {
       if (!IsDecimal(value.substr(0, value.find('\n')))) {
         Problem(key, "rebuild marker is malformed");

@@ -16,14 +16,13 @@ using storage::FromLevelDb;
 
 std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 
+constexpr size_t kBatchBytes = 4 << 20;
+
 // One compacted entity: its snapshot, then what its log holds in `gen`.
-Status Seed(leveldb::DB* db, const EntityType& type, const EntityRef& ref,
+// `it` reads the live database; `batch` collects the writes.
+Status Seed(leveldb::DB* db, leveldb::Iterator* it, const EntityType& type, const EntityRef& ref,
             storage::ProjectionState state, uint32_t gen, uint64_t interval,
-            RebuildSummary* sum) {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
-  leveldb::WriteBatch batch;
+            leveldb::WriteBatch* batch, RebuildSummary* sum) {
   std::vector<RankedEvent> events;
   const std::string log = storage::LogPrefix(gen, ref);
   for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
@@ -31,36 +30,39 @@ Status Seed(leveldb::DB* db, const EntityType& type, const EntityRef& ref,
     if (!e.ok()) return e.status();
     events.push_back(std::move(e->ranked));
   }
-  // The log's fold from none, written by the fold step, is replaced.
-  const std::string snaps = storage::SnapshotPrefix(gen, ref);
-  for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
-    batch.Delete(it->key());
-  }
   if (!it->status().ok()) return FromLevelDb(it->status(), "seeding a compacted entity");
   const std::string pkey = storage::ProjectionKey(gen, ref);
-  std::string value;
-  leveldb::Status s = db->Get(ro, pkey, &value);
-  if (s.ok()) {
+  if (events.empty()) {
+    ++sum->entities;  // the fold step did not see it
+  } else {
+    // The fold step folded the log from none: its projection and snapshots
+    // are replaced.
+    std::string value;
+    leveldb::ReadOptions ro;
+    ro.fill_cache = false;
+    Status st = FromLevelDb(db->Get(ro, pkey, &value), "seeding a compacted entity");
+    if (!st.ok()) return st;
     Result<storage::ProjectionState> from_none = storage::DecodeProjection(pkey, value);
     if (!from_none.ok()) return from_none.status();
     sum->applied -= from_none->projection.applied;
     sum->rejected -= from_none->projection.rejected.size();
-  } else if (s.IsNotFound()) {
-    ++sum->entities;
-  } else {
-    return FromLevelDb(s, "seeding a compacted entity");
+    const std::string snaps = storage::SnapshotPrefix(gen, ref);
+    for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
+      batch->Delete(it->key());
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "seeding a compacted entity");
   }
-  batch.Put(storage::SnapshotKey(gen, ref, storage::CompactionPoint()),
-            storage::EncodeProjection(state));
+  batch->Put(storage::SnapshotKey(gen, ref, storage::CompactionPoint()),
+             storage::EncodeProjection(state));
   std::vector<storage::ProjectionState> snapshots;
   FoldOnto(type, ref, events, interval, &state, &snapshots);
   for (const storage::ProjectionState& snap : snapshots) {
-    batch.Put(storage::SnapshotKey(gen, ref, snap.last), storage::EncodeProjection(snap));
+    batch->Put(storage::SnapshotKey(gen, ref, snap.last), storage::EncodeProjection(snap));
   }
-  batch.Put(pkey, storage::EncodeProjection(state));
+  batch->Put(pkey, storage::EncodeProjection(state));
   sum->applied += state.projection.applied;
   sum->rejected += state.projection.rejected.size();
-  return FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "seeding a compacted entity");
+  return Status::OK();
 }
 
 }  // namespace
@@ -69,8 +71,13 @@ Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const P
                      uint32_t gen, uint64_t snapshot_interval, RebuildSummary* sum) {
   leveldb::ReadOptions ro;
   ro.fill_cache = false;
-  ro.snapshot = snapshot;
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
+  // Renewed after each write: an iterator would step over every key written
+  // after it was made, one by one, on each seek.
+  std::unique_ptr<leveldb::Iterator> live(db->NewIterator(ro));
+  leveldb::ReadOptions input = ro;
+  input.snapshot = snapshot;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(input));
+  leveldb::WriteBatch batch;
   const leveldb::Slice prefix(storage::kCompactionPrefix.data(),
                               storage::kCompactionPrefix.size());
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -84,10 +91,18 @@ Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const P
                                      ": the profile has no such entity type, and its "
                                      "compacted events cannot be routed anew");
     }
-    Status st = Seed(db, *type, ref, std::move(c->snapshot), gen, snapshot_interval, sum);
+    Status st = Seed(db, live.get(), *type, ref, std::move(c->snapshot), gen, snapshot_interval,
+                     &batch, sum);
     if (!st.ok()) return st;
+    if (batch.ApproximateSize() >= kBatchBytes) {
+      st = FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "seeding compacted entities");
+      if (!st.ok()) return st;
+      batch.Clear();
+      live.reset(db->NewIterator(ro));
+    }
   }
-  return FromLevelDb(it->status(), "reading compaction records");
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading compaction records");
+  return FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "seeding compacted entities");
 }
 
 }  // namespace eventfold

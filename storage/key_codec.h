@@ -12,7 +12,8 @@
 //            event_id                       last, so prefixes sort first
 //
 //   m/<name>                        store metadata: "format", "profile",
-//                                   "generation", "routing_epoch", "rebuild"
+//                                   "generation", "routing_epoch", "rebuild",
+//                                   "retired_seq" (highest seq compaction dropped)
 //   a/<seq>                         EventRecord: accepted event, verbatim body
 //   d/<event_id>                    DedupRecord: event_id -> seq and identity;
 //                                   after compaction a tombstone (expires_at)

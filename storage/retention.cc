@@ -31,6 +31,9 @@ leveldb::ReadOptions Scan() {
   return ro;
 }
 
+// Entities compacted under one lock set and one synced write.
+constexpr size_t kCompactionGroup = 64;
+
 // Real time between the background thread's looks at the store's Clock.
 constexpr std::chrono::milliseconds kGcPoll{20};
 
@@ -60,6 +63,34 @@ Status ReadLog(leveldb::DB* db, uint32_t gen, const EntityRef& ref, std::vector<
 }
 
 }  // namespace
+
+Result<uint64_t> StoreImpl::RetiredSeq() {
+  std::string value;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("retired_seq"), &value);
+  if (s.IsNotFound()) return uint64_t{0};
+  if (!s.ok()) return FromLevelDb(s, "reading m/retired_seq");
+  if (value.empty() || value.size() > 20 ||
+      value.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::Corruption("m/retired_seq is not a number");
+  }
+  return static_cast<uint64_t>(std::stoull(value));
+}
+
+Status StoreImpl::CompactedTypesKnown(const Profile& profile) {
+  const std::string prefix(kCompactionPrefix);
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);) {
+    std::optional<EntityRef> ref = ParseCompactionKey(View(it->key()));
+    if (!ref) return Status::Corruption("malformed compaction key");
+    if (!profile.FindEntity(ref->entity)) {
+      return Status::InvalidArgument("rebuild: the profile has no entity type \"" +
+                                     ref->entity + "\", and " + ref->entity + "/" + ref->id +
+                                     " is compacted: its dropped events cannot be routed anew");
+    }
+    it->Seek(PrefixEnd(prefix + ref->entity + std::string(1, '\0')));  // next type
+  }
+  return FromLevelDb(it->status(), "reading compaction records");
+}
 
 Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
   if (options.tombstone_micros < GcOptions::kMinTombstoneMicros) {
@@ -101,7 +132,15 @@ Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
   return sum;
 }
 
+// An old terminal entity found by the scan, with its log as first seen.
+struct StoreImpl::CompactionCandidate {
+  EntityRef ref;
+  std::vector<LoggedAt> log;
+};
+
 Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSummary* sum) {
+  const int64_t cutoff = now - options.compact_after_micros;
+  std::vector<CompactionCandidate> group;
   // The iterator's implicit snapshot is not disturbed by the compactions.
   const std::string prefix = ProjectionScanPrefix(gen_, "");
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
@@ -112,92 +151,108 @@ Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSumma
     if (!p.ok()) return p.status();
     const EntityType* type = profile_.FindEntity(ref->entity);
     if (!type || !IsTerminal(*type, p->projection.state)) continue;
-    Status st = CompactEntity(*ref, now, options, sum);
+    CompactionCandidate c{std::move(*ref), {}};
+    Status st = ReadLog(db_.get(), gen_, c.ref, &c.log);
     if (!st.ok()) return st;
+    if (c.log.empty()) continue;  // compacted, nothing since
+    if (std::any_of(c.log.begin(), c.log.end(),
+                    [&](const LoggedAt& l) { return l.entry.received_at > cutoff; })) {
+      ++sum->entities_kept_recent;
+      continue;
+    }
+    group.push_back(std::move(c));
+    if (group.size() == kCompactionGroup) {
+      st = CompactGroup(&group, now, options, sum);
+      if (!st.ok()) return st;
+      group.clear();
+    }
   }
-  return FromLevelDb(it->status(), "listing projections");
+  if (!it->status().ok()) return FromLevelDb(it->status(), "listing projections");
+  return group.empty() ? Status::OK() : CompactGroup(&group, now, options, sum);
 }
 
-Status StoreImpl::CompactEntity(const EntityRef& ref, int64_t now, const GcOptions& options,
-                                GcSummary* sum) {
-  // A first look without locks: is there anything, and is all of it old?
-  std::vector<LoggedAt> seen;
-  Status st = ReadLog(db_.get(), gen_, ref, &seen);
-  if (!st.ok()) return st;
-  if (seen.empty()) return Status::OK();  // compacted, nothing since
-  const int64_t cutoff = now - options.compact_after_micros;
-  if (std::any_of(seen.begin(), seen.end(),
-                  [&](const LoggedAt& l) { return l.entry.received_at > cutoff; })) {
-    ++sum->entities_kept_recent;
-    return Status::OK();
-  }
-  // Hold the entity and every event id, as ingest does: no event joins the
+Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t now,
+                               const GcOptions& options, GcSummary* sum) {
+  // Hold the entities and every event id, as ingest does: no event joins an
   // entity and no resend reads a dedup entry while they are rewritten.
-  std::vector<size_t> stripes{LockTable::StripeOf(StableHash(ref.entity, ref.id))};
-  for (const LoggedAt& l : seen) {
-    stripes.push_back(LockTable::StripeOf(StableHash(l.entry.ranked.event.event_id)));
+  std::vector<size_t> stripes;
+  for (const CompactionCandidate& c : *group) {
+    stripes.push_back(LockTable::StripeOf(StableHash(c.ref.entity, c.ref.id)));
+    for (const LoggedAt& l : c.log) {
+      stripes.push_back(LockTable::StripeOf(StableHash(l.entry.ranked.event.event_id)));
+    }
   }
   LockTable::Guard guard(&locks_, std::move(stripes));
-  std::vector<LoggedAt> log;
-  st = ReadLog(db_.get(), gen_, ref, &log);
-  if (!st.ok()) return st;
-  if (log.size() != seen.size() ||
-      !std::equal(log.begin(), log.end(), seen.begin(),
-                  [](const LoggedAt& a, const LoggedAt& b) { return a.key == b.key; })) {
-    return Status::OK();  // an event arrived meanwhile: the next pass decides
-  }
-  std::string value;
-  const std::string pkey = ProjectionKey(gen_, ref);
-  st = FromLevelDb(db_->Get(leveldb::ReadOptions(), pkey, &value), "reading projection");
-  if (!st.ok()) return st;
-  Result<ProjectionState> state = DecodeProjection(pkey, value);
-  if (!state.ok()) return state.status();
-
-  CompactionEntry c;
-  const std::string ckey = CompactionKey(ref);
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), ckey, &value);
-  if (s.ok()) {
-    Result<CompactionEntry> earlier = DecodeCompaction(ckey, value);
-    if (!earlier.ok()) return earlier.status();
-    c = std::move(*earlier);
-  } else if (!s.IsNotFound()) {
-    return FromLevelDb(s, "reading a compaction record");
-  }
-
-  leveldb::WriteBatch batch;
+  Result<uint64_t> retired = RetiredSeq();
+  if (!retired.ok()) return retired.status();
+  uint64_t highest = *retired;
   const int64_t until = now + options.tombstone_micros;
-  for (const LoggedAt& l : log) {
-    const Event& ev = l.entry.ranked.event;
-    batch.Delete(l.key);
-    batch.Delete(EventKey(l.entry.seq));
-    batch.Put(DedupKey(ev.event_id),
-              EncodeDedup(DedupEntry{l.entry.seq, ev.type, ev.occurred_at, ref, routing_epoch_,
-                                     until}));
-    c.tombstones.push_back(ev.event_id);
-  }
-  const std::string snaps = SnapshotPrefix(gen_, ref);
+  leveldb::WriteBatch batch;
+  GcSummary done;
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
-  for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
-    batch.Delete(it->key());
+  for (const CompactionCandidate& candidate : *group) {
+    const EntityRef& ref = candidate.ref;
+    std::vector<LoggedAt> log;
+    Status st = ReadLog(db_.get(), gen_, ref, &log);
+    if (!st.ok()) return st;
+    if (!std::equal(log.begin(), log.end(), candidate.log.begin(), candidate.log.end(),
+                    [](const LoggedAt& a, const LoggedAt& b) { return a.key == b.key; })) {
+      continue;  // an event arrived meanwhile: the next pass decides
+    }
+    std::string value;
+    const std::string pkey = ProjectionKey(gen_, ref);
+    st = FromLevelDb(db_->Get(leveldb::ReadOptions(), pkey, &value), "reading projection");
+    if (!st.ok()) return st;
+    Result<ProjectionState> state = DecodeProjection(pkey, value);
+    if (!state.ok()) return state.status();
+    CompactionEntry c;
+    const std::string ckey = CompactionKey(ref);
+    leveldb::Status s = db_->Get(leveldb::ReadOptions(), ckey, &value);
+    if (s.ok()) {
+      Result<CompactionEntry> earlier = DecodeCompaction(ckey, value);
+      if (!earlier.ok()) return earlier.status();
+      c = std::move(*earlier);
+    } else if (!s.IsNotFound()) {
+      return FromLevelDb(s, "reading a compaction record");
+    }
+
+    for (const LoggedAt& l : log) {
+      const Event& ev = l.entry.ranked.event;
+      highest = std::max(highest, l.entry.seq);
+      batch.Delete(l.key);
+      batch.Delete(EventKey(l.entry.seq));
+      batch.Put(DedupKey(ev.event_id),
+                EncodeDedup(DedupEntry{l.entry.seq, ev.type, ev.occurred_at, ref,
+                                       routing_epoch_, until}));
+      c.tombstones.push_back(ev.event_id);
+    }
+    const std::string snaps = SnapshotPrefix(gen_, ref);
+    for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
+      batch.Delete(it->key());
+    }
+    if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
+    // The projection is the fold of everything dropped; from now on it is
+    // the entity's starting point, at the position before every event.
+    state->last = CompactionPoint();
+    const std::string snapshot = EncodeProjection(*state);
+    batch.Put(SnapshotKey(gen_, ref, CompactionPoint()), snapshot);
+    batch.Put(pkey, snapshot);
+    c.snapshot = std::move(*state);
+    c.compacted_at = now;
+    c.events += log.size();
+    // Earlier tombstones are kept as long as the new ones: "at least" holds.
+    c.tombstones_until = until;
+    batch.Put(ckey, EncodeCompaction(c));
+    ++done.entities_compacted;
+    done.events_compacted += log.size();
   }
-  if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
-  // The projection is the fold of everything dropped; from now on it is the
-  // entity's starting point, at the position before every event.
-  state->last = CompactionPoint();
-  const std::string snapshot = EncodeProjection(*state);
-  batch.Put(SnapshotKey(gen_, ref, CompactionPoint()), snapshot);
-  batch.Put(pkey, snapshot);
-  c.snapshot = std::move(*state);
-  c.compacted_at = now;
-  c.events += log.size();
-  // Earlier tombstones are kept as long as the new ones: "at least" holds.
-  c.tombstones_until = until;
-  batch.Put(ckey, EncodeCompaction(c));
-  st = FromLevelDb(db_->Write(Synced(), &batch), "compacting " + ref.entity + "/" + ref.id);
+  if (highest != *retired) batch.Put(MetaKey("retired_seq"), std::to_string(highest));
+  // One synced write per group: all of it or none survives a crash.
+  Status st = FromLevelDb(db_->Write(Synced(), &batch), "compacting entities");
   if (!st.ok()) return st;
-  ++sum->entities_compacted;
-  sum->events_compacted += log.size();
-  sum->tombstones_written += log.size();
+  sum->entities_compacted += done.entities_compacted;
+  sum->events_compacted += done.events_compacted;
+  sum->tombstones_written += done.events_compacted;
   return Status::OK();
 }
 

@@ -172,9 +172,12 @@ Status StoreImpl::AbandonInterruptedRebuild() {
 }
 
 Status StoreImpl::RecoverSequence() {
-  // Event and conflict keys share one sequence; continue after the largest.
+  // Event and conflict keys share one sequence; continue after the largest,
+  // or after the largest retention dropped: a seq is never used twice.
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-  uint64_t last = 0;
+  Result<uint64_t> retired = RetiredSeq();
+  if (!retired.ok()) return retired.status();
+  uint64_t last = *retired;
   for (std::string_view prefix : {kEventPrefix, kConflictPrefix}) {
     it->Seek(PrefixEnd(prefix));
     it->Valid() ? it->Prev() : it->SeekToLast();
@@ -499,6 +502,10 @@ Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
     std::atomic<bool>* flag;
     ~Done() { flag->store(false); }
   } done{&rebuilding_};
+  if (options.profile) {
+    Status st = CompactedTypesKnown(*options.profile);
+    if (!st.ok()) return st;
+  }
   return options.entity.empty() ? RebuildAll(options) : RefoldInPlace(options);
 }
 

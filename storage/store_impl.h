@@ -113,10 +113,16 @@ class StoreImpl final : public Store {
   Status ProbeDisk();
 
   // Gc's steps (retention.cc); the caller holds `rebuilding_`.
+  struct CompactionCandidate;
   Status CompactTerminal(int64_t now, const GcOptions& options, GcSummary* sum);
-  Status CompactEntity(const EntityRef& ref, int64_t now, const GcOptions& options,
-                       GcSummary* sum);
+  Status CompactGroup(std::vector<CompactionCandidate>* group, int64_t now,
+                      const GcOptions& options, GcSummary* sum);
   Status ExpireTombstones(int64_t now, GcSummary* sum);
+  // kInvalidArgument when `profile` lacks the type of a compacted entity,
+  // whose dropped events could not be routed under it.
+  Status CompactedTypesKnown(const Profile& profile);
+  // m/retired_seq: the highest seq whose a/ record compaction dropped (0: none).
+  Result<uint64_t> RetiredSeq();
   void GcLoop(int64_t first_due);
   void StopGc();
 

@@ -27,6 +27,8 @@ void PrintSummary(const CheckSummary& s, bool ok) {
       .Key("log_entries").Uint(s.log_entries)
       .Key("projections").Uint(s.projections)
       .Key("snapshots").Uint(s.snapshots)
+      .Key("tombstones").Uint(s.tombstones)
+      .Key("compacted").Uint(s.compacted)
       .Key("verified").Uint(s.verified)
       .Key("feed").BeginObject()
       .Key("changes").Uint(s.changes)

@@ -168,6 +168,54 @@ TEST(CompactionTest, ResendWithinTheTombstoneTimeIsDuplicateOrConflict) {
   ExpectReplaysAgree(&m);
 }
 
+TEST(CompactionTest, ArrivalSequenceNumbersAreNeverReused) {
+  MemStore m;
+  Ingest(m.store(), Issued("e1", "r1"), Outcome::kAccepted);
+  Ingest(m.store(), Refunded("e2", "r1"), Outcome::kAccepted);  // the newest a/ record
+  m.clock()->Advance(8 * kDay);
+  ASSERT_EQ(MustGc(m.store(), CompactAfterDays(7)).events_compacted, 2u);
+  m.Reopen();  // the next seq is recovered past what compaction dropped
+  Ingest(m.store(), Issued("e3", "r2"), Outcome::kAccepted);
+  Result<EntityLog> log = m.store()->Log("receipt", "r2");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->fold_order[0].seq, 3u);
+  EXPECT_EQ(m.store()->Stats().last_seq, 3u);
+  ExpectIntact(m.store());
+}
+
+TEST(CompactionTest, ProfileChangesKeepCompactedEntities) {
+  MemStore m;
+  Ingest(m.store(), Issued("e1", "r1"), Outcome::kAccepted);
+  Ingest(m.store(), Refunded("e2", "r1"), Outcome::kAccepted);
+  m.clock()->Advance(8 * kDay);
+  ASSERT_EQ(MustGc(m.store(), CompactAfterDays(7)).entities_compacted, 1u);
+  const std::vector<std::string> before = ListAll(m.store());
+
+  // A profile without receipts could not route the dropped events again.
+  Result<Profile> no_receipts = Profile::FromJson(
+      R"({"name":"products","entities":[{"name":"product","key":"data.product_id",)"
+      R"("transitions":[{"type":"product.created","from":["none"],"to":"active"}]}]})");
+  ASSERT_TRUE(no_receipts.ok()) << no_receipts.status().ToString();
+  Result<RebuildSummary> r = m.store()->Rebuild(&*no_receipts);
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(ListAll(m.store()), before);
+
+  // Another profile re-routes every stored event (a new routing epoch); a
+  // tombstone keeps the entity it was compacted in.
+  Result<Profile> more = Profile::FromJson(
+      R"({"name":"more","entities":[{"name":"receipt","key":"data.receipt_id",)"
+      R"("transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},)"
+      R"({"type":"receipt.refunded","from":["issued"],"to":"refunded"},)"
+      R"({"type":"receipt.voided","from":["issued"],"to":"voided"}]}]})");
+  ASSERT_TRUE(more.ok()) << more.status().ToString();
+  r = m.store()->Rebuild(&*more);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(ListAll(m.store()), before);
+  Ingest(m.store(), Refunded("e2", "r1"), Outcome::kDuplicate);
+  Ingest(m.store(), Refunded("e2", "r9"), Outcome::kConflict);
+  ExpectIntact(m.store());
+}
+
 TEST(CompactionTest, TombstoneTimeHasAFloor) {
   MemStore m;
   GcOptions o = CompactAfterDays(1);

@@ -242,6 +242,7 @@ TEST_F(FeedCliTest, GcCompactsOldTerminalEntities) {
       << r.out;
   r = Run({"check", "--data", dir_.path()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, R"("tombstones":2,"compacted":1,)")) << r.out;
   r = Run({"show", "--data", dir_.path(), "receipt", "r1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.out, R"("state":"refunded")")) << r.out;
