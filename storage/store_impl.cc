@@ -115,6 +115,16 @@ Status StoreImpl::LoadOrCreateMeta() {
     return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
   }
   if (!s.ok()) return FromLevelDb(s, "reading the store's profile");
+  // A store of another format would be misread record by record; refuse it
+  // whole, before anything is read or written.
+  std::string format;
+  s = db_->Get(leveldb::ReadOptions(), MetaKey("format"), &format);
+  if (s.IsNotFound()) return Status::Corruption("m/format is missing");
+  if (!s.ok()) return FromLevelDb(s, "reading the store's format");
+  if (format != kFormatVersion) {
+    return Status::InvalidArgument("store format " + format + " is not supported (this build reads format " +
+                                   std::string(kFormatVersion) + ")");
+  }
   Result<Profile> recorded = Profile::FromJson(stored);
   if (!recorded.ok()) {
     return Status::Corruption("stored profile: " + recorded.status().message());

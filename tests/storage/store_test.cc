@@ -467,6 +467,38 @@ TEST_F(storage_store, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
   EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z"}));
 }
 
+TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+  }
+  auto set_format = [&](const std::optional<std::string>& format) {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    const leveldb::Status s = format ? db->Put({}, storage::MetaKey("format"), *format)
+                                     : db->Delete({}, storage::MetaKey("format"));
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  };
+  set_format("2");
+  Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
+  EXPECT_NE(newer.status().message().find("store format 2 is not supported"), std::string::npos)
+      << newer.status().ToString();
+  set_format(std::nullopt);
+  Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
+  ASSERT_FALSE(unmarked.ok());
+  EXPECT_TRUE(unmarked.status().IsCorruption()) << unmarked.status().ToString();
+  set_format("1");
+  auto store = Open();
+  ASSERT_TRUE(store) << "the right format opens again, nothing lost";
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
+}
+
 TEST_F(storage_store, PersistsAcrossReopen) {
   {
     auto store = Open();
