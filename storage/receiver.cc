@@ -59,6 +59,12 @@ class ReceiverImpl final : public Receiver {
     return Answer(r);
   }
 
+  HttpResponse RefuseOverloaded(std::string_view why) override {
+    IngestResult r = Overloaded(why);
+    Record(r.outcome, 0);
+    return Answer(r);
+  }
+
   std::string MetricsText() override {
     std::string out;
     out += "# HELP eventfold_deliveries_total Deliveries answered, by outcome and status.\n";
@@ -108,10 +114,7 @@ class ReceiverImpl final : public Receiver {
     // Admission: bounded work in flight; past it the sender retries later.
     if (in_flight_.fetch_add(1) >= options_.max_in_flight) {
       in_flight_.fetch_sub(1);
-      r.outcome = Outcome::kOverloaded;
-      r.message = "overloaded: " + std::to_string(options_.max_in_flight) +
-                  " deliveries in flight; retry later";
-      return r;
+      return Overloaded(std::to_string(options_.max_in_flight) + " deliveries in flight");
     }
     if (verifier_) {
       Status st = verifier_->Verify(headers, body, clock_->NowMicros(), nullptr);
@@ -138,6 +141,13 @@ class ReceiverImpl final : public Receiver {
     refused.body_prefix = body.substr(0, kQuarantineBodyBytes);
     refused.body_bytes = body_bytes;
     (void)store_->Quarantine(std::move(refused));
+  }
+
+  static IngestResult Overloaded(std::string_view why) {
+    IngestResult r;
+    r.outcome = Outcome::kOverloaded;
+    r.message = "overloaded: " + std::string(why) + "; retry later";
+    return r;
   }
 
   IngestResult TooLarge(uint64_t bytes) const {

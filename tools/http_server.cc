@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include "tools/connection_pool.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -77,15 +79,22 @@ Status HttpServer::Start() {
   httplib::Server& server = *server_;
   Receiver* rx = receiver_;
   const int threads = options_.threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.new_task_queue = [threads] { return new ConnectionPool(threads); };
   server.set_payload_max_length(options_.max_body_bytes);
   server.set_keep_alive_max_count(100000);
   // Answers are small: without TCP_NODELAY, Nagle's algorithm and delayed
   // ACKs hold each one back by tens of milliseconds.
   server.set_tcp_nodelay(true);
-  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  server.set_pre_routing_handler([rx, threads](const httplib::Request&, httplib::Response& res) {
     request_start = std::chrono::steady_clock::now();
-    return httplib::Server::HandlerResponse::Unhandled;
+    if (!ConnectionPool::RunningOverflow()) return httplib::Server::HandlerResponse::Unhandled;
+    // Every worker holds a connection: refuse at once rather than queue.
+    HttpResponse r = rx->RefuseOverloaded("all " + std::to_string(threads) +
+                                          " connection workers are busy");
+    res.status = r.status;
+    res.set_header("Connection", "close");
+    res.set_content(r.body, r.content_type.c_str());
+    return httplib::Server::HandlerResponse::Handled;
   });
   auto handle = [rx](const httplib::Request& req, httplib::Response& res) {
     HttpResponse r = rx->Handle(req.method, req.path, ToHeaders(req.headers), req.body);

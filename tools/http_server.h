@@ -1,7 +1,8 @@
 // HttpServer: eventfold::Receiver served over HTTP/1.1 with cpp-httplib.
 //
-// One worker thread per open connection (keep-alive), up to `threads`;
-// oversized bodies are refused from their Content-Length before reading;
+// One worker thread per open connection (keep-alive), up to `threads`; a
+// connection beyond them is answered 429 at once, never queued
+// (tools/connection_pool.h); oversized bodies are refused from their Content-Length before reading;
 // one access-log line per request, without bodies or secrets. Start() binds
 // and serves on a background thread; Stop() stops accepting, lets in-flight
 // requests finish and joins. Used by `eventfold serve`, the demo and the

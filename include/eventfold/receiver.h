@@ -75,6 +75,12 @@ class Receiver {
   // Content-Length): records, quarantines and answers 413 like Handle().
   virtual HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) = 0;
 
+  // For servers that refuse a request before reading it because they are
+  // out of capacity (e.g. no worker left for a new connection): records and
+  // answers 429 like an over-admission in Handle(); `why` ends up in the
+  // answer's error text.
+  virtual HttpResponse RefuseOverloaded(std::string_view why) = 0;
+
   // Prometheus text exposition: deliveries by outcome and status, an
   // acknowledgement latency histogram, in-flight count, store size.
   virtual std::string MetricsText() = 0;

@@ -421,6 +421,15 @@ TEST_F(receiver_handle, RefuseOversizedRecordsAndQuarantines) {
   EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="too_large",status="413"})"), 1);
 }
 
+TEST_F(receiver_handle, RefuseOverloadedRecordsAndQuarantinesNothing) {
+  HttpResponse r = rx_->RefuseOverloaded("all 2 connection workers are busy");
+  ExpectStatus(r, 429, "overloaded");
+  EXPECT_NE(r.body.find("all 2 connection workers are busy; retry later"), std::string::npos)
+      << r.body;
+  EXPECT_TRUE(Refused().empty()) << "a 429 is retried by the sender, not quarantined";
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="overloaded",status="429"})"), 1);
+}
+
 TEST_F(receiver_handle, Answers429WhenOverloadedAndStoresNothing) {
   ReceiverOptions ro;
   ro.max_in_flight = 0;

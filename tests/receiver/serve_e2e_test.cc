@@ -517,6 +517,74 @@ TEST_F(serve_e2e, KeepsTheConnectionAliveAcrossRequests) {
   EXPECT_EQ(ListedReceipts().size(), 5u + 20u);
 }
 
+// Every worker holds a kept-alive connection: a new sender is answered 429
+// at once with "Connection: close" instead of waiting unanswered in a queue,
+// and is served again as soon as a worker is free.
+TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
+  ASSERT_TRUE(server_.Start({"--secret", kSecret, "--threads", "2"}));
+  auto connect_and_post = [&](const std::string& id, int* status, std::string* body) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string event = Issued("evt_" + id, "rcp_" + id);
+    const std::string request =
+        "POST /hooks HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "X-RR-Signature: " + SignRr(kSecret, UnixNow(), event) +
+        "\r\nContent-Length: " + std::to_string(event.size()) + "\r\n\r\n" + event;
+    EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    std::string pending;
+    EXPECT_TRUE(ReadResponse(fd, &pending, status, body)) << id;
+    return fd;
+  };
+  int status = 0;
+  std::string body;
+  const int held1 = connect_and_post("held1", &status, &body);
+  EXPECT_EQ(status, 200) << body;
+  const int held2 = connect_and_post("held2", &status, &body);
+  EXPECT_EQ(status, 200) << body;
+
+  const auto start = std::chrono::steady_clock::now();
+  const int refused = connect_and_post("third", &status, &body);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status, 429) << body;
+  EXPECT_EQ(JsonString(body, "status"), "overloaded") << body;
+  EXPECT_NE(body.find("connection workers are busy"), std::string::npos) << body;
+  EXPECT_LT(waited, 4.0) << "answered at once, not after a held connection closed";
+  ::close(refused);
+
+  ::close(held1);
+  // A worker is free again: the refused event is stored on retry.
+  bool stored = false;
+  for (int attempt = 0; attempt < 50 && !stored; ++attempt) {
+    ::close(connect_and_post("third", &status, &body));
+    stored = status == 200;
+    if (!stored) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(stored) << status << " " << body;
+  ::close(held2);
+  // A worker frees once it has seen its connection close.
+  httplib::Client cli("127.0.0.1", server_.port());
+  std::string metrics;
+  for (int attempt = 0; attempt < 50 && metrics.empty(); ++attempt) {
+    if (auto res = cli.Get("/metrics"); res && res->status == 200) {
+      metrics = res->body;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_GE(MetricValue(metrics,
+                        "eventfold_deliveries_total{outcome=\"overloaded\",status=\"429\"}"),
+            1);
+  cli.stop();
+  EXPECT_EQ(server_.Stop(), 0) << server_.log();
+  EXPECT_EQ(ListedReceipts(), (std::set<std::string>{"rcp_held1", "rcp_held2", "rcp_third"}));
+}
+
 TEST_F(serve_e2e, SigtermMidStreamLosesNoAcknowledgedEvent) {
   ASSERT_TRUE(server_.Start({"--secret", kSecret}));
   constexpr int kThreads = 8;
