@@ -3,9 +3,12 @@
 
 #include "core/crc32c.h"
 
+#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tests/core/test_seed.h"
 
 namespace eventfold {
 namespace {
@@ -28,6 +31,29 @@ TEST(Crc32cTest, EveryFlippedBitChangesTheChecksum) {
       std::string flipped = data;
       flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
       EXPECT_NE(Crc32c(flipped), crc) << "byte " << i << " bit " << bit;
+    }
+  }
+}
+
+// The definition, one bit at a time: what any faster path must compute.
+uint32_t BitwiseCrc32c(std::string_view data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : data) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
+
+TEST(Crc32cTest, MatchesTheDefinitionAtEveryLengthAndAlignment) {
+  const uint64_t seed = test_util::TestSeed("MatchesTheDefinitionAtEveryLengthAndAlignment", 32);
+  std::mt19937_64 rng(seed);
+  std::string buffer(300, '\0');
+  for (char& c : buffer) c = static_cast<char>(rng());
+  for (size_t offset = 0; offset < 9; ++offset) {
+    for (size_t length = 0; offset + length <= buffer.size(); ++length) {
+      const std::string_view data(buffer.data() + offset, length);
+      ASSERT_EQ(Crc32c(data), BitwiseCrc32c(data)) << "offset " << offset << " length " << length;
     }
   }
 }
