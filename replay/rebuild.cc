@@ -6,13 +6,13 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include <leveldb/write_batch.h>
 
 #include "core/decode.h"
 #include "replay/materializer.h"
+#include "replay/run_file.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/record_codec.h"
@@ -24,7 +24,6 @@ using storage::FromLevelDb;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kBatchBytes = 4 << 20;
-constexpr size_t kSamplesPerWorker = 256;
 const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();
 
 std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
@@ -74,8 +73,8 @@ struct Shared {
   std::atomic<uint64_t> events_done{0};
   std::atomic<uint64_t> entities_done{0};
   std::mutex mu;
-  RebuildSummary sum;                 // merged per-worker totals
-  std::vector<std::string> samples;   // log keys seen in step 1
+  RebuildSummary sum;                            // merged per-worker totals
+  std::vector<std::unique_ptr<RunCursor>> runs;  // step 1's sorted runs
   Status error;
 
   void Merge(const RebuildSummary& s, Status st) {
@@ -102,14 +101,30 @@ bool InRange(const leveldb::Iterator& it, const leveldb::Slice& prefix, const Ra
          (r.end.empty() || it.key().compare(Slice(r.end)) < 0);
 }
 
-// Step 1 for one seq range: one log entry per routed event.
+// Step 1 for one seq range: one log entry per routed event, into sorted
+// runs of at most `budget` bytes (all spilled but the last).
 Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
-                  uint32_t gen, const Range& range, uint64_t seed, Shared* shared,
-                  RebuildSummary* sum) {
-  BatchWriter w(db);
-  std::mt19937_64 rng(seed);
-  std::vector<std::string> samples;
-  uint64_t routed = 0;
+                  uint32_t gen, const Range& range, size_t budget, ScratchDir* scratch,
+                  Shared* shared, RebuildSummary* sum) {
+  RunBuffer buffer;
+  std::vector<std::unique_ptr<RunCursor>> runs;
+  auto spill = [&]() -> Status {
+    buffer.Sort();
+    Result<std::unique_ptr<RunWriter>> w =
+        RunWriter::Create(scratch->env(), scratch->NewFileName());
+    if (!w.ok()) return w.status();
+    for (size_t i = 0; i < buffer.size(); ++i) {
+      Status st = (*w)->Add(buffer.key(i), buffer.value(i));
+      if (!st.ok()) return st;
+    }
+    Status st = (*w)->Close();
+    if (!st.ok()) return st;
+    buffer.Clear();
+    Result<std::unique_ptr<RunCursor>> run = ReadRunFile(scratch->env(), (*w)->name());
+    if (!run.ok()) return run.status();
+    runs.push_back(std::move(*run));
+    return Status::OK();
+  };
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
   const leveldb::Slice prefix = Slice(storage::kEventPrefix);
   for (it->Seek(Slice(range.begin)); InRange(*it, prefix, range); it->Next()) {
@@ -128,68 +143,93 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     const EntityRef& ref = *decoded->entity;
     storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank},
                             stored->seq, stored->received_at};
-    std::string key = storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank));
-    // Reservoir sample of log keys: where to split the fold step.
-    if (samples.size() < kSamplesPerWorker) {
-      samples.push_back(key);
-    } else if (const uint64_t j = rng() % (routed + 1); j < kSamplesPerWorker) {
-      samples[j] = key;
+    buffer.Add(storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank)),
+               storage::EncodeLog(entry));
+    if (buffer.bytes() >= budget) {
+      Status st = spill();
+      if (!st.ok()) return st;
     }
-    ++routed;
-    Status st = w.Put(key, storage::EncodeLog(entry));
-    if (!st.ok()) return st;
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "rebuild scan");
+  buffer.Sort();
+  runs.push_back(ReadBuffer(std::move(buffer)));
   std::lock_guard lock(shared->mu);
-  shared->samples.insert(shared->samples.end(), samples.begin(), samples.end());
+  for (std::unique_ptr<RunCursor>& run : runs) shared->runs.push_back(std::move(run));
+  return Status::OK();
+}
+
+// Copies a run file into the database, in its (key) order.
+Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
+  Result<std::unique_ptr<RunCursor>> run = ReadRunFile(scratch->env(), name);
+  if (!run.ok()) return run.status();
+  BatchWriter w(db);
+  while ((*run)->Next()) {
+    Status st = w.Put((*run)->key(), (*run)->value());
+    if (!st.ok()) return st;
+  }
+  if (!(*run)->status().ok()) return (*run)->status();
   return w.Flush();
 }
 
-// Step 2 for one log key range: fold each entity (consecutive keys, already
-// in fold order).
-Status FoldRange(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
-                 const Range& range, Shared* shared, RebuildSummary* sum) {
-  BatchWriter w(db);
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(nullptr)));
+// Step 2: writes the merged logs in key order and folds each entity as its
+// events stream by (they are consecutive and in fold order), so memory does
+// not depend on an entity's length. Projections and snapshots come out in
+// key order too, but in other key ranges: they go to run files and reach
+// the database after the logs, so that each range is one ascending sequence
+// of writes.
+Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
+                       RunMerger* merged, ScratchDir* scratch, Shared* shared,
+                       RebuildSummary* sum) {
+  Result<std::unique_ptr<RunWriter>> projections =
+      RunWriter::Create(scratch->env(), scratch->NewFileName());
+  if (!projections.ok()) return projections.status();
+  Result<std::unique_ptr<RunWriter>> snapshots =
+      RunWriter::Create(scratch->env(), scratch->NewFileName());
+  if (!snapshots.ok()) return snapshots.status();
+  BatchWriter logs(db);
   std::optional<EntityRef> current;
-  std::vector<RankedEvent> events;
-  auto flush_entity = [&]() -> Status {
+  const EntityType* type = nullptr;
+  storage::ProjectionState state;
+  auto finish_entity = [&]() -> Status {
     if (!current) return Status::OK();
-    const EntityType* type = profile.FindEntity(current->entity);
-    if (!type) return Status::Corruption("log of unknown entity " + current->entity);
-    storage::ProjectionState state;
-    std::vector<storage::ProjectionState> snapshots;
-    FoldOnto(*type, *current, events, target.snapshot_interval, &state, &snapshots);
     ++sum->entities;
     shared->entities_done.fetch_add(1, std::memory_order_relaxed);
     sum->applied += state.projection.applied;
     sum->rejected += state.projection.rejected.size();
-    events.clear();
-    for (const storage::ProjectionState& s : snapshots) {
-      Status st = w.Put(storage::SnapshotKey(target.gen, *current, s.last),
-                        storage::EncodeProjection(s));
-      if (!st.ok()) return st;
-    }
-    return w.Put(storage::ProjectionKey(target.gen, *current), storage::EncodeProjection(state));
+    return (*projections)->Add(storage::ProjectionKey(target.gen, *current),
+                               storage::EncodeProjection(state));
   };
-  const std::string family = storage::LogFamilyPrefix(target.gen);
-  const leveldb::Slice prefix = Slice(family);
-  for (it->Seek(Slice(range.begin)); InRange(*it, prefix, range); it->Next()) {
-    auto parsed = storage::ParseLogKey(View(it->key()));
+  while (merged->Next()) {
+    const std::string_view key = merged->key();
+    Status st = logs.Put(key, merged->value());
+    if (!st.ok()) return st;
+    auto parsed = storage::ParseLogKey(key);
     if (!parsed) return Status::Corruption("malformed log key");
     if (parsed->first != current) {
-      Status st = flush_entity();
+      st = finish_entity();
       if (!st.ok()) return st;
       current = std::move(parsed->first);
+      type = profile.FindEntity(current->entity);
+      if (!type) return Status::Corruption("log of unknown entity " + current->entity);
+      StartFromNone(*current, &state);
     }
-    Result<storage::LogEntry> e = storage::DecodeLog(View(it->key()), View(it->value()));
+    Result<storage::LogEntry> e = storage::DecodeLog(key, merged->value());
     if (!e.ok()) return e.status();
-    events.push_back(std::move(e->ranked));
+    ApplyToState(*type, e->ranked, &state);
+    if (target.snapshot_interval > 0 && state.events % target.snapshot_interval == 0) {
+      st = (*snapshots)->Add(storage::SnapshotKey(target.gen, *current, state.last),
+                             storage::EncodeProjection(state));
+      if (!st.ok()) return st;
+    }
   }
-  if (!it->status().ok()) return FromLevelDb(it->status(), "rebuild scan");
-  Status st = flush_entity();
-  if (!st.ok()) return st;
-  return w.Flush();
+  if (!merged->status().ok()) return merged->status();
+  Status st = finish_entity();
+  if (st.ok()) st = logs.Flush();
+  if (st.ok()) st = (*projections)->Close();
+  if (st.ok()) st = (*snapshots)->Close();
+  if (st.ok()) st = WriteRun(db, scratch, (*projections)->name());
+  if (st.ok()) st = WriteRun(db, scratch, (*snapshots)->name());
+  return st;
 }
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.
@@ -216,27 +256,6 @@ std::vector<Range> SeqRanges(uint64_t first, uint64_t last, int workers) {
     if (b == e) continue;
     ranges.push_back(Range{storage::EventKey(b), i + 1 == workers ? "" : storage::EventKey(e)});
   }
-  return ranges;
-}
-
-// Fold ranges split at entity boundaries near the sampled keys' quantiles.
-std::vector<Range> LogRanges(uint32_t gen, std::vector<std::string> samples, int workers) {
-  std::sort(samples.begin(), samples.end());
-  std::vector<std::string> cuts;
-  for (int i = 1; i < workers && !samples.empty(); ++i) {
-    auto parsed = storage::ParseLogKey(samples[samples.size() * i / workers]);
-    if (!parsed) continue;
-    std::string cut = storage::LogPrefix(gen, parsed->first);
-    if (cuts.empty() || cuts.back() < cut) cuts.push_back(std::move(cut));
-  }
-  std::vector<Range> ranges;
-  std::string begin = storage::LogFamilyPrefix(gen);
-  for (std::string& cut : cuts) {
-    if (cut <= begin) continue;
-    ranges.push_back(Range{begin, cut});
-    begin = std::move(cut);
-  }
-  ranges.push_back(Range{begin, ""});
   return ranges;
 }
 
@@ -289,6 +308,10 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                                        const Profile& profile, const RebuildTarget& target) {
   const auto start = SteadyClock::now();
   const int workers = std::max(1, target.threads);
+  // Declared first, removed last: the runs read files in it.
+  ScratchDir scratch(target.env ? target.env : leveldb::Env::Default(), target.scratch_path);
+  Status st = scratch.Reset();
+  if (!st.ok()) return st;
   Shared shared;
   const auto bounds = SeqBounds(db, snapshot);
   {
@@ -296,21 +319,17 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                               bounds ? bounds->second - bounds->first + 1 : 0);
     if (bounds) {
       RunWorkers(SeqRanges(bounds->first, bounds->second, workers),
-                 [&](size_t i, const Range& r) {
+                 [&](size_t, const Range& r) {
                    RebuildSummary sum;
-                   Status st = RouteRange(db, snapshot, profile, target.gen, r, i + 1,
-                                          &shared, &sum);
-                   shared.Merge(sum, st);
+                   const size_t budget = target.sort_budget_bytes / workers;
+                   shared.Merge(sum, RouteRange(db, snapshot, profile, target.gen, r, budget,
+                                                &scratch, &shared, &sum));
                  });
     }
     if (!shared.error.ok()) return shared.error;
-    RunWorkers(LogRanges(target.gen, std::move(shared.samples), workers),
-               [&](size_t, const Range& r) {
-                 RebuildSummary sum;
-                 Status st = FoldRange(db, profile, target, r, &shared, &sum);
-                 shared.Merge(sum, st);
-               });
-    if (!shared.error.ok()) return shared.error;
+    RunMerger merged(std::move(shared.runs));
+    st = WriteGeneration(db, profile, target, &merged, &scratch, &shared, &shared.sum);
+    if (!st.ok()) return st;
   }
   shared.sum.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   return shared.sum;
