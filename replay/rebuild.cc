@@ -4,9 +4,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include <leveldb/write_batch.h>
 
@@ -107,6 +110,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
                   uint32_t gen, const Range& range, size_t budget, ScratchDir* scratch,
                   Shared* shared, RebuildSummary* sum) {
   RunBuffer buffer;
+  buffer.Reserve(budget);  // no transient doubling above the budget
   std::vector<std::unique_ptr<RunCursor>> runs;
   auto spill = [&]() -> Status {
     buffer.Sort();
@@ -171,65 +175,171 @@ Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
   return w.Flush();
 }
 
-// Step 2: writes the merged logs in key order and folds each entity as its
-// events stream by (they are consecutive and in fold order), so memory does
-// not depend on an entity's length. Projections and snapshots come out in
-// key order too, but in other key ranges: they go to run files and reach
-// the database after the logs, so that each range is one ascending sequence
-// of writes.
+// Folds each entity as its log entries stream past in key order (they are
+// consecutive and in fold order), so memory does not depend on an entity's
+// length. Projections and snapshots come out in key order too, but in other
+// key ranges than the logs: they go to run files, written to the database
+// after the logs, so that each range is one ascending sequence of writes.
+class EntityFolder {
+ public:
+  EntityFolder(const Profile& profile, const RebuildTarget& target, Shared* shared,
+               RebuildSummary* sum)
+      : profile_(profile), target_(target), shared_(shared), sum_(sum) {}
+
+  Status Open(ScratchDir* scratch) {
+    Result<std::unique_ptr<RunWriter>> p =
+        RunWriter::Create(scratch->env(), scratch->NewFileName());
+    if (!p.ok()) return p.status();
+    Result<std::unique_ptr<RunWriter>> s =
+        RunWriter::Create(scratch->env(), scratch->NewFileName());
+    if (!s.ok()) return s.status();
+    projections_ = std::move(*p);
+    snapshots_ = std::move(*s);
+    return Status::OK();
+  }
+
+  Status Add(std::string_view key, std::string_view value) {
+    auto parsed = storage::ParseLogKey(key);
+    if (!parsed) return Status::Corruption("malformed log key");
+    if (parsed->first != current_) {
+      Status st = FinishEntity();
+      if (!st.ok()) return st;
+      current_ = std::move(parsed->first);
+      type_ = profile_.FindEntity(current_->entity);
+      if (!type_) return Status::Corruption("log of unknown entity " + current_->entity);
+      StartFromNone(*current_, &state_);
+    }
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
+    if (!e.ok()) return e.status();
+    ApplyToState(*type_, e->ranked, &state_);
+    const uint64_t interval = target_.snapshot_interval;
+    if (interval == 0 || state_.events % interval != 0) return Status::OK();
+    return snapshots_->Add(storage::SnapshotKey(target_.gen, *current_, state_.last),
+                           storage::EncodeProjection(state_));
+  }
+
+  // After the last Add: the run files to write, projections first.
+  Result<std::vector<std::string>> Finish() {
+    Status st = FinishEntity();
+    if (st.ok()) st = projections_->Close();
+    if (st.ok()) st = snapshots_->Close();
+    if (!st.ok()) return st;
+    return std::vector<std::string>{projections_->name(), snapshots_->name()};
+  }
+
+ private:
+  Status FinishEntity() {
+    if (!current_) return Status::OK();
+    ++sum_->entities;
+    shared_->entities_done.fetch_add(1, std::memory_order_relaxed);
+    sum_->applied += state_.projection.applied;
+    sum_->rejected += state_.projection.rejected.size();
+    return projections_->Add(storage::ProjectionKey(target_.gen, *current_),
+                             storage::EncodeProjection(state_));
+  }
+
+  const Profile& profile_;
+  const RebuildTarget& target_;
+  Shared* shared_;
+  RebuildSummary* sum_;
+  std::unique_ptr<RunWriter> projections_, snapshots_;
+  std::optional<EntityRef> current_;
+  const EntityType* type_ = nullptr;
+  storage::ProjectionState state_;
+};
+
+// Hands chunks of merged records from the writing thread to the folding
+// one; bounded, so the writer waits when the folder falls behind.
+class ChunkQueue {
+ public:
+  static constexpr size_t kChunkBytes = 1 << 20;
+  static constexpr size_t kMaxChunks = 4;
+
+  // False when the consumer has stopped.
+  bool Push(RunBuffer chunk) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return chunks_.size() < kMaxChunks || stopped_; });
+    if (stopped_) return false;
+    chunks_.push_back(std::move(chunk));
+    cv_.notify_all();
+    return true;
+  }
+  // False when the producer is done and everything was taken.
+  bool Pop(RunBuffer* chunk) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !chunks_.empty() || done_; });
+    if (chunks_.empty()) return false;
+    *chunk = std::move(chunks_.front());
+    chunks_.pop_front();
+    cv_.notify_all();
+    return true;
+  }
+  void Done() {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RunBuffer> chunks_;
+  bool done_ = false, stopped_ = false;
+};
+
+// Step 2: writes the merged logs in key order and folds them. With two
+// threads or more, folding runs on a thread of its own beside the writer.
 Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
                        RunMerger* merged, ScratchDir* scratch, Shared* shared,
                        RebuildSummary* sum) {
-  Result<std::unique_ptr<RunWriter>> projections =
-      RunWriter::Create(scratch->env(), scratch->NewFileName());
-  if (!projections.ok()) return projections.status();
-  Result<std::unique_ptr<RunWriter>> snapshots =
-      RunWriter::Create(scratch->env(), scratch->NewFileName());
-  if (!snapshots.ok()) return snapshots.status();
+  EntityFolder folder(profile, target, shared, sum);
+  Status st = folder.Open(scratch);
+  if (!st.ok()) return st;
   BatchWriter logs(db);
-  std::optional<EntityRef> current;
-  const EntityType* type = nullptr;
-  storage::ProjectionState state;
-  auto finish_entity = [&]() -> Status {
-    if (!current) return Status::OK();
-    ++sum->entities;
-    shared->entities_done.fetch_add(1, std::memory_order_relaxed);
-    sum->applied += state.projection.applied;
-    sum->rejected += state.projection.rejected.size();
-    return (*projections)->Add(storage::ProjectionKey(target.gen, *current),
-                               storage::EncodeProjection(state));
-  };
-  while (merged->Next()) {
-    const std::string_view key = merged->key();
-    Status st = logs.Put(key, merged->value());
-    if (!st.ok()) return st;
-    auto parsed = storage::ParseLogKey(key);
-    if (!parsed) return Status::Corruption("malformed log key");
-    if (parsed->first != current) {
-      st = finish_entity();
-      if (!st.ok()) return st;
-      current = std::move(parsed->first);
-      type = profile.FindEntity(current->entity);
-      if (!type) return Status::Corruption("log of unknown entity " + current->entity);
-      StartFromNone(*current, &state);
+  if (target.threads < 2) {
+    while (st.ok() && merged->Next()) {
+      st = logs.Put(merged->key(), merged->value());
+      if (st.ok()) st = folder.Add(merged->key(), merged->value());
     }
-    Result<storage::LogEntry> e = storage::DecodeLog(key, merged->value());
-    if (!e.ok()) return e.status();
-    ApplyToState(*type, e->ranked, &state);
-    if (target.snapshot_interval > 0 && state.events % target.snapshot_interval == 0) {
-      st = (*snapshots)->Add(storage::SnapshotKey(target.gen, *current, state.last),
-                             storage::EncodeProjection(state));
-      if (!st.ok()) return st;
+  } else {
+    ChunkQueue queue;
+    Status fold_status;
+    std::thread fold_thread([&] {
+      RunBuffer chunk;
+      while (fold_status.ok() && queue.Pop(&chunk)) {
+        for (size_t i = 0; fold_status.ok() && i < chunk.size(); ++i) {
+          fold_status = folder.Add(chunk.key(i), chunk.value(i));
+        }
+      }
+      queue.Stop();  // on an error: the writer stops too
+    });
+    RunBuffer chunk;
+    bool open = true;
+    while (st.ok() && open && merged->Next()) {
+      st = logs.Put(merged->key(), merged->value());
+      chunk.Add(merged->key(), merged->value());
+      if (chunk.bytes() >= ChunkQueue::kChunkBytes) open = queue.Push(std::exchange(chunk, {}));
     }
+    if (st.ok() && open) queue.Push(std::move(chunk));
+    queue.Done();
+    fold_thread.join();
+    if (st.ok()) st = fold_status;
   }
-  if (!merged->status().ok()) return merged->status();
-  Status st = finish_entity();
+  if (st.ok()) st = merged->status();
   if (st.ok()) st = logs.Flush();
-  if (st.ok()) st = (*projections)->Close();
-  if (st.ok()) st = (*snapshots)->Close();
-  if (st.ok()) st = WriteRun(db, scratch, (*projections)->name());
-  if (st.ok()) st = WriteRun(db, scratch, (*snapshots)->name());
-  return st;
+  if (!st.ok()) return st;
+  Result<std::vector<std::string>> runs = folder.Finish();
+  if (!runs.ok()) return runs.status();
+  for (const std::string& name : *runs) {
+    st = WriteRun(db, scratch, name);
+    if (!st.ok()) return st;
+  }
+  return Status::OK();
 }
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.

@@ -78,7 +78,9 @@ class FileCursor final : public RunCursor {
         status_ = FromLevelDb(s, "reading a rebuild run file");
         return false;
       }
-      if (got.data() != buf_.data() + end_) std::memmove(buf_.data() + end_, got.data(), got.size());
+      if (got.data() != buf_.data() + end_) {
+        std::memmove(buf_.data() + end_, got.data(), got.size());
+      }
       end_ += got.size();
       eof_ = got.size() == 0;
     }
@@ -117,6 +119,12 @@ Status RemoveScratchDir(leveldb::Env* env, const std::string& path) {
   }
   if (s.ok()) s = env->RemoveDir(path);
   return FromLevelDb(s, "removing " + path);
+}
+
+void RunBuffer::Reserve(size_t bytes) {
+  // Log records are ~1 KiB, so entries take a small share.
+  arena_.reserve(bytes);
+  entries_.reserve(bytes / 512);
 }
 
 void RunBuffer::Add(std::string_view key, std::string_view value) {

@@ -56,6 +56,8 @@ Status RemoveScratchDir(leveldb::Env* env, const std::string& path);
 // Records in memory, in one arena.
 class RunBuffer {
  public:
+  // Room for about `bytes` of records without reallocating.
+  void Reserve(size_t bytes);
   void Add(std::string_view key, std::string_view value);
   // Sorts the records by key (stable: equal keys keep their order).
   void Sort();
