@@ -73,7 +73,9 @@ struct Range {
 
 // Shared by the workers of one build.
 struct Shared {
-  std::atomic<uint64_t> events_done{0};
+  std::atomic<uint64_t> events_done{0};   // stored events read by step 1
+  std::atomic<uint64_t> logs_total{0};    // log entries step 2 writes; set before it
+  std::atomic<uint64_t> logs_written{0};  // by step 2
   std::atomic<uint64_t> entities_done{0};
   std::mutex mu;
   RebuildSummary sum;                            // merged per-worker totals
@@ -305,6 +307,7 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
     while (st.ok() && merged->Next()) {
       st = logs.Put(merged->key(), merged->value());
       if (st.ok()) st = folder.Add(merged->key(), merged->value());
+      shared->logs_written.fetch_add(1, std::memory_order_relaxed);
     }
   } else {
     ChunkQueue queue;
@@ -322,6 +325,7 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
     bool open = true;
     while (st.ok() && open && merged->Next()) {
       st = logs.Put(merged->key(), merged->value());
+      shared->logs_written.fetch_add(1, std::memory_order_relaxed);
       chunk.Add(merged->key(), merged->value());
       if (chunk.bytes() >= ChunkQueue::kChunkBytes) open = queue.Push(std::exchange(chunk, {}));
     }
@@ -393,9 +397,15 @@ class ProgressReporter {
     std::unique_lock lock(mu_);
     while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) Report();
   }
+  // Each stored event counts half when step 1 routes it and half when step
+  // 2 writes and folds its log entry: the steps take comparable time, and
+  // the ETA must not read 0 while the longer one is still ahead.
   void Report(bool final = false) {
     RebuildProgress p;
-    p.events_done = shared_.events_done.load();
+    const uint64_t read = shared_.events_done.load();
+    const uint64_t logs = shared_.logs_total.load();
+    const double written = logs ? static_cast<double>(shared_.logs_written.load()) / logs : 0;
+    p.events_done = final ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
     p.events_total = final ? p.events_done : std::max(total_, p.events_done);
     p.entities_done = shared_.entities_done.load();
     p.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();
@@ -437,6 +447,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                  });
     }
     if (!shared.error.ok()) return shared.error;
+    shared.logs_total = shared.sum.events - shared.sum.unrouted;
     RunMerger merged(std::move(shared.runs));
     st = WriteGeneration(db, profile, target, &merged, &scratch, &shared, &shared.sum);
     if (!st.ok()) return st;
