@@ -3,15 +3,12 @@
 #include <algorithm>
 
 namespace eventfold {
-namespace {
 
 void StartFromNone(const EntityRef& ref, storage::ProjectionState* state) {
   *state = storage::ProjectionState{};
   state->projection.entity = ref.entity;
   state->projection.id = ref.id;
 }
-
-}  // namespace
 
 void ApplyToState(const EntityType& type, const RankedEvent& event,
                   storage::ProjectionState* state) {

@@ -40,6 +40,9 @@ struct Materialized {
   uint64_t events_folded = 0;          // work done: 1 for a direct apply
 };
 
+// Sets `state` to the entity's state before any event: state none.
+void StartFromNone(const EntityRef& ref, storage::ProjectionState* state);
+
 // Applies one event to `state` and advances its cursor.
 void ApplyToState(const EntityType& type, const RankedEvent& event,
                   storage::ProjectionState* state);

@@ -4,16 +4,19 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
-#include <random>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include <leveldb/write_batch.h>
 
 #include "core/decode.h"
 #include "replay/compaction.h"
 #include "replay/materializer.h"
+#include "replay/run_file.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/record_codec.h"
@@ -25,7 +28,6 @@ using storage::FromLevelDb;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kBatchBytes = 4 << 20;
-constexpr size_t kSamplesPerWorker = 256;
 const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();
 
 std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
@@ -72,11 +74,13 @@ struct Range {
 
 // Shared by the workers of one build.
 struct Shared {
-  std::atomic<uint64_t> events_done{0};
+  std::atomic<uint64_t> events_done{0};   // stored events read by step 1
+  std::atomic<uint64_t> logs_total{0};    // log entries step 2 writes; set before it
+  std::atomic<uint64_t> logs_written{0};  // by step 2
   std::atomic<uint64_t> entities_done{0};
   std::mutex mu;
-  RebuildSummary sum;                 // merged per-worker totals
-  std::vector<std::string> samples;   // log keys seen in step 1
+  RebuildSummary sum;                            // merged per-worker totals
+  std::vector<std::unique_ptr<RunCursor>> runs;  // step 1's sorted runs
   Status error;
 
   void Merge(const RebuildSummary& s, Status st) {
@@ -103,14 +107,31 @@ bool InRange(const leveldb::Iterator& it, const leveldb::Slice& prefix, const Ra
          (r.end.empty() || it.key().compare(Slice(r.end)) < 0);
 }
 
-// Step 1 for one seq range: one log entry per routed event.
+// Step 1 for one seq range: one log entry per routed event, into sorted
+// runs of at most `budget` bytes (all spilled but the last).
 Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
-                  uint32_t gen, const Range& range, uint64_t seed, Shared* shared,
-                  RebuildSummary* sum) {
-  BatchWriter w(db);
-  std::mt19937_64 rng(seed);
-  std::vector<std::string> samples;
-  uint64_t routed = 0;
+                  uint32_t gen, const Range& range, size_t budget, ScratchDir* scratch,
+                  Shared* shared, RebuildSummary* sum) {
+  RunBuffer buffer;
+  buffer.Reserve(budget);  // no transient doubling above the budget
+  std::vector<std::unique_ptr<RunCursor>> runs;
+  auto spill = [&]() -> Status {
+    buffer.Sort();
+    Result<std::unique_ptr<RunWriter>> w =
+        RunWriter::Create(scratch->env(), scratch->NewFileName());
+    if (!w.ok()) return w.status();
+    for (size_t i = 0; i < buffer.size(); ++i) {
+      Status st = (*w)->Add(buffer.key(i), buffer.value(i));
+      if (!st.ok()) return st;
+    }
+    Status st = (*w)->Close();
+    if (!st.ok()) return st;
+    buffer.Clear();
+    Result<std::unique_ptr<RunCursor>> run = ReadRunFile(scratch->env(), (*w)->name());
+    if (!run.ok()) return run.status();
+    runs.push_back(std::move(*run));
+    return Status::OK();
+  };
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
   const leveldb::Slice prefix = Slice(storage::kEventPrefix);
   for (it->Seek(Slice(range.begin)); InRange(*it, prefix, range); it->Next()) {
@@ -129,68 +150,201 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     const EntityRef& ref = *decoded->entity;
     storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank},
                             stored->seq, stored->received_at};
-    std::string key = storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank));
-    // Reservoir sample of log keys: where to split the fold step.
-    if (samples.size() < kSamplesPerWorker) {
-      samples.push_back(key);
-    } else if (const uint64_t j = rng() % (routed + 1); j < kSamplesPerWorker) {
-      samples[j] = key;
+    buffer.Add(storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank)),
+               storage::EncodeLog(entry));
+    if (buffer.bytes() >= budget) {
+      Status st = spill();
+      if (!st.ok()) return st;
     }
-    ++routed;
-    Status st = w.Put(key, storage::EncodeLog(entry));
-    if (!st.ok()) return st;
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "rebuild scan");
+  buffer.Sort();
+  runs.push_back(ReadBuffer(std::move(buffer)));
   std::lock_guard lock(shared->mu);
-  shared->samples.insert(shared->samples.end(), samples.begin(), samples.end());
+  for (std::unique_ptr<RunCursor>& run : runs) shared->runs.push_back(std::move(run));
+  return Status::OK();
+}
+
+// Copies a run file into the database, in its (key) order.
+Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
+  Result<std::unique_ptr<RunCursor>> run = ReadRunFile(scratch->env(), name);
+  if (!run.ok()) return run.status();
+  BatchWriter w(db);
+  while ((*run)->Next()) {
+    Status st = w.Put((*run)->key(), (*run)->value());
+    if (!st.ok()) return st;
+  }
+  if (!(*run)->status().ok()) return (*run)->status();
   return w.Flush();
 }
 
-// Step 2 for one log key range: fold each entity (consecutive keys, already
-// in fold order).
-Status FoldRange(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
-                 const Range& range, Shared* shared, RebuildSummary* sum) {
-  BatchWriter w(db);
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(nullptr)));
-  std::optional<EntityRef> current;
-  std::vector<RankedEvent> events;
-  auto flush_entity = [&]() -> Status {
-    if (!current) return Status::OK();
-    const EntityType* type = profile.FindEntity(current->entity);
-    if (!type) return Status::Corruption("log of unknown entity " + current->entity);
-    storage::ProjectionState state;
-    std::vector<storage::ProjectionState> snapshots;
-    FoldOnto(*type, *current, events, target.snapshot_interval, &state, &snapshots);
-    ++sum->entities;
-    shared->entities_done.fetch_add(1, std::memory_order_relaxed);
-    sum->applied += state.projection.applied;
-    sum->rejected += state.projection.rejected.size();
-    events.clear();
-    for (const storage::ProjectionState& s : snapshots) {
-      Status st = w.Put(storage::SnapshotKey(target.gen, *current, s.last),
-                        storage::EncodeProjection(s));
-      if (!st.ok()) return st;
-    }
-    return w.Put(storage::ProjectionKey(target.gen, *current), storage::EncodeProjection(state));
-  };
-  const std::string family = storage::LogFamilyPrefix(target.gen);
-  const leveldb::Slice prefix = Slice(family);
-  for (it->Seek(Slice(range.begin)); InRange(*it, prefix, range); it->Next()) {
-    auto parsed = storage::ParseLogKey(View(it->key()));
-    if (!parsed) return Status::Corruption("malformed log key");
-    if (parsed->first != current) {
-      Status st = flush_entity();
-      if (!st.ok()) return st;
-      current = std::move(parsed->first);
-    }
-    Result<storage::LogEntry> e = storage::DecodeLog(View(it->key()), View(it->value()));
-    if (!e.ok()) return e.status();
-    events.push_back(std::move(e->ranked));
+// Folds each entity as its log entries stream past in key order (they are
+// consecutive and in fold order), so memory does not depend on an entity's
+// length. Projections and snapshots come out in key order too, but in other
+// key ranges than the logs: they go to run files, written to the database
+// after the logs, so that each range is one ascending sequence of writes.
+class EntityFolder {
+ public:
+  EntityFolder(const Profile& profile, const RebuildTarget& target, Shared* shared,
+               RebuildSummary* sum)
+      : profile_(profile), target_(target), shared_(shared), sum_(sum) {}
+
+  Status Open(ScratchDir* scratch) {
+    Result<std::unique_ptr<RunWriter>> p =
+        RunWriter::Create(scratch->env(), scratch->NewFileName());
+    if (!p.ok()) return p.status();
+    Result<std::unique_ptr<RunWriter>> s =
+        RunWriter::Create(scratch->env(), scratch->NewFileName());
+    if (!s.ok()) return s.status();
+    projections_ = std::move(*p);
+    snapshots_ = std::move(*s);
+    return Status::OK();
   }
-  if (!it->status().ok()) return FromLevelDb(it->status(), "rebuild scan");
-  Status st = flush_entity();
+
+  Status Add(std::string_view key, std::string_view value) {
+    auto parsed = storage::ParseLogKey(key);
+    if (!parsed) return Status::Corruption("malformed log key");
+    if (parsed->first != current_) {
+      Status st = FinishEntity();
+      if (!st.ok()) return st;
+      current_ = std::move(parsed->first);
+      type_ = profile_.FindEntity(current_->entity);
+      if (!type_) return Status::Corruption("log of unknown entity " + current_->entity);
+      StartFromNone(*current_, &state_);
+    }
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
+    if (!e.ok()) return e.status();
+    ApplyToState(*type_, e->ranked, &state_);
+    const uint64_t interval = target_.snapshot_interval;
+    if (interval == 0 || state_.events % interval != 0) return Status::OK();
+    return snapshots_->Add(storage::SnapshotKey(target_.gen, *current_, state_.last),
+                           storage::EncodeProjection(state_));
+  }
+
+  // After the last Add: the run files to write, projections first.
+  Result<std::vector<std::string>> Finish() {
+    Status st = FinishEntity();
+    if (st.ok()) st = projections_->Close();
+    if (st.ok()) st = snapshots_->Close();
+    if (!st.ok()) return st;
+    return std::vector<std::string>{projections_->name(), snapshots_->name()};
+  }
+
+ private:
+  Status FinishEntity() {
+    if (!current_) return Status::OK();
+    ++sum_->entities;
+    shared_->entities_done.fetch_add(1, std::memory_order_relaxed);
+    sum_->applied += state_.projection.applied;
+    sum_->rejected += state_.projection.rejected.size();
+    return projections_->Add(storage::ProjectionKey(target_.gen, *current_),
+                             storage::EncodeProjection(state_));
+  }
+
+  const Profile& profile_;
+  const RebuildTarget& target_;
+  Shared* shared_;
+  RebuildSummary* sum_;
+  std::unique_ptr<RunWriter> projections_, snapshots_;
+  std::optional<EntityRef> current_;
+  const EntityType* type_ = nullptr;
+  storage::ProjectionState state_;
+};
+
+// Hands chunks of merged records from the writing thread to the folding
+// one; bounded, so the writer waits when the folder falls behind.
+class ChunkQueue {
+ public:
+  static constexpr size_t kChunkBytes = 1 << 20;
+  static constexpr size_t kMaxChunks = 4;
+
+  // False when the consumer has stopped.
+  bool Push(RunBuffer chunk) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return chunks_.size() < kMaxChunks || stopped_; });
+    if (stopped_) return false;
+    chunks_.push_back(std::move(chunk));
+    cv_.notify_all();
+    return true;
+  }
+  // False when the producer is done and everything was taken.
+  bool Pop(RunBuffer* chunk) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !chunks_.empty() || done_; });
+    if (chunks_.empty()) return false;
+    *chunk = std::move(chunks_.front());
+    chunks_.pop_front();
+    cv_.notify_all();
+    return true;
+  }
+  void Done() {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RunBuffer> chunks_;
+  bool done_ = false, stopped_ = false;
+};
+
+// Step 2: writes the merged logs in key order and folds them. With two
+// threads or more, folding runs on a thread of its own beside the writer.
+Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
+                       RunMerger* merged, ScratchDir* scratch, Shared* shared,
+                       RebuildSummary* sum) {
+  EntityFolder folder(profile, target, shared, sum);
+  Status st = folder.Open(scratch);
   if (!st.ok()) return st;
-  return w.Flush();
+  BatchWriter logs(db);
+  if (target.threads < 2) {
+    while (st.ok() && merged->Next()) {
+      st = logs.Put(merged->key(), merged->value());
+      if (st.ok()) st = folder.Add(merged->key(), merged->value());
+      shared->logs_written.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else {
+    ChunkQueue queue;
+    Status fold_status;
+    std::thread fold_thread([&] {
+      RunBuffer chunk;
+      while (fold_status.ok() && queue.Pop(&chunk)) {
+        for (size_t i = 0; fold_status.ok() && i < chunk.size(); ++i) {
+          fold_status = folder.Add(chunk.key(i), chunk.value(i));
+        }
+      }
+      queue.Stop();  // on an error: the writer stops too
+    });
+    RunBuffer chunk;
+    bool open = true;
+    while (st.ok() && open && merged->Next()) {
+      st = logs.Put(merged->key(), merged->value());
+      shared->logs_written.fetch_add(1, std::memory_order_relaxed);
+      chunk.Add(merged->key(), merged->value());
+      if (chunk.bytes() >= ChunkQueue::kChunkBytes) open = queue.Push(std::exchange(chunk, {}));
+    }
+    if (st.ok() && open) queue.Push(std::move(chunk));
+    queue.Done();
+    fold_thread.join();
+    if (st.ok()) st = fold_status;
+  }
+  if (st.ok()) st = merged->status();
+  if (st.ok()) st = logs.Flush();
+  if (!st.ok()) return st;
+  Result<std::vector<std::string>> runs = folder.Finish();
+  if (!runs.ok()) return runs.status();
+  for (const std::string& name : *runs) {
+    st = WriteRun(db, scratch, name);
+    if (!st.ok()) return st;
+  }
+  return Status::OK();
 }
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.
@@ -220,27 +374,6 @@ std::vector<Range> SeqRanges(uint64_t first, uint64_t last, int workers) {
   return ranges;
 }
 
-// Fold ranges split at entity boundaries near the sampled keys' quantiles.
-std::vector<Range> LogRanges(uint32_t gen, std::vector<std::string> samples, int workers) {
-  std::sort(samples.begin(), samples.end());
-  std::vector<std::string> cuts;
-  for (int i = 1; i < workers && !samples.empty(); ++i) {
-    auto parsed = storage::ParseLogKey(samples[samples.size() * i / workers]);
-    if (!parsed) continue;
-    std::string cut = storage::LogPrefix(gen, parsed->first);
-    if (cuts.empty() || cuts.back() < cut) cuts.push_back(std::move(cut));
-  }
-  std::vector<Range> ranges;
-  std::string begin = storage::LogFamilyPrefix(gen);
-  for (std::string& cut : cuts) {
-    if (cut <= begin) continue;
-    ranges.push_back(Range{begin, cut});
-    begin = std::move(cut);
-  }
-  ranges.push_back(Range{begin, ""});
-  return ranges;
-}
-
 // Calls target.progress about once a second until stopped.
 class ProgressReporter {
  public:
@@ -265,9 +398,15 @@ class ProgressReporter {
     std::unique_lock lock(mu_);
     while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) Report();
   }
+  // Each stored event counts half when step 1 routes it and half when step
+  // 2 writes and folds its log entry: the steps take comparable time, and
+  // the ETA must not read 0 while the longer one is still ahead.
   void Report(bool final = false) {
     RebuildProgress p;
-    p.events_done = shared_.events_done.load();
+    const uint64_t read = shared_.events_done.load();
+    const uint64_t logs = shared_.logs_total.load();
+    const double written = logs ? static_cast<double>(shared_.logs_written.load()) / logs : 0;
+    p.events_done = final ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
     p.events_total = final ? p.events_done : std::max(total_, p.events_done);
     p.entities_done = shared_.entities_done.load();
     p.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();
@@ -290,6 +429,10 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                                        const Profile& profile, const RebuildTarget& target) {
   const auto start = SteadyClock::now();
   const int workers = std::max(1, target.threads);
+  // Declared first, removed last: the runs read files in it.
+  ScratchDir scratch(target.env ? target.env : leveldb::Env::Default(), target.scratch_path);
+  Status st = scratch.Reset();
+  if (!st.ok()) return st;
   Shared shared;
   const auto bounds = SeqBounds(db, snapshot);
   {
@@ -297,21 +440,18 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                               bounds ? bounds->second - bounds->first + 1 : 0);
     if (bounds) {
       RunWorkers(SeqRanges(bounds->first, bounds->second, workers),
-                 [&](size_t i, const Range& r) {
+                 [&](size_t, const Range& r) {
                    RebuildSummary sum;
-                   Status st = RouteRange(db, snapshot, profile, target.gen, r, i + 1,
-                                          &shared, &sum);
-                   shared.Merge(sum, st);
+                   const size_t budget = target.sort_budget_bytes / workers;
+                   shared.Merge(sum, RouteRange(db, snapshot, profile, target.gen, r, budget,
+                                                &scratch, &shared, &sum));
                  });
     }
     if (!shared.error.ok()) return shared.error;
-    RunWorkers(LogRanges(target.gen, std::move(shared.samples), workers),
-               [&](size_t, const Range& r) {
-                 RebuildSummary sum;
-                 Status st = FoldRange(db, profile, target, r, &shared, &sum);
-                 shared.Merge(sum, st);
-               });
-    if (!shared.error.ok()) return shared.error;
+    shared.logs_total = shared.sum.events - shared.sum.unrouted;
+    RunMerger merged(std::move(shared.runs));
+    st = WriteGeneration(db, profile, target, &merged, &scratch, &shared, &shared.sum);
+    if (!st.ok()) return st;
   }
   // 3. Compacted entities start from their compaction snapshot.
   Status st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval,

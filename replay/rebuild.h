@@ -1,13 +1,16 @@
 // Rebuild: derives one projection generation from the stored events.
 //
-// Streams through the store with bounded memory (per worker thread, one
-// entity's log at a time):
-// 1. routes every stored event (a/) under `profile` into the generation's
-//    per-entity logs (keyed in fold order), the seq range split across the
-//    worker threads;
-// 2. folds each entity's log into its projection, keeping a fold snapshot
-//    every `snapshot_interval` events, the log key range split across the
-//    workers at entity boundaries (chosen from keys sampled in step 1).
+// Streams through the store with bounded memory (a fixed sort budget, not
+// proportional to the store or to any entity's length):
+// 1. routes every stored event (a/) under `profile` into log entries keyed
+//    in fold order, the seq range split across the worker threads; each
+//    worker sorts its entries in memory-bounded runs, spilled to
+//    `scratch_path` (see replay/run_file.h);
+// 2. merges the runs and writes the per-entity logs in key order, folding
+//    each entity as its events stream past into its projection and a fold
+//    snapshot every `snapshot_interval` events, which are written after the
+//    logs, each family in key order: LevelDB gets ascending keys only and
+//    does not have to rewrite them by compaction.
 // It writes only under g/<gen>/, in bounded unsynced batches; the caller
 // makes the switch to the new generation durable. It reads the events of
 // `snapshot` (the live store when null), so ingest may go on meanwhile.
@@ -15,10 +18,13 @@
 #ifndef EVENTFOLD_REPLAY_REBUILD_H_
 #define EVENTFOLD_REPLAY_REBUILD_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <leveldb/db.h>
+#include <leveldb/env.h>
 
 #include "eventfold/profile.h"
 #include "eventfold/status.h"
@@ -31,6 +37,13 @@ struct RebuildTarget {
   uint64_t snapshot_interval = 1000;
   int threads = 1;
   std::function<void(const RebuildProgress&)> progress;  // about once a second
+  // A directory for the external sort's run files (up to the size of the
+  // routed logs), created and removed by the build; in `env` (null: the
+  // default Env).
+  std::string scratch_path;
+  leveldb::Env* env = nullptr;
+  // What the sorted runs may hold in memory, all workers together.
+  size_t sort_budget_bytes = 64 << 20;
 };
 
 Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot,

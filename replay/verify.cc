@@ -118,9 +118,13 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
   Result<VerifySummary> result = [&]() -> Result<VerifySummary> {
     Status s = CopyEvents(live, options.snapshot, scratch.get());
     if (!s.ok()) return s;
+    RebuildTarget target;
+    target.gen = kScratchGen;
+    target.snapshot_interval = options.snapshot_interval;
+    target.scratch_path = options.scratch_path + ".runs";
+    target.env = lo.env;
     Result<RebuildSummary> rebuilt =
-        BuildGeneration(scratch.get(), nullptr, *options.profile,
-                        RebuildTarget{kScratchGen, options.snapshot_interval, 1, {}});
+        BuildGeneration(scratch.get(), nullptr, *options.profile, target);
     if (!rebuilt.ok()) return rebuilt.status();
     Side a(live, options.snapshot, options.live_gen);
     Side b(scratch.get(), nullptr, kScratchGen);

@@ -9,6 +9,7 @@
 #include "replay/materializer.h"
 #include "replay/check.h"
 #include "replay/rebuild.h"
+#include "replay/run_file.h"
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
 #include "storage/guarded_db.h"
@@ -177,6 +178,9 @@ Status StoreImpl::AbandonInterruptedRebuild() {
     Status st = DropGeneration(db_.get(), gen);
     if (!st.ok()) return st.WithContext("removing a generation left by an interrupted rebuild");
   }
+  Status st = RemoveScratchDir(options_.env ? options_.env : leveldb::Env::Default(),
+                               path_ + ".rebuild");
+  if (!st.ok()) return st.WithContext("removing the run files of an interrupted rebuild");
   if (!marked) return Status::OK();
   return FromLevelDb(db_->Delete(Synced(), MetaKey("rebuild")), "clearing rebuild marker");
 }
@@ -632,6 +636,8 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
                       ? options.threads
                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   build.progress = options.progress;
+  build.scratch_path = path_ + ".rebuild";
+  build.env = options_.env;
   Result<RebuildSummary> summary = BuildGeneration(db_.get(), input, *target, build);
   db_->ReleaseSnapshot(input);
   if (!summary.ok()) return summary;

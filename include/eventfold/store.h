@@ -56,7 +56,8 @@ struct RebuildSummary {
 
 // Where a running rebuild is; reported about once a second.
 struct RebuildProgress {
-  uint64_t events_done = 0;    // stored events routed so far
+  uint64_t events_done = 0;    // stored events done: half once routed, all
+                               // once their log is written and folded
   uint64_t events_total = 0;   // stored events to route (an upper bound)
   uint64_t entities_done = 0;  // projections written so far
   double seconds = 0;          // since the rebuild started

@@ -67,6 +67,7 @@ class CrashDir {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
     std::filesystem::remove_all(path_ + ".verify", ec);
+    std::filesystem::remove_all(path_ + ".rebuild", ec);
   }
   CrashDir(const CrashDir&) = delete;
   CrashDir& operator=(const CrashDir&) = delete;
@@ -351,6 +352,8 @@ AfterCrash CheckAfterCrash(const std::string& dir,
   {
     std::unique_ptr<Store> store = MustOpen(dir);
     if (!store) return out;
+    EXPECT_FALSE(std::filesystem::exists(dir + ".rebuild"))
+        << "the interrupted rebuild's sort runs are still there after Open";
     const StoreStats stats = store->Stats();
     out.profile = stats.profile_name;
     out.generation = stats.generation;
