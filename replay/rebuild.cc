@@ -454,7 +454,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
     if (!st.ok()) return st;
   }
   // 3. Compacted entities start from their compaction snapshot.
-  Status st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval,
+  st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval,
                             &shared.sum);
   if (!st.ok()) return st;
   shared.sum.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
