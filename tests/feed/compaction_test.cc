@@ -261,6 +261,11 @@ TEST(CompactionTest, IngestDuringAPass) {
   }
   EXPECT_EQ(ListAll(m.store()), before);
   ExpectIntact(m.store());
+  // Every tombstone (issued, refunded, late: three per receipt) expires.
+  m.clock()->Advance(36 * kDay);
+  EXPECT_EQ(MustGc(m.store(), GcOptions{}).tombstones_expired, 3u * kReceipts);
+  Ingest(m.store(), Refunded("f0", "r0"), Outcome::kAccepted);
+  ExpectIntact(m.store());
 }
 
 TEST(CompactionTest, TombstoneTimeHasAFloor) {
