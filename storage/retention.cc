@@ -31,7 +31,8 @@ leveldb::ReadOptions Scan() {
   return ro;
 }
 
-// Entities compacted under one lock set and one synced write.
+// Entities compacted (or whose tombstones expire) under one lock set and
+// one synced write.
 constexpr size_t kCompactionGroup = 64;
 
 // Real time between the background thread's looks at the store's Clock.
@@ -257,35 +258,56 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
 }
 
 Status StoreImpl::ExpireTombstones(int64_t now, GcSummary* sum) {
-  std::set<std::string, std::less<>> expired;
-  const std::string prefix(kCompactionPrefix);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  // The expired ids are kept for the conflict records only: usually none.
+  const std::string conflicts(kConflictPrefix);
+  it->Seek(conflicts);
+  const bool any_conflict = it->Valid() && it->key().starts_with(conflicts);
+  std::set<std::string, std::less<>> expired;
+  // Compaction records due, expired under one lock set and one synced write.
+  std::vector<std::pair<std::string, CompactionEntry>> group;
+  auto flush = [&]() -> Status {
+    std::vector<size_t> stripes;
+    for (const auto& [key, c] : group) {
+      for (const std::string& id : c.tombstones) {
+        stripes.push_back(LockTable::StripeOf(StableHash(id)));
+      }
+    }
+    LockTable::Guard guard(&locks_, std::move(stripes));
+    leveldb::WriteBatch batch;
+    for (auto& [key, c] : group) {
+      for (const std::string& id : c.tombstones) {
+        std::string value;
+        const std::string dkey = DedupKey(id);
+        leveldb::Status s = db_->Get(leveldb::ReadOptions(), dkey, &value);
+        if (s.IsNotFound()) continue;
+        if (!s.ok()) return FromLevelDb(s, "reading a dedup tombstone");
+        Result<DedupEntry> d = DecodeDedup(dkey, value);
+        if (!d.ok()) return d.status();
+        if (d->expires_at == 0) continue;  // not a tombstone: leave it
+        batch.Delete(dkey);
+        if (any_conflict) expired.insert(id);
+        ++sum->tombstones_expired;
+      }
+      c.tombstones.clear();
+      batch.Put(key, EncodeCompaction(c));
+    }
+    group.clear();
+    return FromLevelDb(db_->Write(Synced(), &batch), "expiring dedup tombstones");
+  };
+  const std::string prefix(kCompactionPrefix);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<CompactionEntry> c = DecodeCompaction(View(it->key()), View(it->value()));
     if (!c.ok()) return c.status();
     if (c->tombstones.empty() || c->tombstones_until > now) continue;
-    std::vector<size_t> stripes;
-    for (const std::string& id : c->tombstones) {
-      stripes.push_back(LockTable::StripeOf(StableHash(id)));
+    group.emplace_back(it->key().ToString(), std::move(*c));
+    if (group.size() == kCompactionGroup) {
+      Status st = flush();
+      if (!st.ok()) return st;
     }
-    LockTable::Guard guard(&locks_, std::move(stripes));
-    leveldb::WriteBatch batch;
-    for (const std::string& id : c->tombstones) {
-      std::string value;
-      const std::string dkey = DedupKey(id);
-      leveldb::Status s = db_->Get(leveldb::ReadOptions(), dkey, &value);
-      if (s.IsNotFound()) continue;
-      if (!s.ok()) return FromLevelDb(s, "reading a dedup tombstone");
-      Result<DedupEntry> d = DecodeDedup(dkey, value);
-      if (!d.ok()) return d.status();
-      if (d->expires_at == 0) continue;  // not a tombstone: leave it
-      batch.Delete(dkey);
-      expired.insert(id);
-      ++sum->tombstones_expired;
-    }
-    c->tombstones.clear();
-    batch.Put(it->key(), EncodeCompaction(*c));
-    Status st = FromLevelDb(db_->Write(Synced(), &batch), "expiring dedup tombstones");
+  }
+  if (!group.empty()) {
+    Status st = flush();
     if (!st.ok()) return st;
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading compaction records");
@@ -294,7 +316,6 @@ Status StoreImpl::ExpireTombstones(int64_t now, GcSummary* sum) {
   // Conflict records of those events go with their tombstones: they name a
   // stored event that no longer exists and an identity nobody answers for.
   leveldb::WriteBatch batch;
-  const std::string conflicts(kConflictPrefix);
   for (it->Seek(conflicts); it->Valid() && it->key().starts_with(conflicts); it->Next()) {
     Result<ConflictEntry> c = DecodeConflict(View(it->key()), View(it->value()));
     if (!c.ok()) return c.status();

@@ -510,7 +510,7 @@ Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
   }
   bool idle = false;
   if (!rebuilding_.compare_exchange_strong(idle, true)) {
-    return Status::Busy("a rebuild of this store is already running");
+    return Status::Busy("a rebuild or gc of this store is already running");
   }
   struct Done {
     std::atomic<bool>* flag;

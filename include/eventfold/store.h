@@ -222,7 +222,8 @@ class Store {
   // meanwhile and switches over atomically; the old generation is dropped.
   // A crash before the switch leaves the live generation untouched (the
   // partial one is removed on the next Open). kBusy when another rebuild of
-  // this store runs; kInvalidArgument for bad filters.
+  // this store or a gc pass (Gc) runs; kInvalidArgument for bad filters, or
+  // for a profile that lacks the type of a compacted entity.
   virtual Result<RebuildSummary> Rebuild(const RebuildOptions& options) = 0;
 
   // Rebuild(options) with only a profile (nullptr: the store's own).

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "tests/feed/feed_test_util.h"
 
@@ -213,6 +214,57 @@ TEST(CompactionTest, ProfileChangesKeepCompactedEntities) {
   EXPECT_EQ(ListAll(m.store()), before);
   Ingest(m.store(), Refunded("e2", "r1"), Outcome::kDuplicate);
   Ingest(m.store(), Refunded("e2", "r9"), Outcome::kConflict);
+  ExpectIntact(m.store());
+}
+
+// Ingest goes on during a pass: late events and resends of the entities
+// being compacted. Whichever comes first, the answers and projections are
+// the same, and the store stays intact.
+TEST(CompactionTest, IngestDuringAPass) {
+  MemStore m;
+  constexpr int kReceipts = 300;
+  for (int i = 0; i < kReceipts; ++i) {
+    const std::string rid = "r" + std::to_string(i);
+    Ingest(m.store(), Issued("i" + std::to_string(i), rid), Outcome::kAccepted);
+    Ingest(m.store(), Refunded("f" + std::to_string(i), rid), Outcome::kAccepted);
+  }
+  m.clock()->Advance(8 * kDay);
+  std::thread ingester([&] {
+    for (int i = 0; i < kReceipts; ++i) {
+      const std::string rid = "r" + std::to_string(i);
+      // Sorts after the refund: rejected, compacted or not.
+      Ingest(m.store(), Issued("late" + std::to_string(i), rid, "2026-11-30T00:00:00Z"),
+             Outcome::kAccepted);
+      Ingest(m.store(), Refunded("f" + std::to_string(i), rid), Outcome::kDuplicate);
+    }
+  });
+  GcSummary g = MustGc(m.store(), CompactAfterDays(7));
+  ingester.join();
+  // An entity that changed under the pass waits for the next one.
+  EXPECT_LE(g.entities_compacted + g.entities_kept_recent, static_cast<uint64_t>(kReceipts));
+  for (int i = 0; i < kReceipts; ++i) {
+    Result<Projection> p = m.store()->Get("receipt", "r" + std::to_string(i));
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->state, "refunded");
+    EXPECT_EQ(p->applied, 2u);
+    ASSERT_EQ(p->rejected.size(), 1u);
+    EXPECT_EQ(p->rejected[0].event_id, "late" + std::to_string(i));
+  }
+  ExpectIntact(m.store());
+  ExpectReplaysAgree(&m);
+  // The next pass, a week on, takes what the first one left or that changed.
+  const std::vector<std::string> before = ListAll(m.store());
+  m.clock()->Advance(8 * kDay);
+  MustGc(m.store(), CompactAfterDays(7));
+  for (int i = 0; i < kReceipts; ++i) {
+    EXPECT_FALSE(HasLog(m.store(), "receipt", "r" + std::to_string(i)));
+  }
+  EXPECT_EQ(ListAll(m.store()), before);
+  ExpectIntact(m.store());
+  // Every tombstone (issued, refunded, late: three per receipt) expires.
+  m.clock()->Advance(36 * kDay);
+  EXPECT_EQ(MustGc(m.store(), GcOptions{}).tombstones_expired, 3u * kReceipts);
+  Ingest(m.store(), Refunded("f0", "r0"), Outcome::kAccepted);
   ExpectIntact(m.store());
 }
 
