@@ -2,26 +2,18 @@
 // `eventfold gc` end to end through the real binary, on a store whose
 // subscriptions ran in this process.
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "eventfold/subscription.h"
+#include "tests/common/run_cli.h"
 #include "tests/feed/feed_test_util.h"
 
 #ifndef EVENTFOLD_CLI
 #error "EVENTFOLD_CLI must name the eventfold binary"
 #endif
-
-extern char** environ;
 
 namespace eventfold::feed_test {
 namespace {
@@ -30,25 +22,8 @@ using storage_test::Issued;
 using storage_test::Refunded;
 using storage_test::ScratchDir;
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
+using test_util::CliResult;
+using test_util::Lines;
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -56,33 +31,9 @@ bool Has(const std::string& text, const std::string& part) {
 
 class FeedCliTest : public ::testing::Test {
  protected:
-  CliResult Run(std::vector<std::string> args) {
-    const std::string out_path = dir_.path() + ".out", err_path = dir_.path() + ".err";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    args.insert(args.begin(), EVENTFOLD_CLI);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    CliResult r;
-    const int rc = posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn: " << rc;
-      return r;
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadFile(out_path);
-    r.err = ReadFile(err_path);
-    std::remove(out_path.c_str());
-    std::remove(err_path.c_str());
+  CliResult Run(const std::vector<std::string>& args) {
+    CliResult r = test_util::RunCli(EVENTFOLD_CLI, args, dir_.path());
+    if (!r.started) ADD_FAILURE() << r.err;
     return r;
   }
 

@@ -37,6 +37,7 @@
 
 #include "eventfold/store.h"
 #include "eventfold/subscription.h"
+#include "tests/common/own_thread_env.h"
 #include "tests/feed/feed_test_util.h"
 
 namespace eventfold::feed_test {
@@ -54,48 +55,7 @@ int Iterations() {
   return n > 0 ? n : 20;
 }
 
-// LevelDB's default Env starts its background (compaction) thread lazily and
-// remembers it did; a forked child would inherit "started" without the
-// thread. The child's store runs on this Env: file I/O through the default
-// one, its own background thread.
-class OwnThreadEnv final : public leveldb::EnvWrapper {
- public:
-  OwnThreadEnv() : EnvWrapper(leveldb::Env::Default()) {}
-  ~OwnThreadEnv() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  void Schedule(void (*fn)(void*), void* arg) override {
-    std::lock_guard lock(mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
-    queue_.emplace_back(fn, arg);
-    cv_.notify_one();
-  }
-  void StartThread(void (*fn)(void*), void* arg) override { std::thread(fn, arg).detach(); }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      auto [fn, arg] = queue_.front();
-      queue_.pop_front();
-      lock.unlock();
-      fn(arg);
-      lock.lock();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<void (*)(void*), void*>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
+using test_util::OwnThreadEnv;
 
 // The child: runs the subscription until it has caught up, then exits 0.
 // Nothing here touches gtest; it leaves with _exit.
