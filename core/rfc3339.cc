@@ -123,7 +123,14 @@ Result<int64_t> ParseRfc3339(std::string_view text) {
 
   const int64_t local_seconds = DaysFromCivil(year, month, day) * 86400 +
                                 hour * 3600 + minute * 60 + second;
-  return (local_seconds - offset_seconds) * 1000000 + frac_micros;
+  const int64_t utc_seconds = local_seconds - offset_seconds;
+  // An offset or a leap second can move the instant out of the four-digit
+  // years, where no UTC timestamp can be formatted for it.
+  if (utc_seconds < DaysFromCivil(0, 1, 1) * 86400 ||
+      utc_seconds >= DaysFromCivil(10000, 1, 1) * 86400) {
+    return Bad("instant outside the years 0000-9999 in UTC");
+  }
+  return utc_seconds * 1000000 + frac_micros;
 }
 
 std::string FormatRfc3339(int64_t micros, int offset_minutes) {

@@ -161,6 +161,18 @@ TEST(Rfc3339Test, PreEpochIsNegative) {
   EXPECT_EQ(ParseOk("1970-01-01T00:00:00+01:00"), -3600 * kSecond);
 }
 
+// Found by fuzz/rfc3339_fuzzer.cc: these parsed to instants in the years
+// 10000 and -1 UTC, which FormatRfc3339 cannot write as RFC 3339.
+TEST(Rfc3339Test, InstantsOutsideFourDigitUtcYearsRefused) {
+  ExpectRefused("9999-12-31T23:59:59.999999999-23:59");
+  ExpectRefused("9999-12-31T23:59:60Z");
+  ExpectRefused("0000-01-01T00:00:00+00:01");
+  EXPECT_EQ(FormatRfc3339(ParseOk("9999-12-31T23:59:59.999999Z")),
+            "9999-12-31T23:59:59.999999Z");
+  EXPECT_EQ(FormatRfc3339(ParseOk("0000-01-01T23:59:00+23:59")),
+            "0000-01-01T00:00:00.000000Z");
+}
+
 TEST(Rfc3339Test, FormatFixedShape) {
   EXPECT_EQ(FormatRfc3339(0), "1970-01-01T00:00:00.000000Z");
   EXPECT_EQ(FormatRfc3339(kRef + 123000), "2026-11-29T10:15:30.123000Z");
