@@ -323,7 +323,15 @@ struct ChildRebuildResult {
          base_anon = 0, vm_hwm = 0;
 };
 
-ChildRebuildResult SpawnRebuild(const Config& config, const fs::path& dir, int threads) {
+// Rebuilds a fresh copy of the store at `dir`: a rebuild leaves the store
+// with compaction work (the dropped generation) and a recovered memtable,
+// which would weigh on the next run measured on it.
+ChildRebuildResult SpawnRebuild(const Config& config, const fs::path& template_dir, int threads) {
+  const fs::path dir = template_dir.string() + "-run";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::copy(template_dir, dir, fs::copy_options::recursive, ec);
+  if (ec) Die("copying " + template_dir.string() + ": " + ec.message());
   int code = 0;
   const std::string out = RunCommand("'" + config.self_exe + "' --child rebuild --child-dir '" +
                                          dir.string() + "' --child-threads " +
@@ -340,6 +348,7 @@ ChildRebuildResult SpawnRebuild(const Config& config, const fs::path& dir, int t
   r.peak_anon = *ResultField(out, "peak_anon");
   r.base_anon = *ResultField(out, "base_anon");
   r.vm_hwm = *ResultField(out, "vm_hwm");
+  fs::remove_all(dir, ec);
   return r;
 }
 
