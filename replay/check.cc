@@ -11,14 +11,14 @@
 #include "replay/verify.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
 namespace {
 
 using storage::FromLevelDb;
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+using storage::View;
 
 bool IsDecimal(std::string_view s) {
   return !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string_view::npos;

@@ -7,14 +7,14 @@
 #include "replay/materializer.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
 namespace {
 
 using storage::FromLevelDb;
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
+using storage::View;
 
 constexpr size_t kBatchBytes = 4 << 20;
 

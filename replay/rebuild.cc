@@ -19,18 +19,20 @@
 #include "replay/run_file.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
 namespace {
 
 using storage::FromLevelDb;
+using storage::ScanOptions;
+using storage::View;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kBatchBytes = 4 << 20;
 const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();
 
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 leveldb::Slice Slice(std::string_view s) { return {s.data(), s.size()}; }
 
 // Accumulates writes and flushes them in bounded batches.
@@ -59,13 +61,6 @@ class BatchWriter {
   leveldb::DB* db_;
   leveldb::WriteBatch batch_;
 };
-
-leveldb::ReadOptions ScanOptions(const leveldb::Snapshot* snapshot) {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  ro.snapshot = snapshot;
-  return ro;
-}
 
 // [begin, end) key ranges, one per worker.
 struct Range {

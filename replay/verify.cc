@@ -8,16 +8,16 @@
 #include "replay/rebuild.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
 namespace {
 
 using storage::FromLevelDb;
+using storage::View;
 
 constexpr uint32_t kScratchGen = 1;
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 
 Status CopyEvents(leveldb::DB* from, const leveldb::Snapshot* snap, leveldb::DB* to) {
   leveldb::ReadOptions ro;

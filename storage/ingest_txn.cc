@@ -8,12 +8,11 @@
 #include "storage/commit_queue.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/store_impl.h"
 
 namespace eventfold::storage {
 namespace {
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 
 // A WriteBatch with no records is its 12-byte header (LevelDB's format).
 const size_t kEmptyBatchBytes = leveldb::WriteBatch().ApproximateSize();

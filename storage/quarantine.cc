@@ -7,12 +7,11 @@
 
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/store_impl.h"
 
 namespace eventfold::storage {
 namespace {
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
 
 // Header names whose values are credentials: never stored.
 bool IsCredential(std::string_view name) {
@@ -64,9 +63,7 @@ Status StoreImpl::Quarantine(RefusedDelivery r) {
 }
 
 Status StoreImpl::ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   const std::string prefix(kQuarantinePrefix);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<RefusedDelivery> r = DecodeRefused(View(it->key()), View(it->value()));

@@ -12,24 +12,11 @@
 
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/store_impl.h"
 
 namespace eventfold::storage {
 namespace {
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
-
-leveldb::WriteOptions Synced() {
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  return wo;
-}
-
-leveldb::ReadOptions Scan() {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  return ro;
-}
 
 // Entities compacted (or whose tombstones expire) under one lock set and
 // one synced write.
@@ -54,7 +41,7 @@ struct LoggedAt {
 
 Status ReadLog(leveldb::DB* db, uint32_t gen, const EntityRef& ref, std::vector<LoggedAt>* out) {
   const std::string prefix = LogPrefix(gen, ref);
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(Scan()));
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
     if (!e.ok()) return e.status();
@@ -79,7 +66,7 @@ Result<uint64_t> StoreImpl::RetiredSeq() {
 
 Status StoreImpl::CompactedTypesKnown(const Profile& profile) {
   const std::string prefix(kCompactionPrefix);
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix);) {
     std::optional<EntityRef> ref = ParseCompactionKey(View(it->key()));
     if (!ref) return Status::Corruption("malformed compaction key");
@@ -144,7 +131,7 @@ Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSumma
   std::vector<CompactionCandidate> group;
   // The iterator's implicit snapshot is not disturbed by the compactions.
   const std::string prefix = ProjectionScanPrefix(gen_, "");
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     std::optional<EntityRef> ref = ParseProjectionKey(View(it->key()));
     if (!ref) return Status::Corruption("malformed projection key");
@@ -190,7 +177,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
   const int64_t until = now + options.tombstone_micros;
   leveldb::WriteBatch batch;
   GcSummary done;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   for (const CompactionCandidate& candidate : *group) {
     const EntityRef& ref = candidate.ref;
     std::vector<LoggedAt> log;
@@ -258,7 +245,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
 }
 
 Status StoreImpl::ExpireTombstones(int64_t now, GcSummary* sum) {
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(Scan()));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   // The expired ids are kept for the conflict records only: usually none.
   const std::string conflicts(kConflictPrefix);
   it->Seek(conflicts);

@@ -16,6 +16,7 @@
 #include "storage/ingest_txn.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 
 namespace eventfold {
 
@@ -33,8 +34,6 @@ namespace {
 
 constexpr std::string_view kFormatVersion = "1";
 
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
-
 std::string EncodeU32(uint32_t v) { return std::to_string(v); }
 
 std::optional<uint32_t> DecodeU32(const std::string& s) {
@@ -49,12 +48,6 @@ std::optional<uint32_t> DecodeU32(const std::string& s) {
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
 std::string EncodeRebuildMarker(uint32_t gen, const Profile& p) {
   return EncodeU32(gen) + "\n" + p.ToJson();
-}
-
-leveldb::WriteOptions Synced() {
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  return wo;
 }
 
 }  // namespace
@@ -221,9 +214,7 @@ Status StoreImpl::RecoverFeed() {
 }
 
 Status StoreImpl::ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) {
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   const std::string prefix(kFeedPrefix);
   size_t n = 0;
   for (it->Seek(FeedKey(after_seq + 1)); n < max && it->Valid() && it->key().starts_with(prefix);

@@ -8,18 +8,11 @@
 
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 #include "storage/store_impl.h"
 
 namespace eventfold::storage {
 namespace {
-
-std::string_view View(const leveldb::Slice& s) { return {s.data(), s.size()}; }
-
-leveldb::WriteOptions Synced() {
-  leveldb::WriteOptions wo;
-  wo.sync = true;
-  return wo;
-}
 
 Status CheckName(std::string_view name) {
   if (name.empty() || name.size() > 128 || name.find('\0') != std::string_view::npos) {
@@ -116,9 +109,7 @@ Result<FeedTrimSummary> StoreImpl::TrimFeed(uint64_t grace_changes) {
     bound = sum.min_checkpoint > grace_changes ? sum.min_checkpoint - grace_changes : 0;
     bound = std::min(bound, sum.last_seq - 1);
   }
-  leveldb::ReadOptions ro;
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   const std::string prefix(kFeedPrefix);
   const std::string end = FeedKey(bound + 1);
   leveldb::WriteBatch batch;

@@ -109,14 +109,22 @@ void ExpectConsistent(const Options& o, FaultEnv* env, const Acked& acked, bool 
 
 // ---- What LevelDB 1.23 does ------------------------------------------------
 
-TEST(LevelDbFaults, FailedSyncIsStickyUntilReopen) {
-  FaultEnv env;
+// A bare LevelDB at kPath on `env`, to watch LevelDB itself; null (with a
+// test failure) when it does not open.
+std::unique_ptr<leveldb::DB> OpenLevelDb(leveldb::Env* env) {
   leveldb::Options lo;
-  lo.env = &env;
+  lo.env = env;
   lo.create_if_missing = true;
   leveldb::DB* raw = nullptr;
-  ASSERT_TRUE(leveldb::DB::Open(lo, kPath, &raw).ok());
-  std::unique_ptr<leveldb::DB> db(raw);
+  const leveldb::Status s = leveldb::DB::Open(lo, kPath, &raw);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return std::unique_ptr<leveldb::DB>(s.ok() ? raw : nullptr);
+}
+
+TEST(LevelDbFaults, FailedSyncIsStickyUntilReopen) {
+  FaultEnv env;
+  std::unique_ptr<leveldb::DB> db = OpenLevelDb(&env);
+  ASSERT_TRUE(db);
   leveldb::WriteOptions sync;
   sync.sync = true;
   ASSERT_TRUE(db->Put(sync, "k0", "v").ok());
@@ -131,8 +139,8 @@ TEST(LevelDbFaults, FailedSyncIsStickyUntilReopen) {
   std::printf("LevelDB 1.23 after a failed sync, with the disk healthy again: %s\n",
               after.ToString().c_str());
   db.reset();
-  ASSERT_TRUE(leveldb::DB::Open(lo, kPath, &raw).ok());
-  db.reset(raw);
+  db = OpenLevelDb(&env);
+  ASSERT_TRUE(db);
   EXPECT_TRUE(db->Put(sync, "k4", "v").ok()) << "a reopen clears it";
   // The record whose sync failed was appended: it is back after the reopen.
   const bool k1 = db->Get(leveldb::ReadOptions(), "k1", &v).ok();
@@ -141,12 +149,8 @@ TEST(LevelDbFaults, FailedSyncIsStickyUntilReopen) {
 
 TEST(LevelDbFaults, FailedAppendIsNotStickyAndLaterWritesAreLostOnReopen) {
   FaultEnv env;
-  leveldb::Options lo;
-  lo.env = &env;
-  lo.create_if_missing = true;
-  leveldb::DB* raw = nullptr;
-  ASSERT_TRUE(leveldb::DB::Open(lo, kPath, &raw).ok());
-  std::unique_ptr<leveldb::DB> db(raw);
+  std::unique_ptr<leveldb::DB> db = OpenLevelDb(&env);
+  ASSERT_TRUE(db);
   leveldb::WriteOptions sync;
   sync.sync = true;
   ASSERT_TRUE(db->Put(sync, "k0", "v").ok());
@@ -158,8 +162,8 @@ TEST(LevelDbFaults, FailedAppendIsNotStickyAndLaterWritesAreLostOnReopen) {
   }
   EXPECT_EQ(acknowledged, 400) << "a failed append is not sticky: later writes succeed";
   db.reset();
-  ASSERT_TRUE(leveldb::DB::Open(lo, kPath, &raw).ok());
-  db.reset(raw);
+  db = OpenLevelDb(&env);
+  ASSERT_TRUE(db);
   int lost = 0;
   std::string v;
   for (int i = 1; i <= 400; ++i) {
