@@ -37,6 +37,7 @@
 
 #include "eventfold/store.h"
 #include "eventfold/subscription.h"
+#include "tests/common/fork_child.h"
 #include "tests/common/own_thread_env.h"
 #include "tests/feed/feed_test_util.h"
 
@@ -130,15 +131,13 @@ struct ChildRun {
 ChildRun RunAndMaybeKill(const std::string& dir, const std::string& handled_path, int run,
                          uint64_t seed, int batches, double kill_after) {
   ChildRun result;
-  std::fflush(stdout);
-  std::fflush(stderr);
   const auto start = SteadyClock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork failed";
-    return result;
-  }
-  if (pid == 0) RunChild(dir, handled_path, run, seed, batches);
+  // The child reports through the handled file; the pipe is not used.
+  const test_util::ForkedChild child = test_util::ForkWithPipe(
+      [&](int) { RunChild(dir, handled_path, run, seed, batches); });
+  if (child.pid < 0) return result;
+  ::close(child.from_child);
+  const pid_t pid = child.pid;
   const auto deadline = start + std::chrono::duration<double>(kill_after);
   int status = 0;
   for (;;) {

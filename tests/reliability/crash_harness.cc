@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "eventfold/store.h"
+#include "tests/common/fork_child.h"
 #include "tests/reliability/reliability_util.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
@@ -161,23 +162,11 @@ struct ChildRun {
 ChildRun RunAndKill(const std::string& dir, const std::vector<const Delivery*>& work,
                     const std::vector<size_t>& index, std::chrono::microseconds kill_after) {
   ChildRun run;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe failed";
-    return run;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork failed";
-    return run;
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    RunChild(dir, work, index, fds[1]);
-  }
-  ::close(fds[1]);
+  const test_util::ForkedChild child =
+      test_util::ForkWithPipe([&](int to_parent) { RunChild(dir, work, index, to_parent); });
+  if (child.pid < 0) return run;
+  const pid_t pid = child.pid;
+  const int from_child = child.from_child;
   std::string buffer;
   auto take_lines = [&] {
     for (size_t nl; (nl = buffer.find('\n')) != std::string::npos;) {
@@ -198,10 +187,10 @@ ChildRun RunAndKill(const std::string& dir, const std::vector<const Delivery*>& 
       if (left.count() <= 0) break;
       timeout_ms = static_cast<int>((left.count() + 999) / 1000);
     }
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{from_child, POLLIN, 0};
     if (::poll(&p, 1, timeout_ms) > 0) {
       char buf[8192];
-      const ssize_t n = ::read(fds[0], buf, sizeof(buf));
+      const ssize_t n = ::read(from_child, buf, sizeof(buf));
       if (n <= 0) {
         eof = true;  // the child ended by itself
       } else {
@@ -219,9 +208,9 @@ ChildRun RunAndKill(const std::string& dir, const std::vector<const Delivery*>& 
   ::waitpid(pid, &status, 0);
   // What it wrote before dying is still in the pipe.
   char buf[8192];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) buffer.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(from_child, buf, sizeof(buf))) > 0;) buffer.append(buf, static_cast<size_t>(n));
   take_lines();
-  ::close(fds[0]);
+  ::close(from_child);
   run.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   return run;

@@ -37,6 +37,7 @@
 
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
+#include "tests/common/fork_child.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/common/own_thread_env.h"
 #include "tests/storage/storage_test_util.h"
@@ -153,28 +154,16 @@ struct ChildRun {
 ChildRun RunAndMaybeKill(const std::string& dir, const std::string& target_json,
                          double kill_after) {
   ChildRun run;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe failed";
-    return run;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
   const auto start = SteadyClock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork failed";
-    return run;
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    RunChild(dir, target_json, fds[1]);
-  }
-  ::close(fds[1]);
-  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  const test_util::ForkedChild child =
+      test_util::ForkWithPipe([&](int to_parent) { RunChild(dir, target_json, to_parent); });
+  if (child.pid < 0) return run;
+  const pid_t pid = child.pid;
+  const int from_child = child.from_child;
+  ::fcntl(from_child, F_SETFL, ::fcntl(from_child, F_GETFL) | O_NONBLOCK);
   auto drain = [&] {
     char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) run.marks.append(buf, n);
+    for (ssize_t n; (n = ::read(from_child, buf, sizeof(buf))) > 0;) run.marks.append(buf, n);
   };
   std::optional<SteadyClock::time_point> opened;
   int status = 0;
@@ -199,7 +188,7 @@ ChildRun RunAndMaybeKill(const std::string& dir, const std::string& target_json,
   }
   const auto end = SteadyClock::now();
   drain();
-  ::close(fds[0]);
+  ::close(from_child);
   run.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   if (opened) {
