@@ -16,10 +16,12 @@ set(eventfold_targets_export_name eventfoldTargets)
 set(eventfold_project_config ${PROJECT_BINARY_DIR}/eventfoldConfig.cmake)
 set(eventfold_version_config ${PROJECT_BINARY_DIR}/eventfoldConfigVersion.cmake)
 
-# The library. It is static by default, so its private dependencies (LevelDB,
+# The library: an interface target over its layers (cmake/layers.cmake),
+# each a static library. Being static, so its private dependencies (LevelDB,
 # FlatBuffers, simdjson, OpenSSL) become link dependencies of the consumer:
 # eventfoldConfig.cmake finds them before it loads the targets.
-install(TARGETS eventfold
+install(TARGETS eventfold eventfold_core eventfold_storage eventfold_replay
+    eventfold_store eventfold_receiver eventfold_subscription
   EXPORT ${eventfold_targets_export_name}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -41,6 +41,15 @@ struct RankedEvent {
   uint32_t rank = 0;
 };
 
+// One entity's fold state: its projection, how many events it has folded
+// and the fold key of the last one. Stored as a projection record and as the
+// materializer's snapshots (storage/record_codec.h).
+struct ProjectionState {
+  Projection projection;
+  uint64_t events = 0;
+  FoldKey last;  // meaningful when events > 0
+};
+
 // True when `a` folds before `b`.
 bool FoldsBefore(const RankedEvent& a, const RankedEvent& b);
 

@@ -306,16 +306,6 @@ Result<Profile> Profile::FromJson(std::string_view json) {
   return Make(std::move(name), std::move(entities));
 }
 
-Result<Profile> Profile::FromFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError("cannot read profile file " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  Result<Profile> p = FromJson(buf.str());
-  if (!p.ok()) return p.status().WithContext(path);
-  return p;
-}
-
 const Route* Profile::Find(std::string_view type) const {
   auto it = routes_.find(type);
   return it == routes_.end() ? nullptr : &it->second;

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/decode.h"
-#include "replay/materializer.h"
+#include "core/materializer.h"
 #include "replay/verify.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"

@@ -4,7 +4,7 @@
 
 #include <leveldb/write_batch.h>
 
-#include "replay/materializer.h"
+#include "core/materializer.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"

@@ -15,7 +15,7 @@
 
 #include "core/decode.h"
 #include "replay/compaction.h"
-#include "replay/materializer.h"
+#include "core/materializer.h"
 #include "replay/run_file.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"

@@ -50,12 +50,9 @@ struct DedupEntry {
   int64_t expires_at = 0;
 };
 
-// g/<gen>/p/<entity>\0<id>, and snapshots under g/<gen>/s/
-struct ProjectionState {
-  Projection projection;
-  uint64_t events = 0;
-  FoldKey last;  // meaningful when events > 0
-};
+// g/<gen>/p/<entity>\0<id>, and snapshots under g/<gen>/s/: the fold state
+// of core/fold.h.
+using ::eventfold::ProjectionState;
 
 // c/<seq>
 struct ConflictEntry {

@@ -1,17 +1,17 @@
-#include "replay/materializer.h"
+#include "core/materializer.h"
 
 #include <algorithm>
 
 namespace eventfold {
 
-void StartFromNone(const EntityRef& ref, storage::ProjectionState* state) {
-  *state = storage::ProjectionState{};
+void StartFromNone(const EntityRef& ref, ProjectionState* state) {
+  *state = ProjectionState{};
   state->projection.entity = ref.entity;
   state->projection.id = ref.id;
 }
 
 void ApplyToState(const EntityType& type, const RankedEvent& event,
-                  storage::ProjectionState* state) {
+                  ProjectionState* state) {
   ApplyEvent(type.transitions[event.rank], event.event, &state->projection);
   state->last = KeyOf(event.event, event.rank);
   ++state->events;
@@ -19,8 +19,8 @@ void ApplyToState(const EntityType& type, const RankedEvent& event,
 
 void FoldOnto(const EntityType& type, const EntityRef& ref,
               const std::vector<RankedEvent>& sorted, uint64_t interval,
-              storage::ProjectionState* state,
-              std::vector<storage::ProjectionState>* snapshots) {
+              ProjectionState* state,
+              std::vector<ProjectionState>* snapshots) {
   if (state->events == 0) StartFromNone(ref, state);
   for (const RankedEvent& e : sorted) {
     ApplyToState(type, e, state);
@@ -31,7 +31,7 @@ void FoldOnto(const EntityType& type, const EntityRef& ref,
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  const RankedEvent& event, LogView& log,
                                  uint64_t snapshot_interval,
-                                 storage::ProjectionState* state) {
+                                 ProjectionState* state) {
   Materialized out;
   const FoldKey key = KeyOf(event.event, event.rank);
   if (state->events == 0 || state->last < key) {
@@ -41,7 +41,7 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   }
   // Late: resume from the nearest snapshot before the event's position and
   // re-fold what follows it, the event included.
-  Result<std::optional<storage::ProjectionState>> snapshot = log.SnapshotBefore(key);
+  Result<std::optional<ProjectionState>> snapshot = log.SnapshotBefore(key);
   if (!snapshot.ok()) return snapshot.status();
   std::vector<RankedEvent> events;
   const FoldKey* after = *snapshot ? &(*snapshot)->last : nullptr;
@@ -49,7 +49,7 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   if (!st.ok()) return st;
   events.insert(std::upper_bound(events.begin(), events.end(), event, FoldsBefore), event);
 
-  storage::ProjectionState resumed;
+  ProjectionState resumed;
   if (*snapshot) resumed = std::move(**snapshot);
   FoldOnto(type, ref, events, snapshot_interval, &resumed, &out.snapshots);
   *state = std::move(resumed);

@@ -3,7 +3,7 @@
 // the nearest snapshot before it). Either way the state equals the fold of
 // every event, computed here with core Fold over the whole log.
 
-#include "replay/materializer.h"
+#include "core/materializer.h"
 
 #include <gtest/gtest.h>
 
@@ -43,9 +43,9 @@ RankedEvent Ev(const std::string& id, const std::string& type, int64_t at,
 FoldKey Key(const RankedEvent& e) { return KeyOf(e.event, e.rank); }
 
 // The fold of `events` (any order) from state none, as a projection state.
-storage::ProjectionState FoldAll(const EntityType& type, const EntityRef& ref,
+ProjectionState FoldAll(const EntityType& type, const EntityRef& ref,
                                  std::vector<RankedEvent> events) {
-  storage::ProjectionState s;
+  ProjectionState s;
   s.projection = Fold(type, ref, &events);
   s.events = events.size();
   if (!events.empty()) s.last = Key(events.back());
@@ -56,11 +56,11 @@ storage::ProjectionState FoldAll(const EntityType& type, const EntityRef& ref,
 // every read the materializer makes.
 class FakeLog : public LogView {
  public:
-  Result<std::optional<storage::ProjectionState>> SnapshotBefore(
+  Result<std::optional<ProjectionState>> SnapshotBefore(
       const FoldKey& key) override {
     ++snapshot_reads;
     if (!fail.ok()) return fail;
-    std::optional<storage::ProjectionState> found;
+    std::optional<ProjectionState> found;
     for (const auto& [last, s] : snapshots) {
       if (last < key) found = s;
     }
@@ -80,7 +80,7 @@ class FakeLog : public LogView {
   int reads() const { return snapshot_reads + event_reads; }
 
   std::vector<RankedEvent> events;                        // the log
-  std::map<FoldKey, storage::ProjectionState> snapshots;  // by last key
+  std::map<FoldKey, ProjectionState> snapshots;  // by last key
   int snapshot_reads = 0, event_reads = 0;
   Status fail;
 };
@@ -89,7 +89,7 @@ class FakeLog : public LogView {
 // snapshots and keeps the new ones.
 Result<Materialized> Feed(const EntityType& type, const EntityRef& ref,
                           const RankedEvent& e, uint64_t interval, FakeLog* log,
-                          storage::ProjectionState* state) {
+                          ProjectionState* state) {
   Result<Materialized> m = Materialize(type, ref, e, *log, interval, state);
   if (!m.ok()) return m;
   log->events.push_back(e);
@@ -97,14 +97,14 @@ Result<Materialized> Feed(const EntityType& type, const EntityRef& ref,
     std::erase_if(log->snapshots,
                   [&](const auto& kv) { return *m->stale_after < kv.first; });
   }
-  for (const storage::ProjectionState& s : m->snapshots) {
+  for (const ProjectionState& s : m->snapshots) {
     log->snapshots[s.last] = s;
   }
   return m;
 }
 
-void ExpectSameState(const storage::ProjectionState& got,
-                     const storage::ProjectionState& want) {
+void ExpectSameState(const ProjectionState& got,
+                     const ProjectionState& want) {
   EXPECT_EQ(ProjectionToJson(got.projection),
             ProjectionToJson(want.projection));
   EXPECT_EQ(got.projection, want.projection);
@@ -141,7 +141,7 @@ TEST(Materializer, InOrderEventsAreAppliedWithoutReadingTheLog) {
       Ev("e5", "product.updated", kT0 + 3 * kSec, 4),  // impossible
   };
   FakeLog log;
-  storage::ProjectionState state;
+  ProjectionState state;
   for (const RankedEvent& e : events) {
     SCOPED_TRACE(e.event.event_id);
     Result<Materialized> m = Feed(type, ref, e, 0, &log, &state);
@@ -166,7 +166,7 @@ TEST(Materializer, LateEventRefoldsFromTheLog) {
   const EntityType& type = TypeOf("product");
   const EntityRef ref{"product", "p1"};
   FakeLog log;
-  storage::ProjectionState state;
+  ProjectionState state;
   ASSERT_TRUE(Feed(type, ref,
                    Ev("e1", "product.created", kT0, 1, {{"price", "100"}}), 0,
                    &log, &state)
@@ -201,7 +201,7 @@ TEST(Materializer, LateIssueTurnsAnEarlyRefundIntoAnApplication) {
   const EntityType& type = TypeOf("receipt");
   const EntityRef ref{"receipt", "r1"};
   FakeLog log;
-  storage::ProjectionState state;
+  ProjectionState state;
   ASSERT_TRUE(
       Feed(type, ref, Ev("b", "receipt.refunded", kT0 + kSec), 0, &log, &state)
           .ok());
@@ -226,7 +226,7 @@ TEST(Materializer, EqualTimeLowerRankIsLate) {
   const EntityType& type = TypeOf("receipt");
   const EntityRef ref{"receipt", "r1"};
   FakeLog log;
-  storage::ProjectionState state;
+  ProjectionState state;
   ASSERT_TRUE(
       Feed(type, ref, Ev("a", "receipt.refunded", kT0), 0, &log, &state).ok());
   ASSERT_TRUE(
@@ -240,11 +240,11 @@ TEST(Materializer, LogErrorIsReturnedAndStateKept) {
   const EntityType& type = TypeOf("inventory");
   const EntityRef ref{"inventory", "p1"};
   FakeLog log;
-  storage::ProjectionState state;
+  ProjectionState state;
   ASSERT_TRUE(Feed(type, ref, Ev("e2", "inventory.updated", kT0 + kSec, 2), 0,
                    &log, &state)
                   .ok());
-  const storage::ProjectionState before = state;
+  const ProjectionState before = state;
   log.fail = Status::IOError("disk gone");
   Result<Materialized> m = Materialize(
       type, ref, Ev("e1", "inventory.updated", kT0, 1), log, 0, &state);
@@ -260,7 +260,7 @@ TEST(Materializer, SnapshotsBoundTheRefold) {
   const EntityType& type = TypeOf("inventory");
   const EntityRef ref{"inventory", "p1"};
   FakeLog log;
-  storage::ProjectionState state;
+  ProjectionState state;
   for (int i = 0; i < 40; ++i) {
     Result<Materialized> m =
         Feed(type, ref,
@@ -321,7 +321,7 @@ TEST(Materializer, RandomArrivalOrdersMatchTheFullFold) {
              {{"k" + std::to_string(rng() % 3), std::to_string(i)}}));
     }
     FakeLog log;
-    storage::ProjectionState state;
+    ProjectionState state;
     for (const RankedEvent& e : events) {
       const bool sorts_last =
           std::all_of(log.events.begin(), log.events.end(),

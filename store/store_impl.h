@@ -11,8 +11,8 @@
 // subscription_state.cc (checkpoints, dead letters, feed retention),
 // retention.cc (gc: entity compaction, tombstones, the background pass).
 
-#ifndef EVENTFOLD_STORAGE_STORE_IMPL_H_
-#define EVENTFOLD_STORAGE_STORE_IMPL_H_
+#ifndef EVENTFOLD_STORE_STORE_IMPL_H_
+#define EVENTFOLD_STORE_STORE_IMPL_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -32,7 +32,7 @@
 #include "core/decode.h"
 #include "eventfold/store.h"
 #include "storage/guarded_db.h"
-#include "storage/lock_table.h"
+#include "store/lock_table.h"
 #include "storage/record_codec.h"
 
 namespace eventfold::storage {
@@ -178,4 +178,4 @@ class StoreImpl final : public Store {
 
 }  // namespace eventfold::storage
 
-#endif  // EVENTFOLD_STORAGE_STORE_IMPL_H_
+#endif  // EVENTFOLD_STORE_STORE_IMPL_H_

@@ -8,7 +8,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
-#include "storage/store_impl.h"
+#include "store/store_impl.h"
 
 namespace eventfold::storage {
 namespace {

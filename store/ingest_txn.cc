@@ -1,15 +1,15 @@
-#include "storage/ingest_txn.h"
+#include "store/ingest_txn.h"
 
 #include <algorithm>
 #include <memory>
 
 #include "core/rfc3339.h"
-#include "replay/materializer.h"
+#include "core/materializer.h"
 #include "storage/commit_queue.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
-#include "storage/store_impl.h"
+#include "store/store_impl.h"
 
 namespace eventfold::storage {
 namespace {

@@ -5,8 +5,8 @@
 // fixed number of stripes; a caller locks every stripe it needs at once, in
 // ascending order, so two callers can never deadlock. Thread-safe.
 
-#ifndef EVENTFOLD_STORAGE_LOCK_TABLE_H_
-#define EVENTFOLD_STORAGE_LOCK_TABLE_H_
+#ifndef EVENTFOLD_STORE_LOCK_TABLE_H_
+#define EVENTFOLD_STORE_LOCK_TABLE_H_
 
 #include <algorithm>
 #include <array>
@@ -67,4 +67,4 @@ class LockTable {
 
 }  // namespace eventfold::storage
 
-#endif  // EVENTFOLD_STORAGE_LOCK_TABLE_H_
+#endif  // EVENTFOLD_STORE_LOCK_TABLE_H_

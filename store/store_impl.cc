@@ -1,4 +1,4 @@
-#include "storage/store_impl.h"
+#include "store/store_impl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,14 +6,14 @@
 
 #include <leveldb/write_batch.h>
 
-#include "replay/materializer.h"
+#include "core/materializer.h"
 #include "replay/check.h"
 #include "replay/rebuild.h"
 #include "replay/run_file.h"
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
 #include "storage/guarded_db.h"
-#include "storage/ingest_txn.h"
+#include "store/ingest_txn.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"

@@ -7,8 +7,8 @@
 // caller holds the LockTable stripes of every event_id and entity involved,
 // so nothing it reads changes underneath. Not thread-safe.
 
-#ifndef EVENTFOLD_STORAGE_INGEST_TXN_H_
-#define EVENTFOLD_STORAGE_INGEST_TXN_H_
+#ifndef EVENTFOLD_STORE_INGEST_TXN_H_
+#define EVENTFOLD_STORE_INGEST_TXN_H_
 
 #include <map>
 #include <optional>
@@ -81,4 +81,4 @@ class IngestTxn {
 
 }  // namespace eventfold::storage
 
-#endif  // EVENTFOLD_STORAGE_INGEST_TXN_H_
+#endif  // EVENTFOLD_STORE_INGEST_TXN_H_

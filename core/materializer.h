@@ -9,8 +9,8 @@
 // cache: without any, the result is the same (a fold from state none).
 // Pure computation over the LogView it is handed; thread-safe.
 
-#ifndef EVENTFOLD_REPLAY_MATERIALIZER_H_
-#define EVENTFOLD_REPLAY_MATERIALIZER_H_
+#ifndef EVENTFOLD_CORE_MATERIALIZER_H_
+#define EVENTFOLD_CORE_MATERIALIZER_H_
 
 #include <optional>
 #include <vector>
@@ -18,7 +18,6 @@
 #include "core/fold.h"
 #include "eventfold/profile.h"
 #include "eventfold/status.h"
-#include "storage/record_codec.h"
 
 namespace eventfold {
 
@@ -27,7 +26,7 @@ class LogView {
  public:
   virtual ~LogView() = default;
   // The latest snapshot taken strictly before `key` in fold order, if any.
-  virtual Result<std::optional<storage::ProjectionState>> SnapshotBefore(
+  virtual Result<std::optional<ProjectionState>> SnapshotBefore(
       const FoldKey& key) = 0;
   // Appends, in fold order, every logged event after `after` (all when null).
   virtual Status EventsAfter(const FoldKey* after, std::vector<RankedEvent>* out) = 0;
@@ -35,32 +34,32 @@ class LogView {
 
 // What a materialization leaves to store besides the projection.
 struct Materialized {
-  std::vector<storage::ProjectionState> snapshots;  // new snapshots to keep
+  std::vector<ProjectionState> snapshots;  // new snapshots to keep
   std::optional<FoldKey> stale_after;  // stored snapshots after this are stale
   uint64_t events_folded = 0;          // work done: 1 for a direct apply
 };
 
 // Sets `state` to the entity's state before any event: state none.
-void StartFromNone(const EntityRef& ref, storage::ProjectionState* state);
+void StartFromNone(const EntityRef& ref, ProjectionState* state);
 
 // Applies one event to `state` and advances its cursor.
 void ApplyToState(const EntityType& type, const RankedEvent& event,
-                  storage::ProjectionState* state);
+                  ProjectionState* state);
 
 // Folds `sorted` (fold order) onto `state` (events == 0: from none), adding
 // a snapshot to `snapshots` whenever the event count reaches a multiple of
 // `interval` (0: never).
 void FoldOnto(const EntityType& type, const EntityRef& ref,
               const std::vector<RankedEvent>& sorted, uint64_t interval,
-              storage::ProjectionState* state,
-              std::vector<storage::ProjectionState>* snapshots);
+              ProjectionState* state,
+              std::vector<ProjectionState>* snapshots);
 
 // Adds `event` to `state` (state->events == 0 for an entity without events).
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  const RankedEvent& event, LogView& log,
                                  uint64_t snapshot_interval,
-                                 storage::ProjectionState* state);
+                                 ProjectionState* state);
 
 }  // namespace eventfold
 
-#endif  // EVENTFOLD_REPLAY_MATERIALIZER_H_
+#endif  // EVENTFOLD_CORE_MATERIALIZER_H_
