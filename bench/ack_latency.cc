@@ -10,12 +10,11 @@
 //   eventfold-ack-latency [--rate 1000] [--seconds 10] [--connections 16]
 //                         [--dir DIR] [--json FILE]
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "core/json_writer.h"
 #include "eventfold/receiver.h"
@@ -41,8 +40,7 @@ int main(int argc, char** argv) {
 
   const bool temp = dir.empty();
   if (temp) {
-    dir = (std::filesystem::temp_directory_path() /
-           ("eventfold-ack-" + std::to_string(::getpid())))
+    dir = (std::filesystem::temp_directory_path() / ("eventfold-ack-" + std::to_string(::getpid())))
               .string();
   }
   std::filesystem::remove_all(dir);
@@ -95,24 +93,32 @@ int main(int argc, char** argv) {
   const double p99 = sim::Quantile(r.latencies, 0.99) * 1e3;
   const double p999 = sim::Quantile(r.latencies, 0.999) * 1e3;
   const double achieved = static_cast<double>(r.attempts) / r.seconds;
-  std::printf("deliveries %zu at %.0f/s target, %.0f/s achieved, %d connections\n",
-              outgoing.size(), rate, achieved, connections);
+  std::printf("deliveries %zu at %.0f/s target, %.0f/s achieved, %d connections\n", outgoing.size(),
+              rate, achieved, connections);
   std::printf("statuses:");
-  for (const auto& [status, n] : r.attempts_by_status) std::printf(" %d:%llu", status,
-                                                                   static_cast<unsigned long long>(n));
+  for (const auto& [status, n] : r.attempts_by_status)
+    std::printf(" %d:%llu", status, static_cast<unsigned long long>(n));
   std::printf("\nack latency ms: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", p50, p99, p999,
               sim::Quantile(r.latencies, 1.0) * 1e3);
   if (!json_out.empty()) {
     JsonWriter w;
     w.BeginObject()
-        .Key("rate_target").Double(rate)
-        .Key("rate_achieved").Double(achieved)
-        .Key("deliveries").Uint(outgoing.size())
-        .Key("delivered").Uint(r.delivered)
-        .Key("connections").Int(connections)
-        .Key("p50_ms").Double(p50)
-        .Key("p99_ms").Double(p99)
-        .Key("p999_ms").Double(p999)
+        .Key("rate_target")
+        .Double(rate)
+        .Key("rate_achieved")
+        .Double(achieved)
+        .Key("deliveries")
+        .Uint(outgoing.size())
+        .Key("delivered")
+        .Uint(r.delivered)
+        .Key("connections")
+        .Int(connections)
+        .Key("p50_ms")
+        .Double(p50)
+        .Key("p99_ms")
+        .Double(p99)
+        .Key("p999_ms")
+        .Double(p999)
         .EndObject();
     std::ofstream(json_out) << w.str() << "\n";
   }

@@ -118,8 +118,7 @@ inline uint64_t DirectoryBytes(const std::filesystem::path& dir) {
 class ScratchRoot {
  public:
   explicit ScratchRoot(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() /
-              (name + "-" + std::to_string(::getpid()))) {
+      : path_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

@@ -18,7 +18,14 @@
 // profiling a rebuild under valgrind without filling under it too).
 // See docs/REPLAY.md for how to run and read it.
 
+#include <benchmark/benchmark.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
 #include <malloc.h>
+#include <simdjson.h>
 
 #include <chrono>
 #include <cinttypes>
@@ -32,14 +39,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <leveldb/db.h>
-#include <leveldb/env.h>
-#include <leveldb/helpers/memenv.h>
-#include <leveldb/iterator.h>
-#include <leveldb/options.h>
-#include <simdjson.h>
 
 #include "bench/bench_util.h"
 #include "core/rfc3339.h"
@@ -88,8 +87,7 @@ void IngestAll(Store& store, const std::vector<std::string>& bodies, size_t begi
     const std::vector<IngestResult> results = store.IngestBatch(chunk);
     for (const IngestResult& r : results) {
       if (r.outcome != Outcome::kAccepted) {
-        Die("fill: " + std::string(OutcomeName(r.outcome)) + " " + r.event_id + ": " +
-            r.message);
+        Die("fill: " + std::string(OutcomeName(r.outcome)) + " " + r.event_id + ": " + r.message);
       }
     }
   }
@@ -99,7 +97,7 @@ void IngestAll(Store& store, const std::vector<std::string>& bodies, size_t begi
 // A store pre-filled with exactly N simulated events, built once per size.
 
 struct FilledStore {
-  fs::path dir;        // pristine: never opened by a benchmark, only copied
+  fs::path dir;  // pristine: never opened by a benchmark, only copied
   uint64_t events = 0;
   uint64_t bytes = 0;  // on disk
   double fill_seconds = 0;
@@ -136,8 +134,8 @@ const FilledStore& Filled(uint64_t n) {
   if (fs::exists(ready) && fs::exists(f.dir)) {
     f.events = n;
     f.bytes = DirectoryBytes(f.dir);
-    std::fprintf(stderr, "[reusing %s: %" PRIu64 " events, %.0f MiB on disk]\n",
-                 f.dir.c_str(), f.events, static_cast<double>(f.bytes) / kMiB);
+    std::fprintf(stderr, "[reusing %s: %" PRIu64 " events, %.0f MiB on disk]\n", f.dir.c_str(),
+                 f.events, static_cast<double>(f.bytes) / kMiB);
     return cache.emplace(n, std::move(f)).first->second;
   }
   fs::remove_all(f.dir);
@@ -213,8 +211,10 @@ void BM_Rebuild(benchmark::State& state) {
     // With the mark reset, VmHWM is this rebuild's own peak; without it, only
     // a rise above the process's earlier peak shows.
     hwm_growth += static_cast<double>(hwm_after - (reset ? before.total : hwm_before));
-    peak_growth += static_cast<double>(sampler.Peak().total - std::min(sampler.Peak().total, before.total));
-    anon_growth += static_cast<double>(sampler.Peak().anon - std::min(sampler.Peak().anon, before.anon));
+    peak_growth +=
+        static_cast<double>(sampler.Peak().total - std::min(sampler.Peak().total, before.total));
+    anon_growth +=
+        static_cast<double>(sampler.Peak().anon - std::min(sampler.Peak().anon, before.anon));
     events += sum->events;
     entities = sum->entities;
     build_s += sum->seconds;
@@ -224,11 +224,13 @@ void BM_Rebuild(benchmark::State& state) {
     fs::remove_all(work);
     state.ResumeTiming();
   }
-  const double iters = static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  const double iters =
+      static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["entities"] = static_cast<double>(entities);
-  state.counters["build_s"] = build_s / iters;     // BuildGeneration: route + fold
-  state.counters["finish_s"] = finish_s / iters;   // catch-up, switch, drop old generation
+  state.counters["build_s"] = build_s / iters;    // BuildGeneration: route + fold
+  state.counters["finish_s"] = finish_s / iters;  // catch-up, switch, drop old generation
   state.counters["total_s"] = total_s / iters;
   state.counters["hwm_growth_MiB"] = hwm_growth / iters / kMiB;
   state.counters["rss_peak_growth_MiB"] = peak_growth / iters / kMiB;
@@ -276,10 +278,14 @@ void BM_RawScan(benchmark::State& state) {
     }
   }
   benchmark::DoNotOptimize(checksum);
-  const double iters = static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
-  state.counters["keys_per_event"] = static_cast<double>(keys) / std::max<double>(1, static_cast<double>(events));
-  state.counters["MiB_per_s"] = benchmark::Counter(static_cast<double>(bytes) / kMiB, benchmark::Counter::kIsRate);
+  const double iters =
+      static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["keys_per_event"] =
+      static_cast<double>(keys) / std::max<double>(1, static_cast<double>(events));
+  state.counters["MiB_per_s"] =
+      benchmark::Counter(static_cast<double>(bytes) / kMiB, benchmark::Counter::kIsRate);
   state.counters["events"] = static_cast<double>(events) / iters;
   db.reset();
   fs::remove_all(work);
@@ -303,7 +309,8 @@ std::string InventoryBody(const std::string& event_id, const std::string& produc
                           int64_t occurred_at, std::optional<int64_t> version, int64_t on_hand) {
   std::string b;
   b.reserve(640);
-  b += R"({"event_id":")" + event_id + R"(","type":"inventory.updated","api_version":"2025-10-01",)";
+  b +=
+      R"({"event_id":")" + event_id + R"(","type":"inventory.updated","api_version":"2025-10-01",)";
   b += R"("occurred_at":")" + FormatRfc3339(occurred_at) + "\",";
   if (version) b += "\"version\":" + std::to_string(*version) + ",";
   b += R"("account":"acct_5e1f0a9b3c7d","livemode":true,)";
@@ -421,8 +428,9 @@ void BM_InOrderIngest(benchmark::State& state) {
   uint64_t refolded = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    const Delivery d{{}, InventoryBody("evt_in_order_" + std::to_string(next), id,
-                                       kLateStart + next * kSecond, next + 1, 100)};
+    const Delivery d{{},
+                     InventoryBody("evt_in_order_" + std::to_string(next), id,
+                                   kLateStart + next * kSecond, next + 1, 100)};
     ++next;
     const uint64_t before = store.counters().refolded;
     state.ResumeTiming();

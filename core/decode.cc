@@ -1,9 +1,9 @@
 #include "core/decode.h"
 
+#include <simdjson.h>
+
 #include <cerrno>
 #include <cstdlib>
-
-#include <simdjson.h>
 
 #include "core/rfc3339.h"
 
@@ -20,8 +20,8 @@ Status Refuse(std::string_view field, std::string_view reason) {
 }
 
 std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' ||
-                        s.back() == '\r' || s.back() == '\t')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
     s.remove_suffix(1);
   }
   return s;
@@ -132,13 +132,12 @@ simdjson::error_code WriteCompact(od::value v, int depth, std::string* out) {
 }
 
 Status NotJson(simdjson::error_code e) {
-  return Refuse("body", std::string("not valid JSON (") +
-                            simdjson::error_message(e) + ")");
+  return Refuse("body", std::string("not valid JSON (") + simdjson::error_message(e) + ")");
 }
 
 bool IsTypeChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
 }
 
 bool IsValidType(std::string_view t) {
@@ -159,13 +158,13 @@ bool IsValidType(std::string_view t) {
 
 // The fields SPEC §2 names, as raw pieces, before their rules are checked.
 struct RawBody {
-  std::optional<std::string> event_id;   // unescaped
+  std::optional<std::string> event_id;  // unescaped
   std::optional<std::string> type;
   std::optional<std::string> occurred_at;
-  std::optional<std::string> version;    // compact JSON of the value
+  std::optional<std::string> version;  // compact JSON of the value
   bool has_data = false;
   bool data_is_object = false;
-  std::vector<Field> data_fields;        // when data is an object
+  std::vector<Field> data_fields;  // when data is an object
   // Required strings that held another JSON type. One flag per field: a
   // single "first offender" slot made a later offender fall through to its
   // content rule and get the wrong reason.
@@ -284,7 +283,8 @@ Status ReadBody(std::string_view body, RawBody* raw) {
     if (auto e = WriteCompact(v, 1, out)) return NotJson(e);
     if (slot == &raw->version) raw->version.emplace(std::move(version_text));
   }
-  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return Refuse("body", "trailing content after the JSON object");
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
+    return Refuse("body", "trailing content after the JSON object");
   return Status::OK();
 }
 
@@ -360,10 +360,8 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields, const std::stri
       // SPEC §4 takes its decimal text, which is the token as written since
       // JSON forbids leading zeros.
       const std::string_view raw = TrimRight(v.raw_json_token());
-      const std::string_view digits =
-          raw.substr(!raw.empty() && raw[0] == '-' ? 1 : 0);
-      if (digits.empty() ||
-          digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      const std::string_view digits = raw.substr(!raw.empty() && raw[0] == '-' ? 1 : 0);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
         return Refuse(key_name, "must be a string or an integer (got a non-integer number)");
       }
       key = raw;
@@ -379,9 +377,8 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields, const std::stri
 bool IsValidEventId(std::string_view id) {
   if (id.empty() || id.size() > kMaxEventIdBytes) return false;
   for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                    c == ':' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -449,8 +446,7 @@ Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {
     std::optional<std::string_view> header = FindHeader(headers, name);
     if (header && *header != event_id) {
       return Refuse(name, "header \"" + std::string(*header) +
-                              "\" does not match body event_id \"" +
-                              std::string(event_id) + "\"");
+                              "\" does not match body event_id \"" + std::string(event_id) + "\"");
     }
   }
   return Status::OK();

@@ -6,14 +6,13 @@ namespace eventfold {
 
 namespace {
 
-std::strong_ordering Compare(int64_t at_a, const std::optional<int64_t>& ver_a,
-                             uint32_t rank_a, std::string_view id_a,
-                             int64_t at_b, const std::optional<int64_t>& ver_b,
-                             uint32_t rank_b, std::string_view id_b) {
+std::strong_ordering Compare(int64_t at_a, const std::optional<int64_t>& ver_a, uint32_t rank_a,
+                             std::string_view id_a, int64_t at_b,
+                             const std::optional<int64_t>& ver_b, uint32_t rank_b,
+                             std::string_view id_b) {
   if (auto c = at_a <=> at_b; c != 0) return c;
   if (ver_a.has_value() != ver_b.has_value()) {
-    return ver_a.has_value() ? std::strong_ordering::greater
-                             : std::strong_ordering::less;
+    return ver_a.has_value() ? std::strong_ordering::greater : std::strong_ordering::less;
   }
   if (ver_a) {
     if (auto c = *ver_a <=> *ver_b; c != 0) return c;
@@ -25,14 +24,13 @@ std::strong_ordering Compare(int64_t at_a, const std::optional<int64_t>& ver_a,
 }  // namespace
 
 std::strong_ordering FoldKey::operator<=>(const FoldKey& o) const {
-  return Compare(occurred_at, version, rank, event_id, o.occurred_at,
-                 o.version, o.rank, o.event_id);
+  return Compare(occurred_at, version, rank, event_id, o.occurred_at, o.version, o.rank,
+                 o.event_id);
 }
 
 bool FoldsBefore(const RankedEvent& a, const RankedEvent& b) {
   return Compare(a.event.occurred_at, a.event.version, a.rank, a.event.event_id,
-                 b.event.occurred_at, b.event.version, b.rank,
-                 b.event.event_id) < 0;
+                 b.event.occurred_at, b.event.version, b.rank, b.event.event_id) < 0;
 }
 
 FoldKey KeyOf(const Event& event, uint32_t rank) {
@@ -44,8 +42,8 @@ std::string ApplyEvent(const Transition& t, const Event& event, Projection* p) {
   if (std::find(t.from.begin(), t.from.end(), p->state) == t.from.end()) {
     reason = "impossible transition " + p->state + " -> " + t.to;
   } else if (event.version && p->version && *p->version >= *event.version) {
-    reason = "stale version " + std::to_string(*event.version) +
-             " (entity is at version " + std::to_string(*p->version) + ")";
+    reason = "stale version " + std::to_string(*event.version) + " (entity is at version " +
+             std::to_string(*p->version) + ")";
   }
   if (!reason.empty()) {
     p->rejected.push_back(Rejection{event.event_id, event.type, reason});
@@ -67,8 +65,7 @@ std::string ApplyEvent(const Transition& t, const Event& event, Projection* p) {
   return reason;
 }
 
-Projection Fold(const EntityType& type, const EntityRef& ref,
-                std::vector<RankedEvent>* events,
+Projection Fold(const EntityType& type, const EntityRef& ref, std::vector<RankedEvent>* events,
                 std::vector<std::string>* verdicts) {
   std::sort(events->begin(), events->end(), FoldsBefore);
   Projection p;

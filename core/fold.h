@@ -60,8 +60,7 @@ std::string ApplyEvent(const Transition& t, const Event& event, Projection* p);
 // Folds `events` (any order, unique event_ids) of entity `ref` from state
 // none. `verdicts`, when given, receives "" or the rejection reason for each
 // event in fold order, and `events` is left sorted in fold order.
-Projection Fold(const EntityType& type, const EntityRef& ref,
-                std::vector<RankedEvent>* events,
+Projection Fold(const EntityType& type, const EntityRef& ref, std::vector<RankedEvent>* events,
                 std::vector<std::string>* verdicts = nullptr);
 
 }  // namespace eventfold

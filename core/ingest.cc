@@ -6,11 +6,9 @@
 
 namespace eventfold {
 
-std::optional<std::string_view> FindHeader(const Headers& headers,
-                                           std::string_view name) {
+std::optional<std::string_view> FindHeader(const Headers& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (key.size() == name.size() &&
-        strncasecmp(key.data(), name.data(), name.size()) == 0) {
+    if (key.size() == name.size() && strncasecmp(key.data(), name.data(), name.size()) == 0) {
       return value;
     }
   }
@@ -19,14 +17,22 @@ std::optional<std::string_view> FindHeader(const Headers& headers,
 
 std::string_view OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kAccepted: return "accepted";
-    case Outcome::kDuplicate: return "duplicate";
-    case Outcome::kConflict: return "conflict";
-    case Outcome::kInvalid: return "invalid";
-    case Outcome::kUnauthorized: return "unauthorized";
-    case Outcome::kTooLarge: return "too_large";
-    case Outcome::kOverloaded: return "overloaded";
-    case Outcome::kStorageError: return "storage_error";
+    case Outcome::kAccepted:
+      return "accepted";
+    case Outcome::kDuplicate:
+      return "duplicate";
+    case Outcome::kConflict:
+      return "conflict";
+    case Outcome::kInvalid:
+      return "invalid";
+    case Outcome::kUnauthorized:
+      return "unauthorized";
+    case Outcome::kTooLarge:
+      return "too_large";
+    case Outcome::kOverloaded:
+      return "overloaded";
+    case Outcome::kStorageError:
+      return "storage_error";
   }
   return "unknown";
 }
@@ -34,13 +40,20 @@ std::string_view OutcomeName(Outcome outcome) {
 int HttpStatus(Outcome outcome) {
   switch (outcome) {
     case Outcome::kAccepted:
-    case Outcome::kDuplicate: return 200;
-    case Outcome::kConflict: return 409;
-    case Outcome::kInvalid: return 400;
-    case Outcome::kUnauthorized: return 401;
-    case Outcome::kTooLarge: return 413;
-    case Outcome::kOverloaded: return 429;
-    case Outcome::kStorageError: return 503;
+    case Outcome::kDuplicate:
+      return 200;
+    case Outcome::kConflict:
+      return 409;
+    case Outcome::kInvalid:
+      return 400;
+    case Outcome::kUnauthorized:
+      return 401;
+    case Outcome::kTooLarge:
+      return 413;
+    case Outcome::kOverloaded:
+      return 429;
+    case Outcome::kStorageError:
+      return 503;
   }
   return 503;
 }

@@ -10,17 +10,14 @@ void StartFromNone(const EntityRef& ref, ProjectionState* state) {
   state->projection.id = ref.id;
 }
 
-void ApplyToState(const EntityType& type, const RankedEvent& event,
-                  ProjectionState* state) {
+void ApplyToState(const EntityType& type, const RankedEvent& event, ProjectionState* state) {
   ApplyEvent(type.transitions[event.rank], event.event, &state->projection);
   state->last = KeyOf(event.event, event.rank);
   ++state->events;
 }
 
-void FoldOnto(const EntityType& type, const EntityRef& ref,
-              const std::vector<RankedEvent>& sorted, uint64_t interval,
-              ProjectionState* state,
-              std::vector<ProjectionState>* snapshots) {
+void FoldOnto(const EntityType& type, const EntityRef& ref, const std::vector<RankedEvent>& sorted,
+              uint64_t interval, ProjectionState* state, std::vector<ProjectionState>* snapshots) {
   if (state->events == 0) StartFromNone(ref, state);
   for (const RankedEvent& e : sorted) {
     ApplyToState(type, e, state);
@@ -29,8 +26,7 @@ void FoldOnto(const EntityType& type, const EntityRef& ref,
 }
 
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
-                                 const RankedEvent& event, LogView& log,
-                                 uint64_t snapshot_interval,
+                                 const RankedEvent& event, LogView& log, uint64_t snapshot_interval,
                                  ProjectionState* state) {
   Materialized out;
   const FoldKey key = KeyOf(event.event, event.rank);

@@ -26,8 +26,7 @@ class LogView {
  public:
   virtual ~LogView() = default;
   // The latest snapshot taken strictly before `key` in fold order, if any.
-  virtual Result<std::optional<ProjectionState>> SnapshotBefore(
-      const FoldKey& key) = 0;
+  virtual Result<std::optional<ProjectionState>> SnapshotBefore(const FoldKey& key) = 0;
   // Appends, in fold order, every logged event after `after` (all when null).
   virtual Status EventsAfter(const FoldKey* after, std::vector<RankedEvent>* out) = 0;
 };
@@ -35,29 +34,25 @@ class LogView {
 // What a materialization leaves to store besides the projection.
 struct Materialized {
   std::vector<ProjectionState> snapshots;  // new snapshots to keep
-  std::optional<FoldKey> stale_after;  // stored snapshots after this are stale
-  uint64_t events_folded = 0;          // work done: 1 for a direct apply
+  std::optional<FoldKey> stale_after;      // stored snapshots after this are stale
+  uint64_t events_folded = 0;              // work done: 1 for a direct apply
 };
 
 // Sets `state` to the entity's state before any event: state none.
 void StartFromNone(const EntityRef& ref, ProjectionState* state);
 
 // Applies one event to `state` and advances its cursor.
-void ApplyToState(const EntityType& type, const RankedEvent& event,
-                  ProjectionState* state);
+void ApplyToState(const EntityType& type, const RankedEvent& event, ProjectionState* state);
 
 // Folds `sorted` (fold order) onto `state` (events == 0: from none), adding
 // a snapshot to `snapshots` whenever the event count reaches a multiple of
 // `interval` (0: never).
-void FoldOnto(const EntityType& type, const EntityRef& ref,
-              const std::vector<RankedEvent>& sorted, uint64_t interval,
-              ProjectionState* state,
-              std::vector<ProjectionState>* snapshots);
+void FoldOnto(const EntityType& type, const EntityRef& ref, const std::vector<RankedEvent>& sorted,
+              uint64_t interval, ProjectionState* state, std::vector<ProjectionState>* snapshots);
 
 // Adds `event` to `state` (state->events == 0 for an entity without events).
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
-                                 const RankedEvent& event, LogView& log,
-                                 uint64_t snapshot_interval,
+                                 const RankedEvent& event, LogView& log, uint64_t snapshot_interval,
                                  ProjectionState* state);
 
 }  // namespace eventfold

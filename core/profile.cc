@@ -1,10 +1,10 @@
 #include "eventfold/profile.h"
 
+#include <simdjson.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <simdjson.h>
 
 #include "core/json_writer.h"
 #include "core/sha256.h"
@@ -15,8 +15,8 @@ namespace {
 namespace od = simdjson::ondemand;
 
 bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || (c >= 'A' && c <= 'Z');
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         (c >= 'A' && c <= 'Z');
 }
 
 bool IsName(std::string_view s) {
@@ -66,8 +66,7 @@ Status ValidateEntity(const EntityType& e) {
   const std::vector<std::string> path = SplitPath(e.key);
   if (e.key.empty()) return Invalid(where, "missing key path");
   if (path.size() < 2 || path[0] != "data") {
-    return Invalid(where, "key path \"" + e.key +
-                              "\" must name a field under data, like data.id");
+    return Invalid(where, "key path \"" + e.key + "\" must name a field under data, like data.id");
   }
   for (const std::string& seg : path) {
     if (seg.empty()) {
@@ -91,8 +90,7 @@ Status ValidateEntity(const EntityType& e) {
     if (t.from.empty()) return Invalid(tw, "empty from-set");
     for (const std::string& s : t.from) {
       if (!targets.count(s)) {
-        return Invalid(tw, "unknown state \"" + s +
-                               "\" in from-set (no transition enters it)");
+        return Invalid(tw, "unknown state \"" + s + "\" in from-set (no transition enters it)");
       }
     }
   }
@@ -126,8 +124,7 @@ Status Unknown(const std::string& where, std::string_view key, od::value v) {
 }
 
 // Reads a JSON array of strings.
-Status ReadStrings(od::value v, const std::string& where,
-                   std::vector<std::string>* out) {
+Status ReadStrings(od::value v, const std::string& where, std::vector<std::string>* out) {
   od::array arr;
   if (v.get_array().get(arr)) return Invalid(where, "must be an array of strings");
   for (auto item : arr) {
@@ -212,8 +209,7 @@ std::vector<std::string> EntityType::KeyPath() const {
   return path;
 }
 
-Profile::Profile(const Profile& other)
-    : name_(other.name_), entities_(other.entities_) {
+Profile::Profile(const Profile& other) : name_(other.name_), entities_(other.entities_) {
   Reindex();
 }
 
@@ -230,8 +226,7 @@ void Profile::Reindex() {
   routes_.clear();
   for (const EntityType& e : entities_) {
     for (size_t i = 0; i < e.transitions.size(); ++i) {
-      routes_[e.transitions[i].type] =
-          Route{&e, &e.transitions[i], static_cast<uint32_t>(i)};
+      routes_[e.transitions[i].type] = Route{&e, &e.transitions[i], static_cast<uint32_t>(i)};
     }
   }
 }
@@ -269,9 +264,8 @@ Result<Profile> Profile::FromJson(std::string_view json) {
   if (auto e = doc.get_object().get(root)) {
     // On-demand parsing reports a truncated document only here; calling it
     // "not a JSON object" would send the user looking for the wrong mistake.
-    return Invalid("document", e == simdjson::INCORRECT_TYPE
-                                   ? "must be a JSON object"
-                                   : "not JSON");
+    return Invalid("document",
+                   e == simdjson::INCORRECT_TYPE ? "must be a JSON object" : "not JSON");
   }
   std::string name;
   std::vector<EntityType> entities;
@@ -301,7 +295,8 @@ Result<Profile> Profile::FromJson(std::string_view json) {
       return st;
     }
   }
-  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return Invalid("document", "trailing content after the object");
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS)
+    return Invalid("document", "trailing content after the object");
   if (!has_entities) return Invalid("entities", "missing");
   return Make(std::move(name), std::move(entities));
 }
@@ -343,16 +338,18 @@ const Profile& Profile::ReceiptRoller() {
       return Transition{std::move(type), std::move(from), std::move(to)};
     };
     Result<Profile> p = Make(
-        "receiptroller",
-        {EntityType{"receipt", "data.receipt_id",
-                    {T("receipt.issued", {"none"}, "issued"),
-                     T("receipt.refunded", {"issued"}, "refunded")}},
-         EntityType{"product", "data.product_id",
-                    {T("product.created", {"none"}, "active"),
-                     T("product.updated", {"active"}, "active"),
-                     T("product.deleted", {"active"}, "deleted")}},
-         EntityType{"inventory", "data.product_id",
-                    {T("inventory.updated", {"none", "tracked"}, "tracked")}}});
+        "receiptroller", {EntityType{"receipt",
+                                     "data.receipt_id",
+                                     {T("receipt.issued", {"none"}, "issued"),
+                                      T("receipt.refunded", {"issued"}, "refunded")}},
+                          EntityType{"product",
+                                     "data.product_id",
+                                     {T("product.created", {"none"}, "active"),
+                                      T("product.updated", {"active"}, "active"),
+                                      T("product.deleted", {"active"}, "deleted")}},
+                          EntityType{"inventory",
+                                     "data.product_id",
+                                     {T("inventory.updated", {"none", "tracked"}, "tracked")}}});
     return new Profile(std::move(p.value()));
   }();
   return *kProfile;

@@ -9,13 +9,20 @@ namespace {
 
 void WriteLogged(const LoggedEvent& e, JsonWriter* w) {
   w->BeginObject()
-      .Key("event_id").String(e.event.event_id)
-      .Key("type").String(e.event.type)
-      .Key("occurred_at").String(FormatRfc3339(e.event.occurred_at))
-      .Key("version").OptionalInt(e.event.version)
-      .Key("seq").Uint(e.seq)
-      .Key("received_at").String(FormatRfc3339(e.received_at))
-      .Key("verdict").String(e.applied ? "applied" : "rejected");
+      .Key("event_id")
+      .String(e.event.event_id)
+      .Key("type")
+      .String(e.event.type)
+      .Key("occurred_at")
+      .String(FormatRfc3339(e.event.occurred_at))
+      .Key("version")
+      .OptionalInt(e.event.version)
+      .Key("seq")
+      .Uint(e.seq)
+      .Key("received_at")
+      .String(FormatRfc3339(e.received_at))
+      .Key("verdict")
+      .String(e.applied ? "applied" : "rejected");
   if (!e.applied) w->Key("reason").String(e.reason);
   w->EndObject();
 }
@@ -27,20 +34,30 @@ std::string FormatTimestamp(int64_t micros) { return FormatRfc3339(micros); }
 std::string ProjectionToJson(const Projection& p) {
   JsonWriter w;
   w.BeginObject()
-      .Key("entity").String(p.entity)
-      .Key("id").String(p.id)
-      .Key("state").String(p.state)
-      .Key("fields").BeginObject();
+      .Key("entity")
+      .String(p.entity)
+      .Key("id")
+      .String(p.id)
+      .Key("state")
+      .String(p.state)
+      .Key("fields")
+      .BeginObject();
   for (const Field& f : p.fields) w.Key(f.name).Raw(f.json);
   w.EndObject()
-      .Key("version").OptionalInt(p.version)
-      .Key("applied").Uint(p.applied)
-      .Key("rejected").BeginArray();
+      .Key("version")
+      .OptionalInt(p.version)
+      .Key("applied")
+      .Uint(p.applied)
+      .Key("rejected")
+      .BeginArray();
   for (const Rejection& r : p.rejected) {
     w.BeginObject()
-        .Key("event_id").String(r.event_id)
-        .Key("type").String(r.type)
-        .Key("reason").String(r.reason)
+        .Key("event_id")
+        .String(r.event_id)
+        .Key("type")
+        .String(r.type)
+        .Key("reason")
+        .String(r.reason)
         .EndObject();
   }
   w.EndArray().Key("occurred_at");
@@ -60,9 +77,12 @@ std::string EntityLogToJson(const EntityLog& log) {
             [](const LoggedEvent* a, const LoggedEvent* b) { return a->seq < b->seq; });
   JsonWriter w;
   w.BeginObject()
-      .Key("entity").String(log.ref.entity)
-      .Key("id").String(log.ref.id)
-      .Key("arrival").BeginArray();
+      .Key("entity")
+      .String(log.ref.entity)
+      .Key("id")
+      .String(log.ref.id)
+      .Key("arrival")
+      .BeginArray();
   for (const LoggedEvent* e : arrival) WriteLogged(*e, &w);
   w.EndArray().Key("fold").BeginArray();
   for (const LoggedEvent& e : log.fold_order) WriteLogged(e, &w);

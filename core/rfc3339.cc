@@ -54,9 +54,7 @@ class Cursor {
     return false;
   }
   bool CharIn(char a, char b) { return Char(a) || Char(b); }
-  bool AtDigit() const {
-    return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9';
-  }
+  bool AtDigit() const { return pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9'; }
   char Peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void Skip() { ++pos_; }
   bool Done() const { return pos_ == s_.size(); }
@@ -71,14 +69,12 @@ Status Bad(std::string_view why) { return Status::InvalidArgument(why); }
 }  // namespace
 
 Result<int64_t> ParseRfc3339(std::string_view text) {
-  constexpr std::string_view kShape =
-      "must be an RFC 3339 timestamp like 2026-11-29T10:15:30.123Z";
+  constexpr std::string_view kShape = "must be an RFC 3339 timestamp like 2026-11-29T10:15:30.123Z";
   Cursor c(text);
   int year, month, day, hour, minute, second;
-  if (!c.Digits(4, &year) || !c.Char('-') || !c.Digits(2, &month) ||
-      !c.Char('-') || !c.Digits(2, &day) || !c.CharIn('T', 't') ||
-      !c.Digits(2, &hour) || !c.Char(':') || !c.Digits(2, &minute) ||
-      !c.Char(':') || !c.Digits(2, &second)) {
+  if (!c.Digits(4, &year) || !c.Char('-') || !c.Digits(2, &month) || !c.Char('-') ||
+      !c.Digits(2, &day) || !c.CharIn('T', 't') || !c.Digits(2, &hour) || !c.Char(':') ||
+      !c.Digits(2, &minute) || !c.Char(':') || !c.Digits(2, &second)) {
     return Bad(kShape);
   }
   if (month < 1 || month > 12) return Bad("month out of range 01-12");
@@ -121,8 +117,8 @@ Result<int64_t> ParseRfc3339(std::string_view text) {
   }
   if (!c.Done()) return Bad("unexpected text after the time zone");
 
-  const int64_t local_seconds = DaysFromCivil(year, month, day) * 86400 +
-                                hour * 3600 + minute * 60 + second;
+  const int64_t local_seconds =
+      DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
   const int64_t utc_seconds = local_seconds - offset_seconds;
   // An offset or a leap second can move the instant out of the four-digit
   // years, where no UTC timestamp can be formatted for it.
@@ -153,8 +149,8 @@ std::string FormatRfc3339(int64_t micros, int offset_minutes) {
     std::snprintf(buf + n, sizeof(buf) - n, "Z");
   } else {
     const int a = offset_minutes < 0 ? -offset_minutes : offset_minutes;
-    std::snprintf(buf + n, sizeof(buf) - n, "%c%02d:%02d", offset_minutes < 0 ? '-' : '+',
-                  a / 60, a % 60);
+    std::snprintf(buf + n, sizeof(buf) - n, "%c%02d:%02d", offset_minutes < 0 ? '-' : '+', a / 60,
+                  a % 60);
   }
   return buf;
 }

@@ -18,10 +18,8 @@ std::string ToHex(std::string_view bytes) {
 
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         digest);
-  return ToHex(std::string_view(reinterpret_cast<const char*>(digest),
-                                sizeof(digest)));
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  return ToHex(std::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }
 
 }  // namespace eventfold

@@ -34,14 +34,12 @@ std::optional<int64_t> ParseSeconds(std::string_view s) {
   return v;
 }
 
-Status CheckTolerance(std::string_view header, int64_t t, int64_t now_micros,
-                      int64_t tolerance) {
+Status CheckTolerance(std::string_view header, int64_t t, int64_t now_micros, int64_t tolerance) {
   const int64_t now = now_micros / 1000000;
   const int64_t skew = now > t ? now - t : t - now;
   if (skew > tolerance) {
-    return Unauthorized(header, "timestamp " + std::to_string(t) + " is " +
-                                    std::to_string(skew) + " s from now (tolerance " +
-                                    std::to_string(tolerance) + " s)");
+    return Unauthorized(header, "timestamp " + std::to_string(t) + " is " + std::to_string(skew) +
+                                    " s from now (tolerance " + std::to_string(tolerance) + " s)");
   }
   return Status::OK();
 }
@@ -71,9 +69,8 @@ class SignatureVerifier::Key {
     auto k = std::make_shared<Key>();
     k->ctx_ = EVP_MAC_CTX_new(hmac);
     char digest[] = "SHA256";
-    const OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end()};
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                 OSSL_PARAM_construct_end()};
     if (k->ctx_ == nullptr ||
         !EVP_MAC_init(k->ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
                       params)) {
@@ -130,9 +127,8 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   if (text.size() % 4 != 0) return std::nullopt;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                    (c >= '0' && c <= '9') || c == '+' || c == '/' ||
-                    (c == '=' && i >= text.size() - 2);
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '+' || c == '/' || (c == '=' && i >= text.size() - 2);
     if (!ok) return std::nullopt;
   }
   if (text[text.size() - 2] == '=' && text.back() != '=') return std::nullopt;
@@ -163,14 +159,15 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
     const std::string which = "secret #" + std::to_string(i + 1);
     if (s.empty()) return Status::InvalidArgument(which + ": empty");
     if (s.size() < kMinSecretBytes) {
-      return Status::InvalidArgument(which + ": shorter than " +
-                                     std::to_string(kMinSecretBytes) + " bytes");
+      return Status::InvalidArgument(which + ": shorter than " + std::to_string(kMinSecretBytes) +
+                                     " bytes");
     }
     std::shared_ptr<const Key> rr_key = Key::Make(s);
     if (!rr_key) return Status::Unavailable(which + ": OpenSSL cannot set up HMAC-SHA256");
     v.rr_keys_.push_back(std::move(rr_key));
     if (s.compare(0, kWhsecPrefix.size(), kWhsecPrefix) == 0) {
-      std::optional<std::string> key = Base64Decode(std::string_view(s).substr(kWhsecPrefix.size()));
+      std::optional<std::string> key =
+          Base64Decode(std::string_view(s).substr(kWhsecPrefix.size()));
       if (!key) return Status::InvalidArgument(which + ": whsec_ secret is not valid base64");
       if (key->size() < kMinSecretBytes) {
         return Status::InvalidArgument(which + ": whsec_ key shorter than " +
@@ -187,8 +184,7 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
   return v;
 }
 
-Status SignatureVerifier::Verify(const Headers& headers, std::string_view body,
-                                 int64_t now_micros,
+Status SignatureVerifier::Verify(const Headers& headers, std::string_view body, int64_t now_micros,
                                  std::optional<std::string>* webhook_id) const {
   if (auto rr = FindHeader(headers, "X-RR-Signature")) {
     return VerifyRr(*rr, body, now_micros);
@@ -236,8 +232,7 @@ Status SignatureVerifier::VerifyRr(std::string_view header, std::string_view bod
   return Unauthorized(kName, "no v1 signature matches a configured secret");
 }
 
-Status SignatureVerifier::VerifyStandard(const Headers& headers, std::string_view body,
-                                         int64_t now,
+Status SignatureVerifier::VerifyStandard(const Headers& headers, std::string_view body, int64_t now,
                                          std::optional<std::string>* webhook_id) const {
   constexpr std::string_view kName = "webhook-signature";
   auto id = FindHeader(headers, "webhook-id");
@@ -277,8 +272,8 @@ std::string SignRr(std::string_view secret, int64_t unix_seconds, std::string_vi
   return "t=" + t + ",v1=" + ToHex(HmacSha256(secret, payload));
 }
 
-std::string SignStandard(std::string_view whsec_secret, std::string_view id,
-                         int64_t unix_seconds, std::string_view body) {
+std::string SignStandard(std::string_view whsec_secret, std::string_view id, int64_t unix_seconds,
+                         std::string_view body) {
   std::string_view encoded = whsec_secret;
   if (encoded.substr(0, kWhsecPrefix.size()) == kWhsecPrefix) {
     encoded.remove_prefix(kWhsecPrefix.size());

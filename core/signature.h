@@ -78,8 +78,8 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // Header values a sender would send, for tests, the demo and benchmarks.
 std::string SignRr(std::string_view secret, int64_t unix_seconds, std::string_view body);
-std::string SignStandard(std::string_view whsec_secret, std::string_view id,
-                         int64_t unix_seconds, std::string_view body);
+std::string SignStandard(std::string_view whsec_secret, std::string_view id, int64_t unix_seconds,
+                         std::string_view body);
 
 }  // namespace eventfold
 

@@ -7,13 +7,20 @@ namespace {
 
 std::string_view CodeName(Status::Code code) {
   switch (code) {
-    case Status::Code::kOk: return "OK";
-    case Status::Code::kNotFound: return "NotFound";
-    case Status::Code::kInvalidArgument: return "InvalidArgument";
-    case Status::Code::kCorruption: return "Corruption";
-    case Status::Code::kIOError: return "IOError";
-    case Status::Code::kBusy: return "Busy";
-    case Status::Code::kUnavailable: return "Unavailable";
+    case Status::Code::kOk:
+      return "OK";
+    case Status::Code::kNotFound:
+      return "NotFound";
+    case Status::Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Status::Code::kCorruption:
+      return "Corruption";
+    case Status::Code::kIOError:
+      return "IOError";
+    case Status::Code::kBusy:
+      return "Busy";
+    case Status::Code::kUnavailable:
+      return "Unavailable";
   }
   return "Unknown";
 }

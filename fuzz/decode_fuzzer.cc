@@ -11,8 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  const auto decoded =
-      eventfold::DecodeEvent(body, eventfold::Profile::ReceiptRoller());
+  const auto decoded = eventfold::DecodeEvent(body, eventfold::Profile::ReceiptRoller());
   if (!decoded.ok()) {
     // A refusal always names the field and the reason.
     if (decoded.status().message().empty()) __builtin_trap();

@@ -16,8 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const auto again = eventfold::Profile::FromJson(profile->ToJson());
-  if (!again.ok() || again->Fingerprint() != profile->Fingerprint())
-    __builtin_trap();
+  if (!again.ok() || again->Fingerprint() != profile->Fingerprint()) __builtin_trap();
   for (const auto& entity : profile->entities()) {
     for (const auto& transition : entity.transitions) {
       const eventfold::Route* route = profile->Find(transition.type);

@@ -55,8 +55,7 @@ struct Harness {
 
 bool IsSpecStatus(int status) {
   constexpr int kStatuses[] = {200, 400, 401, 404, 405, 409, 413, 429, 503};
-  return std::find(std::begin(kStatuses), std::end(kStatuses), status) !=
-         std::end(kStatuses);
+  return std::find(std::begin(kStatuses), std::end(kStatuses), status) != std::end(kStatuses);
 }
 
 }  // namespace
@@ -70,17 +69,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line = request.first_line;
   const size_t space = line.find(' ');
   const std::string_view method = line.substr(0, space);
-  const std::string_view path = space == std::string_view::npos
-                                    ? std::string_view("/")
-                                    : line.substr(space + 1);
+  const std::string_view path =
+      space == std::string_view::npos ? std::string_view("/") : line.substr(space + 1);
   if (!eventfold::FindHeader(request.headers, "X-RR-Signature") &&
       !eventfold::FindHeader(request.headers, "webhook-signature")) {
-    request.headers.emplace_back(
-        "X-RR-Signature",
-        eventfold::SignRr(kSecret, kNowSeconds, request.body));
+    request.headers.emplace_back("X-RR-Signature",
+                                 eventfold::SignRr(kSecret, kNowSeconds, request.body));
   }
-  const auto response =
-      harness->receiver->Handle(method, path, request.headers, request.body);
+  const auto response = harness->receiver->Handle(method, path, request.headers, request.body);
   if (!IsSpecStatus(response.status) || response.body.empty()) __builtin_trap();
   return 0;
 }

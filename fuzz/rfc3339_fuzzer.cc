@@ -22,10 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr int64_t kYear0001 = -62135596800LL * 1000000;
   constexpr int64_t kYear9999 = 253370764800LL * 1000000;
   if (*parsed > kYear0001 && *parsed < kYear9999) {
-    const int offset =
-        size == 0 ? 0 : static_cast<int>(data[0] * 11 % 2879) - 1439;
-    const auto local =
-        eventfold::ParseRfc3339(eventfold::FormatRfc3339(*parsed, offset));
+    const int offset = size == 0 ? 0 : static_cast<int>(data[0] * 11 % 2879) - 1439;
+    const auto local = eventfold::ParseRfc3339(eventfold::FormatRfc3339(*parsed, offset));
     if (!local.ok() || *local != *parsed) __builtin_trap();
   }
   return 0;

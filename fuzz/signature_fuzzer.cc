@@ -19,8 +19,7 @@ constexpr int64_t kNowSeconds = 1795000000;
 
 const eventfold::SignatureVerifier& Verifier() {
   static const auto* verifier = new eventfold::SignatureVerifier(
-      eventfold::SignatureVerifier::Make({kRrSecret, kStandardSecret}, 300)
-          .value());
+      eventfold::SignatureVerifier::Make({kRrSecret, kStandardSecret}, 300).value());
   return *verifier;
 }
 
@@ -31,34 +30,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& verifier = Verifier();
   const int64_t now = kNowSeconds * 1000000;
   std::optional<std::string> webhook_id;
-  const auto status =
-      verifier.Verify(request.headers, request.body, now, &webhook_id);
+  const auto status = verifier.Verify(request.headers, request.body, now, &webhook_id);
   if (!status.ok() && status.message().empty()) __builtin_trap();
 
   // Whatever the body, a delivery signed as a sender signs it verifies.
   const eventfold::Headers rr = {
-      {"X-RR-Signature",
-       eventfold::SignRr(kRrSecret, kNowSeconds, request.body)}};
-  if (!verifier.Verify(rr, request.body, now, &webhook_id).ok())
-    __builtin_trap();
+      {"X-RR-Signature", eventfold::SignRr(kRrSecret, kNowSeconds, request.body)}};
+  if (!verifier.Verify(rr, request.body, now, &webhook_id).ok()) __builtin_trap();
   const std::string id = "evt_fuzz";
   const eventfold::Headers standard = {
       {"webhook-id", id},
       {"webhook-timestamp", std::to_string(kNowSeconds)},
       {"webhook-signature",
-       eventfold::SignStandard(kStandardSecret, id, kNowSeconds,
-                               request.body)}};
+       eventfold::SignStandard(kStandardSecret, id, kNowSeconds, request.body)}};
   webhook_id.reset();
-  if (!verifier.Verify(standard, request.body, now, &webhook_id).ok() ||
-      webhook_id != id) {
+  if (!verifier.Verify(standard, request.body, now, &webhook_id).ok() || webhook_id != id) {
     __builtin_trap();
   }
 
   // The base64 decoder on arbitrary text: decoded bytes encode to text that
   // decodes to the same bytes.
   if (const auto bytes = eventfold::Base64Decode(request.body)) {
-    if (eventfold::Base64Decode(eventfold::Base64Encode(*bytes)) != bytes)
-      __builtin_trap();
+    if (eventfold::Base64Decode(eventfold::Base64Encode(*bytes)) != bytes) __builtin_trap();
   }
   return 0;
 }

@@ -11,9 +11,8 @@ namespace eventfold {
 namespace {
 
 // Upper bounds (seconds) of the acknowledgement latency histogram.
-constexpr std::array<double, 14> kLatencyBuckets = {
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-    0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+constexpr std::array<double, 14> kLatencyBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                    0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
 constexpr size_t kOutcomes = 8;  // Outcome values 0..7
 
@@ -21,9 +20,7 @@ HttpResponse Json(int status, std::string body) {
   return HttpResponse{status, "application/json", std::move(body)};
 }
 
-HttpResponse Answer(const IngestResult& r) {
-  return Json(r.http_status(), r.ResponseBody());
-}
+HttpResponse Answer(const IngestResult& r) { return Json(r.http_status(), r.ResponseBody()); }
 
 class ReceiverImpl final : public Receiver {
  public:
@@ -34,8 +31,8 @@ class ReceiverImpl final : public Receiver {
         clock_(options.clock ? options.clock : SystemClock()),
         verifier_(std::move(verifier)) {}
 
-  HttpResponse Handle(std::string_view method, std::string_view path,
-                      const Headers& headers, std::string_view body) override {
+  HttpResponse Handle(std::string_view method, std::string_view path, const Headers& headers,
+                      std::string_view body) override {
     if (method == "GET" || method == "HEAD") {
       if (path == "/healthz") return Json(200, R"({"status":"ok"})");
       if (path == "/metrics") return HttpResponse{200, "text/plain; version=0.0.4", MetricsText()};
@@ -80,8 +77,8 @@ class ReceiverImpl final : public Receiver {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
       cumulative += buckets_[i].load();
-      out += "eventfold_ack_latency_seconds_bucket{le=\"" + Format(kLatencyBuckets[i]) +
-             "\"} " + std::to_string(cumulative) + "\n";
+      out += "eventfold_ack_latency_seconds_bucket{le=\"" + Format(kLatencyBuckets[i]) + "\"} " +
+             std::to_string(cumulative) + "\n";
     }
     cumulative += buckets_[kLatencyBuckets.size()].load();
     out += "eventfold_ack_latency_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";

@@ -21,7 +21,8 @@ using storage::FromLevelDb;
 using storage::View;
 
 bool IsDecimal(std::string_view s) {
-  return !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string_view::npos;
+  return !s.empty() && s.size() <= 20 &&
+         s.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 std::string Seq(uint64_t seq) { return std::to_string(seq); }
@@ -55,8 +56,7 @@ class Checker {
       st = VerifyAsideToo();
       if (!st.ok()) return st;
     }
-    sum_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sum_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return sum_;
   }
 
@@ -139,9 +139,11 @@ class Checker {
       Problem("", "LevelDB could not read on: " + it->status().ToString());
     }
     if (o_.last_change_seq > sum_.last_change) {
-      Problem(storage::FeedKey(o_.last_change_seq),
-              "the change feed ends at " + Seq(sum_.last_change) + " but the store numbered "
-                  "changes up to " + Seq(o_.last_change_seq));
+      Problem(storage::FeedKey(o_.last_change_seq), "the change feed ends at " +
+                                                        Seq(sum_.last_change) +
+                                                        " but the store numbered "
+                                                        "changes up to " +
+                                                        Seq(o_.last_change_seq));
     }
     return Status::OK();
   }
@@ -212,8 +214,8 @@ class Checker {
       return Status::OK();
     }
     if (!decoded->entity) return Status::OK();
-    const std::string lkey = storage::LogKey(o_.live_gen, *decoded->entity,
-                                             KeyOf(decoded->event, decoded->rank));
+    const std::string lkey =
+        storage::LogKey(o_.live_gen, *decoded->entity, KeyOf(decoded->event, decoded->rank));
     std::string lvalue;
     st = Lookup(lkey, &lvalue, &found);
     if (!st.ok()) return st;
@@ -241,8 +243,8 @@ class Checker {
       ++sum_.tombstones;
       std::string ignored;
       bool found = false;
-      Status st = d->entity ? Lookup(storage::CompactionKey(*d->entity), &ignored, &found)
-                            : Status::OK();
+      Status st =
+          d->entity ? Lookup(storage::CompactionKey(*d->entity), &ignored, &found) : Status::OK();
       if (!st.ok()) return st;
       if (!found) Problem(key, "dedup tombstone without a compacted entity");
       return Status::OK();
@@ -259,7 +261,8 @@ class Checker {
 
   Status CheckConflict(const std::string& key, std::string_view value) {
     ++sum_.conflicts;
-    if (!storage::ParseSeqKey(key, storage::kConflictPrefix)) Problem(key, "malformed conflict key");
+    if (!storage::ParseSeqKey(key, storage::kConflictPrefix))
+      Problem(key, "malformed conflict key");
     Result<storage::ConflictEntry> c = storage::DecodeConflict(key, value);
     if (!c.ok()) {
       Problem(key, c.status().message());
@@ -308,8 +311,8 @@ class Checker {
     if (sum_.first_change == 0) {
       sum_.first_change = *seq;
     } else if (*seq != sum_.last_change + 1) {
-      Problem(key, "change feed gap: changes " + Seq(sum_.last_change + 1) + ".." +
-                       Seq(*seq - 1) + " are missing");
+      Problem(key, "change feed gap: changes " + Seq(sum_.last_change + 1) + ".." + Seq(*seq - 1) +
+                       " are missing");
     }
     sum_.last_change = *seq;
   }
@@ -361,8 +364,8 @@ class Checker {
     }
     const EntityRef ref{c->snapshot.projection.entity, c->snapshot.projection.id};
     if (!o_.profile->FindEntity(ref.entity)) {
-      Problem(key, "compacted entity of type \"" + ref.entity +
-                       "\", which the store's profile lacks");
+      Problem(key,
+              "compacted entity of type \"" + ref.entity + "\", which the store's profile lacks");
       return Status::OK();
     }
     std::optional<EntityRef> none;
@@ -380,8 +383,8 @@ class Checker {
     Status st = Lookup(storage::ProjectionKey(o_.live_gen, ref), &value, &found);
     if (!st.ok()) return st;
     if (!found) {
-      Problem(key, std::string(what) + " of " + ref.entity + "/" + ref.id +
-                       ", which has no projection");
+      Problem(key,
+              std::string(what) + " of " + ref.entity + "/" + ref.id + ", which has no projection");
     }
     return Status::OK();
   }
@@ -461,8 +464,8 @@ class Checker {
     }
     const EntityType* type = o_.profile->FindEntity(ref->entity);
     if (!type) {
-      Problem(key, "projection of entity type \"" + ref->entity +
-                       "\", which the store's profile lacks");
+      Problem(key,
+              "projection of entity type \"" + ref->entity + "\", which the store's profile lacks");
       return Status::OK();
     }
     storage::ProjectionState folded;
@@ -510,8 +513,8 @@ class Checker {
       }
     };
     if (compacted) {
-      if (!snap->Valid() ||
-          View(snap->key()) != storage::SnapshotKey(o_.live_gen, *ref, storage::CompactionPoint())) {
+      if (!snap->Valid() || View(snap->key()) != storage::SnapshotKey(o_.live_gen, *ref,
+                                                                      storage::CompactionPoint())) {
         Problem(key, "compacted entity without its compaction snapshot");
       }
       compare_snapshots(&folded.last);
@@ -543,8 +546,8 @@ class Checker {
         !(stored->last == refolded->last)) {
       Problem(key, "projection differs from the fold of its log: stored " +
                        ProjectionToJson(stored->projection) + " (" + Seq(stored->events) +
-                       " events), log folds to " + ProjectionToJson(refolded->projection) +
-                       " (" + Seq(refolded->events) + " events)");
+                       " events), log folds to " + ProjectionToJson(refolded->projection) + " (" +
+                       Seq(refolded->events) + " events)");
     }
     return Status::OK();
   }
@@ -558,7 +561,8 @@ class Checker {
     vo.snapshot = o_.snapshot;
     vo.snapshot_interval = o_.snapshot_interval;
     Result<VerifySummary> v = VerifyAside(
-        db_, vo, [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
+        db_, vo,
+        [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
           const Projection& any = live ? *live : *rebuilt;
           Problem(storage::ProjectionKey(o_.live_gen, EntityRef{any.entity, any.id}),
                   "projection differs from a rebuild from the stored events: live " +

@@ -27,11 +27,11 @@
 #ifndef EVENTFOLD_REPLAY_CHECK_H_
 #define EVENTFOLD_REPLAY_CHECK_H_
 
-#include <cstdint>
-#include <string>
-
 #include <leveldb/db.h>
 #include <leveldb/env.h>
+
+#include <cstdint>
+#include <string>
 
 #include "eventfold/profile.h"
 #include "eventfold/store.h"
@@ -39,7 +39,7 @@
 namespace eventfold {
 
 struct CheckOptions {
-  const Profile* profile = nullptr;             // the live generation's profile
+  const Profile* profile = nullptr;  // the live generation's profile
   uint32_t live_gen = 1;
   const leveldb::Snapshot* snapshot = nullptr;  // what to check (nullptr: now)
   // Changes numbered before the snapshot was taken: the feed must reach it.

@@ -1,8 +1,8 @@
 #include "replay/compaction.h"
 
-#include <memory>
-
 #include <leveldb/write_batch.h>
+
+#include <memory>
 
 #include "core/materializer.h"
 #include "storage/key_codec.h"
@@ -78,8 +78,7 @@ Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const P
   input.snapshot = snapshot;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(input));
   leveldb::WriteBatch batch;
-  const leveldb::Slice prefix(storage::kCompactionPrefix.data(),
-                              storage::kCompactionPrefix.size());
+  const leveldb::Slice prefix(storage::kCompactionPrefix.data(), storage::kCompactionPrefix.size());
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<storage::CompactionEntry> c =
         storage::DecodeCompaction(View(it->key()), View(it->value()));

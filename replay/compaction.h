@@ -8,9 +8,9 @@
 #ifndef EVENTFOLD_REPLAY_COMPACTION_H_
 #define EVENTFOLD_REPLAY_COMPACTION_H_
 
-#include <cstdint>
-
 #include <leveldb/db.h>
+
+#include <cstdint>
 
 #include "eventfold/profile.h"
 #include "eventfold/status.h"

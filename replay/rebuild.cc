@@ -1,5 +1,7 @@
 #include "replay/rebuild.h"
 
+#include <leveldb/write_batch.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,11 +13,9 @@
 #include <thread>
 #include <utility>
 
-#include <leveldb/write_batch.h>
-
 #include "core/decode.h"
-#include "replay/compaction.h"
 #include "core/materializer.h"
+#include "replay/compaction.h"
 #include "replay/run_file.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -55,9 +55,7 @@ class BatchWriter {
   }
 
  private:
-  Status MaybeFlush() {
-    return batch_.ApproximateSize() >= kBatchBytes ? Flush() : Status::OK();
-  }
+  Status MaybeFlush() { return batch_.ApproximateSize() >= kBatchBytes ? Flush() : Status::OK(); }
   leveldb::DB* db_;
   leveldb::WriteBatch batch_;
 };
@@ -143,8 +141,8 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
       continue;
     }
     const EntityRef& ref = *decoded->entity;
-    storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank},
-                            stored->seq, stored->received_at};
+    storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank}, stored->seq,
+                            stored->received_at};
     buffer.Add(storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank)),
                storage::EncodeLog(entry));
     if (buffer.bytes() >= budget) {
@@ -344,7 +342,7 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.
 std::optional<std::pair<uint64_t, uint64_t>> SeqBounds(leveldb::DB* db,
-                                                        const leveldb::Snapshot* snapshot) {
+                                                       const leveldb::Snapshot* snapshot) {
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
   it->Seek(Slice(storage::kEventPrefix));
   if (!it->Valid()) return std::nullopt;
@@ -431,16 +429,14 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
   Shared shared;
   const auto bounds = SeqBounds(db, snapshot);
   {
-    ProgressReporter reporter(target, shared,
-                              bounds ? bounds->second - bounds->first + 1 : 0);
+    ProgressReporter reporter(target, shared, bounds ? bounds->second - bounds->first + 1 : 0);
     if (bounds) {
-      RunWorkers(SeqRanges(bounds->first, bounds->second, workers),
-                 [&](size_t, const Range& r) {
-                   RebuildSummary sum;
-                   const size_t budget = target.sort_budget_bytes / workers;
-                   shared.Merge(sum, RouteRange(db, snapshot, profile, target.gen, r, budget,
-                                                &scratch, &shared, &sum));
-                 });
+      RunWorkers(SeqRanges(bounds->first, bounds->second, workers), [&](size_t, const Range& r) {
+        RebuildSummary sum;
+        const size_t budget = target.sort_budget_bytes / workers;
+        shared.Merge(
+            sum, RouteRange(db, snapshot, profile, target.gen, r, budget, &scratch, &shared, &sum));
+      });
     }
     if (!shared.error.ok()) return shared.error;
     shared.logs_total = shared.sum.events - shared.sum.unrouted;
@@ -449,8 +445,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
     if (!st.ok()) return st;
   }
   // 3. Compacted entities start from their compaction snapshot.
-  st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval,
-                            &shared.sum);
+  st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval, &shared.sum);
   if (!st.ok()) return st;
   shared.sum.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   return shared.sum;

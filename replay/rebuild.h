@@ -18,13 +18,13 @@
 #ifndef EVENTFOLD_REPLAY_REBUILD_H_
 #define EVENTFOLD_REPLAY_REBUILD_H_
 
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
-
-#include <leveldb/db.h>
-#include <leveldb/env.h>
 
 #include "eventfold/profile.h"
 #include "eventfold/status.h"

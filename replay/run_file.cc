@@ -128,8 +128,8 @@ void RunBuffer::Reserve(size_t bytes) {
 }
 
 void RunBuffer::Add(std::string_view key, std::string_view value) {
-  entries_.push_back(Entry{arena_.size(), static_cast<uint32_t>(key.size()),
-                           static_cast<uint32_t>(value.size())});
+  entries_.push_back(
+      Entry{arena_.size(), static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size())});
   arena_.append(key);
   arena_.append(value);
 }

@@ -16,14 +16,14 @@
 #ifndef EVENTFOLD_REPLAY_RUN_FILE_H_
 #define EVENTFOLD_REPLAY_RUN_FILE_H_
 
+#include <leveldb/env.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <leveldb/env.h>
 
 #include "eventfold/status.h"
 

@@ -1,9 +1,9 @@
 #include "replay/verify.h"
 
+#include <leveldb/write_batch.h>
+
 #include <chrono>
 #include <memory>
-
-#include <leveldb/write_batch.h>
 
 #include "replay/rebuild.h"
 #include "storage/key_codec.h"

@@ -8,11 +8,11 @@
 #ifndef EVENTFOLD_REPLAY_VERIFY_H_
 #define EVENTFOLD_REPLAY_VERIFY_H_
 
-#include <cstdint>
-#include <string>
-
 #include <leveldb/db.h>
 #include <leveldb/env.h>
+
+#include <cstdint>
+#include <string>
 
 #include "eventfold/profile.h"
 #include "eventfold/store.h"
@@ -20,10 +20,10 @@
 namespace eventfold {
 
 struct VerifyOptions {
-  std::string scratch_path;                  // must hold nothing worth keeping
-  leveldb::Env* env = nullptr;               // nullptr: LevelDB's default
-  const Profile* profile = nullptr;          // the live generation's profile
-  uint32_t live_gen = 1;                     // the generation to compare
+  std::string scratch_path;                     // must hold nothing worth keeping
+  leveldb::Env* env = nullptr;                  // nullptr: LevelDB's default
+  const Profile* profile = nullptr;             // the live generation's profile
+  uint32_t live_gen = 1;                        // the generation to compare
   const leveldb::Snapshot* snapshot = nullptr;  // the live state to compare
   uint64_t snapshot_interval = 1000;
 };

@@ -29,6 +29,7 @@ packages=(
   libsqlite3-dev  # the SQLite pattern baseline of eventfold-bench
   sqlite3
   clang
+  clang-format  # scripts/check_format.sh
   libclang-rt-14-dev
 )
 

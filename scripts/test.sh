@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, then
+# The test command: installs what is missing, checks that every C++ file is
+# formatted with the repository's .clang-format (scripts/check_format.sh),
+# then
 #   1. builds with ASan+UBSan (build-asan-ubsan/) and runs the unit suite;
 #   2. builds with TSan (build-tsan/) and runs the concurrency tests;
 #   3. builds the libFuzzer targets with clang (build-fuzz/) and runs each
 #      for a few seconds;
 #   4. configures and builds build/ and runs every test except the
 #      long-running `soak` label.
-# EVENTFOLD_QUICK=1 skips stages 1-3. Extra arguments go to the last ctest:
+# EVENTFOLD_QUICK=1 skips stages 1-3 (not the format check). Extra arguments go to the last ctest:
 #   bash scripts/test.sh [extra ctest arguments, e.g. -R Fold -V]
 # The main ctest's summary is the last thing printed. Exits with its code, or
 # 1 when it passed but an earlier stage failed (that stage's failure is
@@ -17,6 +19,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/bootstrap.sh
 
 failed=()
+
+echo "== test.sh: format check =="
+if ! bash scripts/check_format.sh; then
+  echo "== test.sh: format check FAILED ==" >&2
+  failed+=(format)
+fi
 
 # A stage: configure and build a preset of CMakePresets.json, run its test
 # preset; a failure is recorded and the next stage runs.

@@ -20,8 +20,7 @@ void CommitQueue::Wake(Writer* w, Writer::State to) {
   w->cv.notify_one();
 }
 
-Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes,
-                           bool sync) {
+Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes, bool sync) {
   Writer w(batch, changes, sync);
   bool leading = false;
   {

@@ -14,15 +14,15 @@
 #ifndef EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
 #define EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
 
+#include <leveldb/db.h>
+#include <leveldb/write_batch.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <vector>
-
-#include <leveldb/db.h>
-#include <leveldb/write_batch.h>
 
 #include "eventfold/feed.h"
 #include "eventfold/status.h"
@@ -76,7 +76,7 @@ class CommitQueue {
   // while a writer is woken.
   mutable std::mutex mu_;
   mutable std::condition_variable feed_cv_;  // signalled when the feed grows
-  std::deque<Writer*> writers_;  // the front one leads
+  std::deque<Writer*> writers_;              // the front one leads
   uint64_t next_seq_;
 };
 

@@ -44,8 +44,7 @@ leveldb::Status GuardedDb::Put(const leveldb::WriteOptions& options, const level
   return Write(options, &batch);
 }
 
-leveldb::Status GuardedDb::Delete(const leveldb::WriteOptions& options,
-                                  const leveldb::Slice& key) {
+leveldb::Status GuardedDb::Delete(const leveldb::WriteOptions& options, const leveldb::Slice& key) {
   leveldb::WriteBatch batch;
   batch.Delete(key);
   return Write(options, &batch);

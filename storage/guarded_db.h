@@ -21,6 +21,10 @@
 #ifndef EVENTFOLD_STORAGE_GUARDED_DB_H_
 #define EVENTFOLD_STORAGE_GUARDED_DB_H_
 
+#include <leveldb/db.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -29,10 +33,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-
-#include <leveldb/db.h>
-#include <leveldb/options.h>
-#include <leveldb/write_batch.h>
 
 namespace eventfold::storage {
 
@@ -61,7 +61,8 @@ class GuardedDb final : public leveldb::DB {
   leveldb::Status Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
                       const leveldb::Slice& value) override;
   leveldb::Status Delete(const leveldb::WriteOptions& options, const leveldb::Slice& key) override;
-  leveldb::Status Write(const leveldb::WriteOptions& options, leveldb::WriteBatch* updates) override;
+  leveldb::Status Write(const leveldb::WriteOptions& options,
+                        leveldb::WriteBatch* updates) override;
   leveldb::Status Get(const leveldb::ReadOptions& options, const leveldb::Slice& key,
                       std::string* value) override;
   leveldb::Iterator* NewIterator(const leveldb::ReadOptions& options) override;

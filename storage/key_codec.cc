@@ -129,9 +129,7 @@ std::string GenerationPrefix(uint32_t gen) {
   return key;
 }
 
-std::string LogPrefix(uint32_t gen, const EntityRef& ref) {
-  return EntityPrefix(gen, "l/", ref);
-}
+std::string LogPrefix(uint32_t gen, const EntityRef& ref) { return EntityPrefix(gen, "l/", ref); }
 
 std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {
   std::string key = LogPrefix(gen, ref);

@@ -3,9 +3,9 @@
 #ifndef EVENTFOLD_STORAGE_LEVELDB_STATUS_H_
 #define EVENTFOLD_STORAGE_LEVELDB_STATUS_H_
 
-#include <string_view>
-
 #include <leveldb/status.h>
+
+#include <string_view>
 
 #include "eventfold/status.h"
 

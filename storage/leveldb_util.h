@@ -4,10 +4,10 @@
 #ifndef EVENTFOLD_STORAGE_LEVELDB_UTIL_H_
 #define EVENTFOLD_STORAGE_LEVELDB_UTIL_H_
 
-#include <string_view>
-
 #include <leveldb/options.h>
 #include <leveldb/slice.h>
+
+#include <string_view>
 
 namespace eventfold::storage {
 

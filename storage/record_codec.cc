@@ -136,9 +136,9 @@ std::string EncodeEvent(const StoredEvent& e) {
   auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
-  b.Finish(fb::CreateEventRecord(b, id, type, e.event.occurred_at,
-                                 e.event.version.has_value(), e.event.version.value_or(0),
-                                 e.received_at, body, entity, entity_id));
+  b.Finish(fb::CreateEventRecord(b, id, type, e.event.occurred_at, e.event.version.has_value(),
+                                 e.event.version.value_or(0), e.received_at, body, entity,
+                                 entity_id));
   return Finish(b);
 }
 
@@ -166,8 +166,7 @@ std::string EncodeLog(const LogEntry& e) {
   auto type = b.CreateString(ev.type);
   auto data = EncodeFields(b, ev.data);
   b.Finish(fb::CreateLogRecord(b, id, type, ev.occurred_at, ev.version.has_value(),
-                               ev.version.value_or(0), e.ranked.rank, e.received_at,
-                               data, e.seq));
+                               ev.version.value_or(0), e.ranked.rank, e.received_at, data, e.seq));
   return Finish(b);
 }
 
@@ -194,8 +193,8 @@ std::string EncodeDedup(const DedupEntry& e) {
   auto type = b.CreateString(e.type);
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
-  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id,
-                                 e.routing_epoch, e.expires_at));
+  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id, e.routing_epoch,
+                                 e.expires_at));
   return Finish(b);
 }
 
@@ -222,16 +221,14 @@ std::string EncodeProjection(const ProjectionState& s) {
   std::vector<fbs::Offset<fb::RejectionRecord>> rejected;
   for (const Rejection& r : p.rejected) {
     rejected.push_back(fb::CreateRejectionRecord(b, b.CreateString(r.event_id),
-                                                 b.CreateString(r.type),
-                                                 b.CreateString(r.reason)));
+                                                 b.CreateString(r.type), b.CreateString(r.reason)));
   }
   auto rejected_vec = b.CreateVector(rejected);
   auto last_id = b.CreateString(s.last.event_id);
   b.Finish(fb::CreateProjectionRecord(
-      b, state, fields, p.version.has_value(), p.version.value_or(0), p.applied,
-      rejected_vec, p.occurred_at.has_value(), p.occurred_at.value_or(0), s.events,
-      s.last.occurred_at, s.last.version.has_value(), s.last.version.value_or(0),
-      s.last.rank, last_id));
+      b, state, fields, p.version.has_value(), p.version.value_or(0), p.applied, rejected_vec,
+      p.occurred_at.has_value(), p.occurred_at.value_or(0), s.events, s.last.occurred_at,
+      s.last.version.has_value(), s.last.version.value_or(0), s.last.rank, last_id));
   return Finish(b);
 }
 
@@ -272,8 +269,8 @@ std::string EncodeConflict(const ConflictEntry& e) {
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
   auto reason = b.CreateString(e.reason);
   auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
-  b.Finish(fb::CreateConflictRecord(b, id, e.first_seq, type, e.occurred_at, entity,
-                                    entity_id, e.received_at, reason, body));
+  b.Finish(fb::CreateConflictRecord(b, id, e.first_seq, type, e.occurred_at, entity, entity_id,
+                                    e.received_at, reason, body));
   return Finish(b);
 }
 
@@ -329,8 +326,8 @@ std::string EncodeCompaction(const CompactionEntry& c) {
   auto snapshot_vec =
       b.CreateVector(reinterpret_cast<const uint8_t*>(snapshot.data()), snapshot.size());
   auto tombstones = b.CreateVectorOfStrings(c.tombstones);
-  b.Finish(fb::CreateCompactionRecord(b, snapshot_vec, c.compacted_at, c.events,
-                                      c.tombstones_until, tombstones));
+  b.Finish(fb::CreateCompactionRecord(b, snapshot_vec, c.compacted_at, c.events, c.tombstones_until,
+                                      tombstones));
   return Finish(b);
 }
 
@@ -359,8 +356,7 @@ Result<CompactionEntry> DecodeCompaction(std::string_view key, std::string_view 
 std::string EncodeParked(const ParkedChange& p) {
   const std::string change = EncodeChange(p.change);
   fbs::FlatBufferBuilder& b = Builder();
-  auto change_vec =
-      b.CreateVector(reinterpret_cast<const uint8_t*>(change.data()), change.size());
+  auto change_vec = b.CreateVector(reinterpret_cast<const uint8_t*>(change.data()), change.size());
   std::vector<fbs::Offset<fb::AttemptRecord>> attempts;
   for (const DeliveryAttempt& a : p.attempts) {
     attempts.push_back(fb::CreateAttemptRecord(b, a.at, b.CreateString(a.error)));
@@ -404,10 +400,10 @@ std::string EncodeRefused(const RefusedDelivery& r) {
   }
   auto headers_vec = b.CreateVector(headers);
   auto reason = b.CreateString(r.reason);
-  auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(r.body_prefix.data()),
-                             r.body_prefix.size());
-  b.Finish(fb::CreateQuarantineRecord(b, r.received_at, static_cast<uint8_t>(r.outcome),
-                                      r.status, reason, headers_vec, body, r.body_bytes));
+  auto body =
+      b.CreateVector(reinterpret_cast<const uint8_t*>(r.body_prefix.data()), r.body_prefix.size());
+  b.Finish(fb::CreateQuarantineRecord(b, r.received_at, static_cast<uint8_t>(r.outcome), r.status,
+                                      reason, headers_vec, body, r.body_bytes));
   return Finish(b);
 }
 

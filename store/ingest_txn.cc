@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/rfc3339.h"
 #include "core/materializer.h"
+#include "core/rfc3339.h"
 #include "storage/commit_queue.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -135,8 +135,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   return &entities_.emplace(ref, std::move(loaded)).first->second;
 }
 
-Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
-                        IngestResult* result) {
+Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, IngestResult* result) {
   const Event& ev = decoded.event;
   const std::optional<EntityRef>& ref = decoded.entity;
   const int64_t now = store_->clock_->NowMicros();
@@ -163,8 +162,8 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
     c.entity = ref;
     c.received_at = now;
     c.reason = ev.event_id + " is already stored with " +
-               Describe(first.type, first.occurred_at, first.entity) +
-               "; this delivery has " + Describe(ev.type, ev.occurred_at, ref);
+               Describe(first.type, first.occurred_at, first.entity) + "; this delivery has " +
+               Describe(ev.type, ev.occurred_at, ref);
     c.body = delivery.body;
     batch_.Put(ConflictKey(store_->next_seq_.fetch_add(1)), EncodeConflict(c));
     result->outcome = Outcome::kConflict;

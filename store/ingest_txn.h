@@ -10,12 +10,12 @@
 #ifndef EVENTFOLD_STORE_INGEST_TXN_H_
 #define EVENTFOLD_STORE_INGEST_TXN_H_
 
+#include <leveldb/write_batch.h>
+
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <leveldb/write_batch.h>
 
 #include "core/decode.h"
 #include "eventfold/ingest.h"
@@ -54,11 +54,11 @@ class IngestTxn {
  private:
   // What the transaction knows and changed about one entity.
   struct EntityState {
-    Projection before;                                 // as stored
-    ProjectionState state;                             // loaded, then updated
-    std::vector<RankedEvent> staged;                   // new log entries
-    std::map<FoldKey, ProjectionState> snapshots;      // new snapshots
-    std::optional<FoldKey> stale_after;  // stored snapshots after it are stale
+    Projection before;                             // as stored
+    ProjectionState state;                         // loaded, then updated
+    std::vector<RankedEvent> staged;               // new log entries
+    std::map<FoldKey, ProjectionState> snapshots;  // new snapshots
+    std::optional<FoldKey> stale_after;            // stored snapshots after it are stale
   };
   class OverlayView;
 

@@ -1,9 +1,9 @@
 // The quarantine of refused deliveries: bounded, best effort, never projected.
 
+#include <leveldb/write_batch.h>
+
 #include <cctype>
 #include <memory>
-
-#include <leveldb/write_batch.h>
 
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -17,8 +17,8 @@ namespace {
 bool IsCredential(std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (std::string_view word : {"signature", "secret", "authorization", "cookie", "token",
-                                "api-key", "apikey"}) {
+  for (std::string_view word :
+       {"signature", "secret", "authorization", "cookie", "token", "api-key", "apikey"}) {
     if (lower.find(word) != std::string::npos) return true;
   }
   return false;

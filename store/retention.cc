@@ -3,12 +3,12 @@
 // expiry, and the background pass. What is kept and dropped, and why:
 // docs/RETENTION.md.
 
+#include <leveldb/write_batch.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <set>
-
-#include <leveldb/write_batch.h>
 
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -71,8 +71,8 @@ Status StoreImpl::CompactedTypesKnown(const Profile& profile) {
     std::optional<EntityRef> ref = ParseCompactionKey(View(it->key()));
     if (!ref) return Status::Corruption("malformed compaction key");
     if (!profile.FindEntity(ref->entity)) {
-      return Status::InvalidArgument("rebuild: the profile has no entity type \"" +
-                                     ref->entity + "\", and " + ref->entity + "/" + ref->id +
+      return Status::InvalidArgument("rebuild: the profile has no entity type \"" + ref->entity +
+                                     "\", and " + ref->entity + "/" + ref->id +
                                      " is compacted: its dropped events cannot be routed anew");
     }
     it->Seek(PrefixEnd(prefix + ref->entity + std::string(1, '\0')));  // next type
@@ -209,9 +209,8 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
       highest = std::max(highest, l.entry.seq);
       batch.Delete(l.key);
       batch.Delete(EventKey(l.entry.seq));
-      batch.Put(DedupKey(ev.event_id),
-                EncodeDedup(DedupEntry{l.entry.seq, ev.type, ev.occurred_at, ref,
-                                       routing_epoch_, until}));
+      batch.Put(DedupKey(ev.event_id), EncodeDedup(DedupEntry{l.entry.seq, ev.type, ev.occurred_at,
+                                                              ref, routing_epoch_, until}));
       c.tombstones.push_back(ev.event_id);
     }
     const std::string snaps = SnapshotPrefix(gen_, ref);
@@ -341,8 +340,7 @@ void StoreImpl::StopGc() {
   if (gc_thread_.joinable()) gc_thread_.join();
 }
 
-uint64_t StoreImpl::WaitForGcPass(uint64_t after, int64_t timeout_micros,
-                                  Result<GcSummary>* last) {
+uint64_t StoreImpl::WaitForGcPass(uint64_t after, int64_t timeout_micros, Result<GcSummary>* last) {
   std::unique_lock lock(gc_thread_mu_);
   gc_cv_.wait_for(lock, std::chrono::microseconds(timeout_micros),
                   [&] { return gc_passes_ > after; });

@@ -1,10 +1,10 @@
 #include "store/store_impl.h"
 
+#include <leveldb/write_batch.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
-
-#include <leveldb/write_batch.h>
 
 #include "core/materializer.h"
 #include "replay/check.h"
@@ -13,10 +13,10 @@
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
 #include "storage/guarded_db.h"
-#include "store/ingest_txn.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "store/ingest_txn.h"
 
 namespace eventfold {
 
@@ -24,8 +24,7 @@ IngestResult Store::Ingest(std::string_view body) {
   return Ingest(Delivery{{}, std::string(body)});
 }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path,
-                                           const Options& options) {
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
   return storage::StoreImpl::Open(path, options);
 }
 
@@ -59,8 +58,7 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
 
 StoreImpl::~StoreImpl() { StopGc(); }
 
-Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
-                                               const Options& options) {
+Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path, const Options& options) {
   const Profile& initial = options.profile ? *options.profile : Profile::ReceiptRoller();
   std::unique_ptr<StoreImpl> store(new StoreImpl(options, initial));
   Status st = store->Init(path);
@@ -116,7 +114,8 @@ Status StoreImpl::LoadOrCreateMeta() {
   if (s.IsNotFound()) return Status::Corruption("m/format is missing");
   if (!s.ok()) return FromLevelDb(s, "reading the store's format");
   if (format != kFormatVersion) {
-    return Status::InvalidArgument("store format " + format + " is not supported (this build reads format " +
+    return Status::InvalidArgument("store format " + format +
+                                   " is not supported (this build reads format " +
                                    std::string(kFormatVersion) + ")");
   }
   Result<Profile> recorded = Profile::FromJson(stored);
@@ -124,8 +123,8 @@ Status StoreImpl::LoadOrCreateMeta() {
     return Status::Corruption("stored profile: " + recorded.status().message());
   }
   profile_ = std::move(*recorded);
-  for (auto [name, field] : {std::pair{"generation", &gen_},
-                             std::pair{"routing_epoch", &routing_epoch_}}) {
+  for (auto [name, field] :
+       {std::pair{"generation", &gen_}, std::pair{"routing_epoch", &routing_epoch_}}) {
     std::string value;
     s = db_->Get(leveldb::ReadOptions(), MetaKey(name), &value);
     if (!s.ok()) return FromLevelDb(s, std::string("reading m/") + name);
@@ -171,8 +170,8 @@ Status StoreImpl::AbandonInterruptedRebuild() {
     Status st = DropGeneration(db_.get(), gen);
     if (!st.ok()) return st.WithContext("removing a generation left by an interrupted rebuild");
   }
-  Status st = RemoveScratchDir(options_.env ? options_.env : leveldb::Env::Default(),
-                               path_ + ".rebuild");
+  Status st =
+      RemoveScratchDir(options_.env ? options_.env : leveldb::Env::Default(), path_ + ".rebuild");
   if (!st.ok()) return st.WithContext("removing the run files of an interrupted rebuild");
   if (!marked) return Status::OK();
   return FromLevelDb(db_->Delete(Synced(), MetaKey("rebuild")), "clearing rebuild marker");
@@ -235,8 +234,8 @@ uint64_t StoreImpl::WaitForChanges(uint64_t after_seq, int64_t timeout_micros) {
 bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const {
   if (d.body.size() > options_.max_body_bytes) {
     result->outcome = Outcome::kTooLarge;
-    result->message = "body: " + std::to_string(d.body.size()) +
-                      " bytes exceeds the limit of " + std::to_string(options_.max_body_bytes);
+    result->message = "body: " + std::to_string(d.body.size()) + " bytes exceeds the limit of " +
+                      std::to_string(options_.max_body_bytes);
     return false;
   }
   Result<DecodedEvent> decoded = DecodeEvent(d.body, profile_);
@@ -315,10 +314,18 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       r.message = "storage: " + st.message();
     }
     switch (r.outcome) {
-      case Outcome::kAccepted: counters_.accepted.fetch_add(1); break;
-      case Outcome::kDuplicate: counters_.duplicate.fetch_add(1); break;
-      case Outcome::kConflict: counters_.conflict.fetch_add(1); break;
-      default: counters_.storage_error.fetch_add(1); break;
+      case Outcome::kAccepted:
+        counters_.accepted.fetch_add(1);
+        break;
+      case Outcome::kDuplicate:
+        counters_.duplicate.fetch_add(1);
+        break;
+      case Outcome::kConflict:
+        counters_.conflict.fetch_add(1);
+        break;
+      default:
+        counters_.storage_error.fetch_add(1);
+        break;
     }
   }
   if (st.ok()) {
@@ -415,8 +422,7 @@ Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) 
   return std::move(p->projection);
 }
 
-Status StoreImpl::List(std::string_view entity,
-                       const std::function<bool(const Projection&)>& fn) {
+Status StoreImpl::List(std::string_view entity, const std::function<bool(const Projection&)>& fn) {
   leveldb::ReadOptions ro;
   std::string prefix;
   {
@@ -519,8 +525,8 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   std::shared_lock guard(rebuild_mu_);
   const EntityType* type = profile_.FindEntity(options.entity);
   if (!type) {
-    return Status::InvalidArgument("rebuild: profile \"" + profile_.name() +
-                                   "\" has no entity \"" + options.entity + "\"");
+    return Status::InvalidArgument("rebuild: profile \"" + profile_.name() + "\" has no entity \"" +
+                                   options.entity + "\"");
   }
   // The entities to re-fold: one, or every projection of the type.
   std::vector<EntityRef> refs;
@@ -586,8 +592,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   if (!options.id.empty() && sum.entities == 0) {
     return Status::NotFound("no events for " + options.entity + "/" + options.id);
   }
-  sum.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.progress) {
     options.progress(RebuildProgress{sum.events, sum.events, sum.entities, sum.seconds});
   }
@@ -606,9 +611,9 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     std::unique_lock guard(rebuild_mu_);
     target = profile ? *profile : profile_;
     next = gen_ + 1;
-    Status st = FromLevelDb(
-        db_->Put(Synced(), MetaKey("rebuild"), EncodeRebuildMarker(next, *target)),
-        "marking rebuild");
+    Status st =
+        FromLevelDb(db_->Put(Synced(), MetaKey("rebuild"), EncodeRebuildMarker(next, *target)),
+                    "marking rebuild");
     if (!st.ok()) return st;
     boundary = next_seq_.load();
     input = db_->GetSnapshot();

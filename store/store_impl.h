@@ -14,6 +14,10 @@
 #ifndef EVENTFOLD_STORE_STORE_IMPL_H_
 #define EVENTFOLD_STORE_STORE_IMPL_H_
 
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -25,15 +29,11 @@
 #include <thread>
 #include <vector>
 
-#include <leveldb/cache.h>
-#include <leveldb/db.h>
-#include <leveldb/filter_policy.h>
-
 #include "core/decode.h"
 #include "eventfold/store.h"
 #include "storage/guarded_db.h"
-#include "store/lock_table.h"
 #include "storage/record_codec.h"
+#include "store/lock_table.h"
 
 namespace eventfold::storage {
 
@@ -42,15 +42,13 @@ class IngestTxn;
 
 class StoreImpl final : public Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const std::string& path,
-                                             const Options& options);
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
   ~StoreImpl() override;
 
   IngestResult Ingest(const Delivery& delivery) override;
   std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) override;
   Result<Projection> Get(std::string_view entity, std::string_view id) override;
-  Status List(std::string_view entity,
-              const std::function<bool(const Projection&)>& fn) override;
+  Status List(std::string_view entity, const std::function<bool(const Projection&)>& fn) override;
   Result<EntityLog> Log(std::string_view entity, std::string_view id) override;
   using Store::Rebuild;
   Result<RebuildSummary> Rebuild(const RebuildOptions& options) override;
@@ -64,8 +62,7 @@ class StoreImpl final : public Store {
   uint64_t LastChangeSeq() override;
   Result<uint64_t> GetCheckpoint(std::string_view subscription) override;
   Status SetCheckpoint(std::string_view subscription, uint64_t seq) override;
-  Status ListSubscriptions(
-      const std::function<bool(const std::string&, uint64_t)>& fn) override;
+  Status ListSubscriptions(const std::function<bool(const std::string&, uint64_t)>& fn) override;
   Status Park(const ParkedChange& parked) override;
   Status ListParked(std::string_view subscription,
                     const std::function<bool(const ParkedChange&)>& fn) override;
@@ -74,8 +71,7 @@ class StoreImpl final : public Store {
   Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
   Status Compact() override;
   Result<GcSummary> Gc(const GcOptions& options) override;
-  uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros,
-                         Result<GcSummary>* last) override;
+  uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros, Result<GcSummary>* last) override;
   const Profile& profile() const override { return profile_; }
   Counters counters() const override;
 
@@ -95,8 +91,7 @@ class StoreImpl final : public Store {
   // Rebuild with filters: re-folds the matching entities in place.
   Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options);
   // Projects the events stored from `from_seq` on into generation `gen`.
-  Status CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile,
-                 RebuildSummary* summary);
+  Status CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile, RebuildSummary* summary);
 
   // Ingest and IngestBatch: one transaction over n deliveries.
   std::vector<IngestResult> IngestAll(const Delivery* const* deliveries, size_t n);
@@ -170,8 +165,8 @@ class StoreImpl final : public Store {
   std::thread gc_thread_;
 
   struct AtomicCounters {
-    std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0},
-        too_large{0}, storage_error{0}, unrouted{0}, late{0}, refolded{0};
+    std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0}, too_large{0},
+        storage_error{0}, unrouted{0}, late{0}, refolded{0};
   };
   mutable AtomicCounters counters_;
 };

@@ -1,10 +1,10 @@
 // Durable subscription state: checkpoints, dead letters (parked changes) and
 // the feed retention that follows the checkpoints.
 
+#include <leveldb/write_batch.h>
+
 #include <algorithm>
 #include <memory>
-
-#include <leveldb/write_batch.h>
 
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -42,8 +42,7 @@ Status StoreImpl::SetCheckpoint(std::string_view subscription, uint64_t seq) {
                      "writing checkpoint");
 }
 
-Status StoreImpl::ListSubscriptions(
-    const std::function<bool(const std::string&, uint64_t)>& fn) {
+Status StoreImpl::ListSubscriptions(const std::function<bool(const std::string&, uint64_t)>& fn) {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kCheckpointPrefix);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -58,9 +57,9 @@ Status StoreImpl::ListSubscriptions(
 
 Status StoreImpl::Park(const ParkedChange& parked) {
   if (Status st = CheckName(parked.subscription); !st.ok()) return st;
-  return FromLevelDb(db_->Put(Synced(), ParkedKey(parked.subscription, parked.change.seq),
-                              EncodeParked(parked)),
-                     "parking a change");
+  return FromLevelDb(
+      db_->Put(Synced(), ParkedKey(parked.subscription, parked.change.seq), EncodeParked(parked)),
+      "parking a change");
 }
 
 Status StoreImpl::ListParked(std::string_view subscription,

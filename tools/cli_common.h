@@ -4,11 +4,10 @@
 #ifndef EVENTFOLD_TOOLS_CLI_COMMON_H_
 #define EVENTFOLD_TOOLS_CLI_COMMON_H_
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "eventfold/store.h"
 

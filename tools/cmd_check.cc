@@ -17,25 +17,43 @@ namespace {
 void PrintSummary(const CheckSummary& s, bool ok) {
   JsonWriter w;
   w.BeginObject()
-      .Key("ok").Bool(ok)
-      .Key("problems").Uint(s.problems)
-      .Key("records").Uint(s.records)
-      .Key("events").Uint(s.events)
-      .Key("dedup").Uint(s.dedup)
-      .Key("conflicts").Uint(s.conflicts)
-      .Key("refused").Uint(s.refused)
-      .Key("log_entries").Uint(s.log_entries)
-      .Key("projections").Uint(s.projections)
-      .Key("snapshots").Uint(s.snapshots)
-      .Key("tombstones").Uint(s.tombstones)
-      .Key("compacted").Uint(s.compacted)
-      .Key("verified").Uint(s.verified)
-      .Key("feed").BeginObject()
-      .Key("changes").Uint(s.changes)
-      .Key("first").Uint(s.first_change)
-      .Key("last").Uint(s.last_change)
+      .Key("ok")
+      .Bool(ok)
+      .Key("problems")
+      .Uint(s.problems)
+      .Key("records")
+      .Uint(s.records)
+      .Key("events")
+      .Uint(s.events)
+      .Key("dedup")
+      .Uint(s.dedup)
+      .Key("conflicts")
+      .Uint(s.conflicts)
+      .Key("refused")
+      .Uint(s.refused)
+      .Key("log_entries")
+      .Uint(s.log_entries)
+      .Key("projections")
+      .Uint(s.projections)
+      .Key("snapshots")
+      .Uint(s.snapshots)
+      .Key("tombstones")
+      .Uint(s.tombstones)
+      .Key("compacted")
+      .Uint(s.compacted)
+      .Key("verified")
+      .Uint(s.verified)
+      .Key("feed")
+      .BeginObject()
+      .Key("changes")
+      .Uint(s.changes)
+      .Key("first")
+      .Uint(s.first_change)
+      .Key("last")
+      .Uint(s.last_change)
       .EndObject()
-      .Key("seconds").Double(s.seconds)
+      .Key("seconds")
+      .Double(s.seconds)
       .EndObject();
   std::cout << w.str() << "\n";
 }
@@ -57,8 +75,7 @@ int CheckCmd(const std::string& dir) {
     return kExitRefused;
   }
   Result<CheckSummary> summary = (*store)->Check([](const CheckProblem& p) {
-    std::cerr << "eventfold: check: " << (p.key.empty() ? "" : p.key + ": ") << p.message
-              << "\n";
+    std::cerr << "eventfold: check: " << (p.key.empty() ? "" : p.key + ": ") << p.message << "\n";
   });
   if (!summary.ok()) {
     std::cerr << "eventfold: check could not run: " << summary.status().ToString() << "\n";

@@ -58,8 +58,7 @@ bool RemoveStore(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (ec || !fs::exists(st)) return true;
-  if (!fs::is_directory(st) ||
-      !fs::is_regular_file(fs::path(dir) / "CURRENT", ec)) {
+  if (!fs::is_directory(st) || !fs::is_regular_file(fs::path(dir) / "CURRENT", ec)) {
     std::cerr << "eventfold: --fresh: " << dir
               << " is not an eventfold store (no CURRENT file); refusing to "
                  "delete it\n";
@@ -67,8 +66,7 @@ bool RemoveStore(const std::string& dir) {
   }
   fs::remove_all(dir, ec);
   if (ec) {
-    std::cerr << "eventfold: --fresh: cannot remove " << dir << ": "
-              << ec.message() << "\n";
+    std::cerr << "eventfold: --fresh: cannot remove " << dir << ": " << ec.message() << "\n";
     return false;
   }
   return true;
@@ -166,12 +164,10 @@ int Run(const DemoArgs& a) {
       ++rejected;
       ++reasons[ReasonKind(r.reason)];
       // Prefer the classic: a receipt issued again after its refund.
-      const int score =
-          (p.entity == "receipt" ? 2 : 0) +
-          (r.reason.find("refunded -> issued") != std::string::npos ? 4 : 0) +
-          (r.reason.rfind("impossible", 0) == 0 ? 1 : 0);
-      if (score > example.score)
-        example = Example{p.entity, p.id, r.reason, score};
+      const int score = (p.entity == "receipt" ? 2 : 0) +
+                        (r.reason.find("refunded -> issued") != std::string::npos ? 4 : 0) +
+                        (r.reason.rfind("impossible", 0) == 0 ? 1 : 0);
+      if (score > example.score) example = Example{p.entity, p.id, r.reason, score};
     }
     if (example.entity.empty() && p.entity == "receipt") {
       example = Example{p.entity, p.id, "", -1};
@@ -187,35 +183,30 @@ int Run(const DemoArgs& a) {
   std::ostringstream out;
   out << "eventfold demo: a simulated ReceiptRoller sending to the receiver on 127.0.0.1:"
       << server.port() << " (seed " << a.seed << ")\n";
-  out << "  sender: " << Commas(history.events.size()) << " events ("
-      << Commas(s.receipts) << " receipts, " << Commas(s.products)
-      << " products, " << Commas(s.inventory_events)
+  out << "  sender: " << Commas(history.events.size()) << " events (" << Commas(s.receipts)
+      << " receipts, " << Commas(s.products) << " products, " << Commas(s.inventory_events)
       << " inventory updates) sent as " << Commas(history.deliveries.size())
-      << " deliveries: " << Commas(s.retries) << " retries, shuffled, "
-      << Commas(s.late) << " late, " << Commas(history.malformed)
-      << " malformed, " << Commas(history.conflicts) << " conflicting, "
-      << Commas(tampered) << " forged or stale-signed\n";
+      << " deliveries: " << Commas(s.retries) << " retries, shuffled, " << Commas(s.late)
+      << " late, " << Commas(history.malformed) << " malformed, " << Commas(history.conflicts)
+      << " conflicting, " << Commas(tampered) << " forged or stale-signed\n";
   out << "  http:   " << Commas(report.attempts) << " attempts:";
   for (const auto& [status, n] : report.attempts_by_status) {
-    out << " " << (status == 0 ? std::string("lost") : std::to_string(status)) << " x"
-        << Commas(n);
+    out << " " << (status == 0 ? std::string("lost") : std::to_string(status)) << " x" << Commas(n);
   }
-  out << "; " << Commas(report.retries) << " retried with backoff ("
-      << Commas(report.lost_acks) << " after a lost answer), " << Commas(report.delivered)
-      << " delivered, " << Commas(report.dead_letters) << " dead letters (4xx)\n";
+  out << "; " << Commas(report.retries) << " retried with backoff (" << Commas(report.lost_acks)
+      << " after a lost answer), " << Commas(report.delivered) << " delivered, "
+      << Commas(report.dead_letters) << " dead letters (4xx)\n";
   char latency[96];
   std::snprintf(latency, sizeof latency, "p50 %.2f ms, p99 %.2f ms",
                 sim::Quantile(report.latencies, 0.5) * 1e3,
                 sim::Quantile(report.latencies, 0.99) * 1e3);
   out << "  acks:   " << latency << " (each 200 only after the event is synced to disk)\n";
-  const double rate =
-      seconds > 0 ? static_cast<double>(history.deliveries.size()) / seconds
-                  : 0;
+  const double rate = seconds > 0 ? static_cast<double>(history.deliveries.size()) / seconds : 0;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", seconds);
-  out << "  ingest: " << Commas(t.accepted) << " accepted, "
-      << Commas(t.duplicate) << " duplicate, " << Commas(t.conflict)
-      << " conflict (409), " << Commas(t.invalid) << " invalid (400)";
+  out << "  ingest: " << Commas(t.accepted) << " accepted, " << Commas(t.duplicate)
+      << " duplicate, " << Commas(t.conflict) << " conflict (409), " << Commas(t.invalid)
+      << " invalid (400)";
   if (t.other) out << ", " << Commas(t.other) << " other";
   out << " in " << secs << " s (" << Commas(static_cast<uint64_t>(rate + 0.5))
       << " deliveries/s)\n";
@@ -240,15 +231,13 @@ int Run(const DemoArgs& a) {
     if (it == states.end()) continue;
     std::vector<std::string> order;
     for (const Transition& tr : type.transitions) {
-      if (std::find(order.begin(), order.end(), tr.to) == order.end())
-        order.push_back(tr.to);
+      if (std::find(order.begin(), order.end(), tr.to) == order.end()) order.push_back(tr.to);
     }
     for (const auto& [state, n] : it->second) {
-      if (std::find(order.begin(), order.end(), state) == order.end())
-        order.push_back(state);
+      if (std::find(order.begin(), order.end(), state) == order.end()) order.push_back(state);
     }
-    out << (first_entity ? " " : " \u00b7 ") << type.name << " "
-        << Commas(entities[type.name]) << " (";
+    out << (first_entity ? " " : " \u00b7 ") << type.name << " " << Commas(entities[type.name])
+        << " (";
     bool first_state = true;
     for (const std::string& state : order) {
       auto n = it->second.find(state);
@@ -270,15 +259,14 @@ int Run(const DemoArgs& a) {
       out << (first ? "" : ", ") << kind << " " << Commas(n);
       first = false;
     }
-    out << "), e.g. " << example.entity << " " << example.id << ": "
-        << example.reason;
+    out << "), e.g. " << example.entity << " " << example.id << ": " << example.reason;
   }
   out << "\n";
   if (!example.entity.empty()) {
-    out << "  try:  eventfold show --data " << a.dir << " " << example.entity
-        << " " << example.id << "\n";
-    out << "        eventfold log --data " << a.dir << " " << example.entity
-        << " " << example.id << "\n";
+    out << "  try:  eventfold show --data " << a.dir << " " << example.entity << " " << example.id
+        << "\n";
+    out << "        eventfold log --data " << a.dir << " " << example.entity << " " << example.id
+        << "\n";
   }
   std::cout << out.str() << std::flush;
   return kExitOk;
@@ -292,16 +280,14 @@ void AddDemoCommand(CLI::App* app, Action* action) {
                                   "history and summarize the result");
   auto a = std::make_shared<DemoArgs>();
   AddDataOption(cmd, &a->dir);
-  cmd->add_option("--seed", a->seed, "seed of the simulated history")
-      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "seed of the simulated history")->capture_default_str();
   cmd->add_option("--receipts", a->receipts, "receipts the sender issues")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
   cmd->add_option("--products", a->products, "products the sender creates")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
-  cmd->add_flag("--fresh", a->fresh,
-                "delete the store at --data first (only if it is one)");
+  cmd->add_flag("--fresh", a->fresh, "delete the store at --data first (only if it is one)");
   cmd->callback([=] { *action = [=] { return Run(*a); }; });
 }
 

@@ -17,8 +17,7 @@ namespace {
 
 constexpr double kDayMicros = 24.0 * 3600 * 1e6;
 
-int Gc(const std::string& dir, uint64_t grace, double compact_after_days,
-       double tombstone_days) {
+int Gc(const std::string& dir, uint64_t grace, double compact_after_days, double tombstone_days) {
   if (!(compact_after_days >= 0) || !(tombstone_days >= 0)) {
     std::cerr << "eventfold: gc: day counts must not be negative\n";
     return kExitError;
@@ -41,22 +40,38 @@ int Gc(const std::string& dir, uint64_t grace, double compact_after_days,
   }
   JsonWriter w;
   w.BeginObject()
-      .Key("feed_trimmed").Uint(trim.trimmed)
-      .Key("feed_first_seq").Uint(trim.first_seq)
-      .Key("feed_last_seq").Uint(trim.last_seq)
-      .Key("min_checkpoint").Uint(trim.min_checkpoint)
-      .Key("subscriptions").Uint(trim.subscriptions)
-      .Key("feed_grace").Uint(grace)
-      .Key("bytes_before").Uint(gc->bytes_before)
-      .Key("bytes_after").Uint(gc->bytes_after)
-      .Key("compact_after_days").Double(compact_after_days)
-      .Key("entities_compacted").Uint(gc->entities_compacted)
-      .Key("events_compacted").Uint(gc->events_compacted)
-      .Key("entities_kept_recent").Uint(gc->entities_kept_recent)
-      .Key("tombstones_written").Uint(gc->tombstones_written)
-      .Key("tombstones_expired").Uint(gc->tombstones_expired)
-      .Key("conflicts_dropped").Uint(gc->conflicts_dropped)
-      .Key("seconds").Double(gc->seconds)
+      .Key("feed_trimmed")
+      .Uint(trim.trimmed)
+      .Key("feed_first_seq")
+      .Uint(trim.first_seq)
+      .Key("feed_last_seq")
+      .Uint(trim.last_seq)
+      .Key("min_checkpoint")
+      .Uint(trim.min_checkpoint)
+      .Key("subscriptions")
+      .Uint(trim.subscriptions)
+      .Key("feed_grace")
+      .Uint(grace)
+      .Key("bytes_before")
+      .Uint(gc->bytes_before)
+      .Key("bytes_after")
+      .Uint(gc->bytes_after)
+      .Key("compact_after_days")
+      .Double(compact_after_days)
+      .Key("entities_compacted")
+      .Uint(gc->entities_compacted)
+      .Key("events_compacted")
+      .Uint(gc->events_compacted)
+      .Key("entities_kept_recent")
+      .Uint(gc->entities_kept_recent)
+      .Key("tombstones_written")
+      .Uint(gc->tombstones_written)
+      .Key("tombstones_expired")
+      .Uint(gc->tombstones_expired)
+      .Key("conflicts_dropped")
+      .Uint(gc->conflicts_dropped)
+      .Key("seconds")
+      .Double(gc->seconds)
       .EndObject();
   std::cout << w.str() << "\n";
   return kExitOk;
@@ -84,9 +99,7 @@ void AddGcCommand(CLI::App* app, Action* action) {
   cmd->add_option("--tombstone-days", *tombstone,
                   "days a compacted event's dedup tombstone is kept (at least 35)")
       ->capture_default_str();
-  cmd->callback([=] {
-    *action = [=] { return Gc(*dir, *grace, *compact_after, *tombstone); };
-  });
+  cmd->callback([=] { *action = [=] { return Gc(*dir, *grace, *compact_after, *tombstone); }; });
 }
 
 }  // namespace eventfold::cli

@@ -22,15 +22,27 @@ struct Tally {
 
 void Report(size_t line_no, const IngestResult& r, Tally* t) {
   switch (r.outcome) {
-    case Outcome::kAccepted: ++t->accepted; return;
-    case Outcome::kDuplicate: ++t->duplicate; return;
-    case Outcome::kConflict: ++t->conflict; break;
-    case Outcome::kUnauthorized: ++t->unauthorized; break;
-    case Outcome::kStorageError: t->storage_error = true; break;
-    default: ++t->invalid; break;  // invalid, too large
+    case Outcome::kAccepted:
+      ++t->accepted;
+      return;
+    case Outcome::kDuplicate:
+      ++t->duplicate;
+      return;
+    case Outcome::kConflict:
+      ++t->conflict;
+      break;
+    case Outcome::kUnauthorized:
+      ++t->unauthorized;
+      break;
+    case Outcome::kStorageError:
+      t->storage_error = true;
+      break;
+    default:
+      ++t->invalid;
+      break;  // invalid, too large
   }
-  std::cerr << "line " << line_no << ": " << OutcomeName(r.outcome) << " ("
-            << r.http_status() << "): " << r.message << "\n";
+  std::cerr << "line " << line_no << ": " << OutcomeName(r.outcome) << " (" << r.http_status()
+            << "): " << r.message << "\n";
 }
 
 struct IngestArgs {
@@ -119,11 +131,16 @@ int Run(const IngestArgs& args) {
 
   JsonWriter w;
   w.BeginObject()
-      .Key("accepted").Uint(tally.accepted)
-      .Key("duplicate").Uint(tally.duplicate)
-      .Key("conflict").Uint(tally.conflict)
-      .Key("invalid").Uint(tally.invalid)
-      .Key("unauthorized").Uint(tally.unauthorized)
+      .Key("accepted")
+      .Uint(tally.accepted)
+      .Key("duplicate")
+      .Uint(tally.duplicate)
+      .Key("conflict")
+      .Uint(tally.conflict)
+      .Key("invalid")
+      .Uint(tally.invalid)
+      .Key("unauthorized")
+      .Uint(tally.unauthorized)
       .EndObject();
   std::cout << w.str() << "\n";
   if (tally.storage_error) return kExitError;

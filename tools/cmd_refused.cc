@@ -14,16 +14,24 @@ int Refused(const std::string& dir) {
   Status st = store->ListRefused([](const RefusedDelivery& r) {
     JsonWriter w;
     w.BeginObject()
-        .Key("seq").Uint(r.seq)
-        .Key("received_at").String(FormatTimestamp(r.received_at))
-        .Key("status").Int(r.status)
-        .Key("outcome").String(OutcomeName(r.outcome))
-        .Key("reason").String(r.reason)
-        .Key("headers").BeginObject();
+        .Key("seq")
+        .Uint(r.seq)
+        .Key("received_at")
+        .String(FormatTimestamp(r.received_at))
+        .Key("status")
+        .Int(r.status)
+        .Key("outcome")
+        .String(OutcomeName(r.outcome))
+        .Key("reason")
+        .String(r.reason)
+        .Key("headers")
+        .BeginObject();
     for (const auto& [name, value] : r.headers) w.Key(name).String(value);
     w.EndObject()
-        .Key("body_bytes").Uint(r.body_bytes)
-        .Key("body_prefix").String(r.body_prefix)
+        .Key("body_bytes")
+        .Uint(r.body_bytes)
+        .Key("body_prefix")
+        .String(r.body_prefix)
         .EndObject();
     std::cout << w.str() << "\n";
     return true;

@@ -25,8 +25,7 @@ int Verify(Store* store) {
         rebuilt ? w.Raw(ProjectionToJson(*rebuilt)) : w.Null();
         w.EndObject();
         std::cout << w.str() << "\n";
-        std::cerr << "eventfold: " << any.entity << "/" << any.id
-                  << " differs from its rebuild\n";
+        std::cerr << "eventfold: " << any.entity << "/" << any.id << " differs from its rebuild\n";
       });
   if (!sum.ok()) {
     std::cerr << "eventfold: " << sum.status().ToString() << "\n";
@@ -34,10 +33,14 @@ int Verify(Store* store) {
   }
   JsonWriter w;
   w.BeginObject()
-      .Key("verified").Bool(sum->differences == 0)
-      .Key("entities").Uint(sum->entities)
-      .Key("differences").Uint(sum->differences)
-      .Key("seconds").Double(sum->seconds)
+      .Key("verified")
+      .Bool(sum->differences == 0)
+      .Key("entities")
+      .Uint(sum->entities)
+      .Key("differences")
+      .Uint(sum->differences)
+      .Key("seconds")
+      .Double(sum->seconds)
       .EndObject();
   std::cout << w.str() << "\n";
   return sum->differences == 0 ? kExitOk : kExitRefused;
@@ -64,13 +67,12 @@ std::function<void(const RebuildProgress&)> ProgressPrinter() {
     const uint64_t total = std::max(p.events_total, p.events_done);
     const double eta = rate > 0 ? static_cast<double>(total - p.events_done) / rate : 0;
     char line[200];
-    std::snprintf(line, sizeof(line),
-                  "replay: %llu/%llu events (%.0f%%), %llu entities, %.0f events/s, ETA %.0f s",
-                  static_cast<unsigned long long>(p.events_done),
-                  static_cast<unsigned long long>(total),
-                  total ? 100.0 * static_cast<double>(p.events_done) / static_cast<double>(total)
-                        : 100.0,
-                  static_cast<unsigned long long>(p.entities_done), rate, eta);
+    std::snprintf(
+        line, sizeof(line),
+        "replay: %llu/%llu events (%.0f%%), %llu entities, %.0f events/s, ETA %.0f s",
+        static_cast<unsigned long long>(p.events_done), static_cast<unsigned long long>(total),
+        total ? 100.0 * static_cast<double>(p.events_done) / static_cast<double>(total) : 100.0,
+        static_cast<unsigned long long>(p.entities_done), rate, eta);
     std::cerr << (tty ? "\r" : "") << line << (tty ? "\x1b[K" : "\n") << std::flush;
   };
 }
@@ -110,12 +112,18 @@ int Replay(const ReplayArgs& a) {
   }
   JsonWriter w;
   w.BeginObject()
-      .Key("entities").Uint(sum->entities)
-      .Key("events").Uint(sum->events)
-      .Key("applied").Uint(sum->applied)
-      .Key("rejected").Uint(sum->rejected)
-      .Key("unrouted").Uint(sum->unrouted)
-      .Key("seconds").Double(sum->seconds)
+      .Key("entities")
+      .Uint(sum->entities)
+      .Key("events")
+      .Uint(sum->events)
+      .Key("applied")
+      .Uint(sum->applied)
+      .Key("rejected")
+      .Uint(sum->rejected)
+      .Key("unrouted")
+      .Uint(sum->unrouted)
+      .Key("seconds")
+      .Double(sum->seconds)
       .Key("events_per_second")
       .Double(sum->seconds > 0 ? static_cast<double>(sum->events) / sum->seconds : 0)
       .EndObject();

@@ -100,8 +100,8 @@ int Serve(const ServeArgs& a) {
     std::cerr << "eventfold: " << st.message() << "\n";
     return kExitError;
   }
-  std::cerr << "eventfold: listening on " << host << ":" << server.port() << " (store "
-            << a.dir << ", " << secrets->size() << " secret(s))" << std::endl;
+  std::cerr << "eventfold: listening on " << host << ":" << server.port() << " (store " << a.dir
+            << ", " << secrets->size() << " secret(s))" << std::endl;
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -28,24 +28,34 @@ int StatusCmd(const std::string& dir, const std::string& profile_file) {
   }
   JsonWriter w;
   w.BeginObject()
-      .Key("profile").BeginObject()
-      .Key("name").String(stats.profile_name)
-      .Key("fingerprint").String(stats.profile_fingerprint)
-      .Key("stale").Bool(stats.profile_stale);
+      .Key("profile")
+      .BeginObject()
+      .Key("name")
+      .String(stats.profile_name)
+      .Key("fingerprint")
+      .String(stats.profile_fingerprint)
+      .Key("stale")
+      .Bool(stats.profile_stale);
   if (stats.profile_stale) w.Key("requested_fingerprint").String(stats.requested_fingerprint);
   w.EndObject()
-      .Key("generation").Uint(stats.generation)
-      .Key("last_seq").Uint(stats.last_seq)
-      .Key("projections").Uint(projections)
-      .Key("entities").BeginObject();
+      .Key("generation")
+      .Uint(stats.generation)
+      .Key("last_seq")
+      .Uint(stats.last_seq)
+      .Key("projections")
+      .Uint(projections)
+      .Key("entities")
+      .BeginObject();
   for (const auto& [entity, by_state] : states) {
     w.Key(entity).BeginObject();
     for (const auto& [state, n] : by_state) w.Key(state).Uint(n);
     w.EndObject();
   }
   w.EndObject()
-      .Key("refused").Uint(stats.refused)
-      .Key("approximate_bytes").Uint(stats.approximate_bytes)
+      .Key("refused")
+      .Uint(stats.refused)
+      .Key("approximate_bytes")
+      .Uint(stats.approximate_bytes)
       .EndObject();
   std::cout << w.str() << "\n";
   if (stats.profile_stale) {

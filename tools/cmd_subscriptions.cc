@@ -35,13 +35,20 @@ int Subscriptions(const std::string& dir) {
     if (!inner.ok()) return false;
     JsonWriter w;
     w.BeginObject()
-        .Key("name").String(name)
-        .Key("checkpoint").Uint(checkpoint)
-        .Key("last_seq").Uint(last)
-        .Key("lag_changes").Uint(last > checkpoint ? last - checkpoint : 0)
-        .Key("lag_seconds").Double(lag_seconds)
-        .Key("parked").Uint(parked)
-        .Key("redrive_pending").Uint(marked)
+        .Key("name")
+        .String(name)
+        .Key("checkpoint")
+        .Uint(checkpoint)
+        .Key("last_seq")
+        .Uint(last)
+        .Key("lag_changes")
+        .Uint(last > checkpoint ? last - checkpoint : 0)
+        .Key("lag_seconds")
+        .Double(lag_seconds)
+        .Key("parked")
+        .Uint(parked)
+        .Key("redrive_pending")
+        .Uint(marked)
         .EndObject();
     std::cout << w.str() << "\n";
     return true;

@@ -15,8 +15,6 @@
 
 #include "tools/history.h"
 
-#include "core/rfc3339.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -25,6 +23,7 @@
 #include <utility>
 
 #include "core/json_writer.h"
+#include "core/rfc3339.h"
 
 namespace eventfold::sim {
 namespace {
@@ -42,8 +41,7 @@ class Rng {
   uint64_t Next() { return gen_(); }
   // Uniform in [0, n); 0 when n == 0.
   uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(gen_()) * n) >>
-                                 64);
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(gen_()) * n) >> 64);
   }
   // Uniform in [lo, hi].
   int64_t Range(int64_t lo, int64_t hi) {
@@ -72,9 +70,7 @@ class Rng {
   void Permute(It begin, It end) {  // Fisher-Yates
     const auto n = end - begin;
     for (auto i = n - 1; i > 0; --i) {
-      std::swap(
-          begin[i],
-          begin[static_cast<decltype(i)>(Below(static_cast<uint64_t>(i) + 1))]);
+      std::swap(begin[i], begin[static_cast<decltype(i)>(Below(static_cast<uint64_t>(i) + 1))]);
     }
   }
 
@@ -89,9 +85,7 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-int64_t FloorDiv(int64_t a, int64_t b) {
-  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-}
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 std::string Numbered(std::string_view prefix, int64_t n, int width) {
   char buf[32];
@@ -134,10 +128,9 @@ constexpr CatalogItem kCatalog[] = {
     {"Herbal toothpaste 160g", "health", 6900},
     {"Rice crackers 70g", "snacks", 2500},
 };
-constexpr const char* kVariants[] = {"", " (family pack)", " (value pack)",
-                                     " (organic)", " (limited edition)"};
-constexpr const char* kCategories[] = {"beverages", "grocery", "snacks",
-                                       "health", "household"};
+constexpr const char* kVariants[] = {"", " (family pack)", " (value pack)", " (organic)",
+                                     " (limited edition)"};
+constexpr const char* kCategories[] = {"beverages", "grocery", "snacks", "health", "household"};
 
 struct Branch {
   const char* store_id;
@@ -148,11 +141,10 @@ constexpr Branch kBranches[] = {{"st_bkk_014", "Siam Square"},
                                 {"st_cnx_003", "Nimman"},
                                 {"st_hkt_007", "Patong"}};
 constexpr const char* kPayments[] = {"cash", "promptpay", "card", "truemoney"};
-constexpr const char* kRefundReasons[] = {"customer_return", "damaged_item",
-                                          "wrong_item", "price_dispute"};
+constexpr const char* kRefundReasons[] = {"customer_return", "damaged_item", "wrong_item",
+                                          "price_dispute"};
 constexpr const char* kStockReasons[] = {"sync", "sale", "restock", "count"};
-constexpr const char* kDeleteReasons[] = {"discontinued", "recalled",
-                                          "duplicate_listing"};
+constexpr const char* kDeleteReasons[] = {"discontinued", "recalled", "duplicate_listing"};
 
 enum class Kind { kReceipt, kProduct, kInventory };
 
@@ -199,27 +191,22 @@ struct ReceiptState {
 class Generator {
  public:
   explicit Generator(const HistoryOptions& options)
-      : o_(options),
-        rng_(options.seed),
-        id_base_(SplitMix64(options.seed ^ 0x5eedULL)) {
+      : o_(options), rng_(options.seed), id_base_(SplitMix64(options.seed ^ 0x5eedULL)) {
     account_ = "acct_" + rng_.Hex(12);
   }
 
   History Run();
 
  private:
-  std::string NewEventId() {
-    return "evt_" + HexOf(SplitMix64(id_base_ + next_id_++));
-  }
+  std::string NewEventId() { return "evt_" + HexOf(SplitMix64(id_base_ + next_id_++)); }
   static std::string HexOf(uint64_t v) {
     char buf[24];
-    std::snprintf(buf, sizeof buf, "%016llx",
-                  static_cast<unsigned long long>(v));
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
     return buf;
   }
 
-  Planned& Plan(Kind kind, std::string type, int64_t at,
-                std::optional<int64_t> version, std::string data) {
+  Planned& Plan(Kind kind, std::string type, int64_t at, std::optional<int64_t> version,
+                std::string data) {
     Planned p;
     p.at = at;
     p.offset_minutes = kind == Kind::kReceipt ? kBangkokOffsetMinutes : 0;
@@ -249,8 +236,8 @@ class Generator {
   // object filled up to about the target size.
   std::string Body(const std::string& event_id, const std::string& type,
                    const std::optional<std::string>& occurred_at,
-                   const std::optional<std::string>& version_json,
-                   const std::string& data_json, Kind kind) {
+                   const std::optional<std::string>& version_json, const std::string& data_json,
+                   Kind kind) {
     JsonWriter w;
     w.BeginObject().Key("event_id").String(event_id).Key("type").String(type);
     w.Key("api_version").String(kApiVersion);
@@ -288,8 +275,7 @@ class Generator {
   std::string BodyOf(const Planned& p, int64_t at) {
     std::optional<std::string> version;
     if (p.version) version = std::to_string(*p.version);
-    return Body(p.event_id, p.type, FormatRfc3339(at, p.offset_minutes), version,
-                p.data, p.kind);
+    return Body(p.event_id, p.type, FormatRfc3339(at, p.offset_minutes), version, p.data, p.kind);
   }
 
   void MakeProducts();
@@ -324,10 +310,9 @@ void Generator::MakeProducts() {
     ProductState p;
     p.id = Numbered("prd_", i + 1, 6);
     p.sku = Numbered("SKU-", i + 1, 5);
-    p.name = std::string(item.name) +
-             (i / n_catalog < static_cast<int64_t>(std::size(kVariants))
-                  ? kVariants[i / n_catalog]
-                  : " #" + std::to_string(i / n_catalog));
+    p.name = std::string(item.name) + (i / n_catalog < static_cast<int64_t>(std::size(kVariants))
+                                           ? kVariants[i / n_catalog]
+                                           : " #" + std::to_string(i / n_catalog));
     p.category = item.category;
     p.price = item.price + rng_.Range(-5, 5) * 100;
     if (p.price < 500) p.price = 500 + rng_.Range(0, 9) * 100;
@@ -358,19 +343,16 @@ void Generator::MakeProducts() {
         .Bool(true)
         .EndObject();
     Plan(Kind::kProduct, "product.created", p.created_at,
-         p.versioned ? std::optional<int64_t>(p.version) : std::nullopt,
-         d.Take());
+         p.versioned ? std::optional<int64_t>(p.version) : std::nullopt, d.Take());
     int64_t t = p.created_at;
 
     const int64_t updates = rng_.Range(0, 4);
     for (int64_t u = 0; u < updates; ++u) {
       // A product saved twice in one request: same instant, next version.
-      if (!(u == 0 && rng_.Chance(0.1)))
-        t += rng_.Range(10 * kMinute, 2 * kDay);
+      if (!(u == 0 && rng_.Chance(0.1))) t += rng_.Range(10 * kMinute, 2 * kDay);
       ++p.version;
       p.versioned = true;
-      Plan(Kind::kProduct, "product.updated", t, p.version,
-           ProductUpdateData(&p));
+      Plan(Kind::kProduct, "product.updated", t, p.version, ProductUpdateData(&p));
     }
     if (rng_.Chance(o_.delete_rate)) {
       t += rng_.Range(kHour, 4 * kDay);
@@ -405,8 +387,7 @@ std::string Generator::ProductUpdateData(ProductState* p) {
     p->category = kCategories[rng_.Below(std::size(kCategories))];
     d.Key("category").String(p->category);
   }
-  if (what == 2)
-    d.Key("promotion").String(rng_.Chance(0.5) ? "2-for-1" : "member-price");
+  if (what == 2) d.Key("promotion").String(rng_.Chance(0.5) ? "2-for-1" : "member-price");
   d.Key("updated_by").String(Numbered("usr_ops_", rng_.Range(1, 6), 2));
   d.EndObject();
   return d.Take();
@@ -456,10 +437,8 @@ void Generator::MakeInventory() {
       t = sync ? next_run(t) : t + rng_.Range(5 * kMinute, 8 * kHour);
       p.stock_version += rng_.Range(1, 3);
       const char* reason =
-          sync ? "sync"
-               : kStockReasons[1 + rng_.Below(std::size(kStockReasons) - 1)];
-      Plan(Kind::kInventory, "inventory.updated", t, p.stock_version,
-           StockData(&p, reason));
+          sync ? "sync" : kStockReasons[1 + rng_.Below(std::size(kStockReasons) - 1)];
+      Plan(Kind::kInventory, "inventory.updated", t, p.stock_version, StockData(&p, reason));
       p.stock_at = t;
     }
   }
@@ -531,8 +510,7 @@ std::string Generator::IssuedData(ReceiptState* r, int branch, int terminal) {
       .Key("method")
       .String(r->payment);
   if (std::string_view(r->payment) != "cash") {
-    d.Key("reference")
-        .String(std::string(r->payment).substr(0, 2) + "_" + rng_.Hex(12));
+    d.Key("reference").String(std::string(r->payment).substr(0, 2) + "_" + rng_.Hex(12));
   }
   d.EndObject().EndObject();
   return d.Take();
@@ -567,22 +545,18 @@ void Generator::MakeReceipts() {
     ReceiptState r;
     r.id = Numbered("rcp_", i + 1, 6);
     // Two terminals now and then stamp the very same microsecond.
-    r.issued_at = (!receipts_.empty() && rng_.Chance(0.03))
-                      ? receipts_.back().issued_at
-                      : open + rng_.Range(0, span);
+    r.issued_at = (!receipts_.empty() && rng_.Chance(0.03)) ? receipts_.back().issued_at
+                                                            : open + rng_.Range(0, span);
     const int branch = static_cast<int>(rng_.Below(std::size(kBranches)));
     const int terminal = static_cast<int>(rng_.Range(1, 6));
     r.cashier = Numbered("csh_", rng_.Range(1, 30), 2);
     std::string data = IssuedData(&r, branch, terminal);
     r.issued_event = plan_.size();
-    Plan(Kind::kReceipt, "receipt.issued", r.issued_at, std::nullopt,
-         std::move(data));
+    Plan(Kind::kReceipt, "receipt.issued", r.issued_at, std::nullopt, std::move(data));
     r.last_at = r.issued_at;
     if (rng_.Chance(o_.refund_rate)) {
       // A void at the till carries the issue's own instant: rank orders them.
-      const int64_t at =
-          r.issued_at +
-          (rng_.Chance(0.05) ? 0 : rng_.Range(2 * kMinute, 3 * kDay));
+      const int64_t at = r.issued_at + (rng_.Chance(0.05) ? 0 : rng_.Range(2 * kMinute, 3 * kDay));
       Plan(Kind::kReceipt, "receipt.refunded", at, std::nullopt, RefundData(r));
       r.refunded_at = at;
       r.last_at = at;
@@ -612,13 +586,11 @@ bool Generator::Impossible(int kind) {
 
   switch (kind) {
     case 0: {  // the POS re-sends a receipt after it was refunded
-      ReceiptState* r =
-          pick(receipts_, [](const ReceiptState& x) { return x.refunded_at; });
+      ReceiptState* r = pick(receipts_, [](const ReceiptState& x) { return x.refunded_at; });
       if (!r) return false;
       const int64_t at = r->last_at + rng_.Range(kMinute, kDay);
       std::string data = plan_[r->issued_event].data;
-      Plan(Kind::kReceipt, "receipt.issued", at, std::nullopt, std::move(data))
-          .impossible = true;
+      Plan(Kind::kReceipt, "receipt.issued", at, std::nullopt, std::move(data)).impossible = true;
       r->last_at = at;
       return true;
     }
@@ -629,63 +601,52 @@ bool Generator::Impossible(int kind) {
       stray.cashier = Numbered("csh_", rng_.Range(1, 30), 2);
       stray.payment = kPayments[rng_.Below(std::size(kPayments))];
       const int64_t at = o_.start_micros + rng_.Range(6 * kHour, 2 * kDay);
-      Plan(Kind::kReceipt, "receipt.refunded", at, std::nullopt,
-           RefundData(stray))
-          .impossible = true;
+      Plan(Kind::kReceipt, "receipt.refunded", at, std::nullopt, RefundData(stray)).impossible =
+          true;
       return true;
     }
     case 2: {  // an edit of a product already deleted
-      ProductState* p =
-          pick(products_, [](const ProductState& x) { return x.deleted; });
+      ProductState* p = pick(products_, [](const ProductState& x) { return x.deleted; });
       if (!p) return false;
       p->last_at += rng_.Range(kMinute, kDay);
       ++p->version;
-      Plan(Kind::kProduct, "product.updated", p->last_at, p->version,
-           ProductUpdateData(p))
+      Plan(Kind::kProduct, "product.updated", p->last_at, p->version, ProductUpdateData(p))
           .impossible = true;
       return true;
     }
     case 3: {  // a stale stock report: an old version, re-sent later
-      ProductState* p = pick(
-          products_, [](const ProductState& x) { return x.stock_version > 0; });
+      ProductState* p = pick(products_, [](const ProductState& x) { return x.stock_version > 0; });
       if (!p || p->stock_at == 0) return false;
       p->stock_at += rng_.Range(kMinute, 6 * kHour);
-      const int64_t version = rng_.Range(
-          std::max<int64_t>(0, p->stock_version - 3), p->stock_version);
-      Plan(Kind::kInventory, "inventory.updated", p->stock_at, version,
-           StockData(p, "count"))
+      const int64_t version =
+          rng_.Range(std::max<int64_t>(0, p->stock_version - 3), p->stock_version);
+      Plan(Kind::kInventory, "inventory.updated", p->stock_at, version, StockData(p, "count"))
           .impossible = true;
       return true;
     }
     case 4: {  // a stale product edit from a lagging admin replica
-      ProductState* p = pick(products_, [](const ProductState& x) {
-        return !x.deleted && x.versioned;
-      });
+      ProductState* p =
+          pick(products_, [](const ProductState& x) { return !x.deleted && x.versioned; });
       if (!p) return false;
       p->last_at += rng_.Range(kMinute, kDay);
       const int64_t version = rng_.Range(1, p->version);
-      Plan(Kind::kProduct, "product.updated", p->last_at, version,
-           ProductUpdateData(p))
+      Plan(Kind::kProduct, "product.updated", p->last_at, version, ProductUpdateData(p))
           .impossible = true;
       return true;
     }
     case 5: {  // a double submit: the same receipt, same instant, a new id
-      ReceiptState* r =
-          pick(receipts_, [](const ReceiptState&) { return true; });
+      ReceiptState* r = pick(receipts_, [](const ReceiptState&) { return true; });
       if (!r) return false;
       std::string data = plan_[r->issued_event].data;
-      Plan(Kind::kReceipt, "receipt.issued", r->issued_at, std::nullopt,
-           std::move(data))
+      Plan(Kind::kReceipt, "receipt.issued", r->issued_at, std::nullopt, std::move(data))
           .impossible = true;
       return true;
     }
     case 6: {  // a second refund of a refunded receipt
-      ReceiptState* r =
-          pick(receipts_, [](const ReceiptState& x) { return x.refunded_at; });
+      ReceiptState* r = pick(receipts_, [](const ReceiptState& x) { return x.refunded_at; });
       if (!r) return false;
       r->last_at += rng_.Range(kMinute, kDay);
-      Plan(Kind::kReceipt, "receipt.refunded", r->last_at, std::nullopt,
-           RefundData(*r))
+      Plan(Kind::kReceipt, "receipt.refunded", r->last_at, std::nullopt, RefundData(*r))
           .impossible = true;
       return true;
     }
@@ -700,8 +661,7 @@ void Generator::MakeImpossible(size_t count) {
   for (size_t n = 0; n < count; ++n) {
     int total = 0;
     for (int w : kWeights) total += w;
-    int64_t roll =
-        static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(total)));
+    int64_t roll = static_cast<int64_t>(rng_.Below(static_cast<uint64_t>(total)));
     int kind = 0;
     while (roll >= kWeights[kind]) roll -= kWeights[kind++];
     for (int tries = 0; tries < kKinds; ++tries) {
@@ -713,52 +673,44 @@ void Generator::MakeImpossible(size_t count) {
 Delivery Generator::Malformed(int kind, const std::vector<Planned>& events) {
   const std::string id = NewEventId();
   const std::string at = FormatRfc3339(o_.start_micros + rng_.Range(0, kDay), 0);
-  const std::string receipt =
-      Numbered("rcp_", 800000 + rng_.Range(0, 99999), 6);
-  const std::string data = "{\"receipt_id\":\"" + receipt +
-                           "\",\"total\":12900,\"currency\":\"THB\"}";
+  const std::string receipt = Numbered("rcp_", 800000 + rng_.Range(0, 99999), 6);
+  const std::string data =
+      "{\"receipt_id\":\"" + receipt + "\",\"total\":12900,\"currency\":\"THB\"}";
   Delivery d;
   switch (kind) {
     case 0: {  // a connection cut mid-body
-      std::string body =
-          Body(id, "receipt.issued", at, std::nullopt, data, Kind::kReceipt);
+      std::string body = Body(id, "receipt.issued", at, std::nullopt, data, Kind::kReceipt);
       body.resize(body.size() * 2 / 3);
       d.body = std::move(body);
       break;
     }
     case 1:  // an impossible calendar date
-      d.body = Body(id, "receipt.issued", "2026-02-30T10:15:30.000000+07:00",
-                    std::nullopt, data, Kind::kReceipt);
+      d.body = Body(id, "receipt.issued", "2026-02-30T10:15:30.000000+07:00", std::nullopt, data,
+                    Kind::kReceipt);
       break;
     case 2: {  // the header names another event than the body
       if (!events.empty()) {
         d.body = events[rng_.Below(events.size())].body;
       } else {
-        d.body =
-            Body(id, "receipt.issued", at, std::nullopt, data, Kind::kReceipt);
+        d.body = Body(id, "receipt.issued", at, std::nullopt, data, Kind::kReceipt);
       }
-      d.headers = {{"Content-Type", "application/json"},
-                   {"X-RR-Event-Id", NewEventId()}};
+      d.headers = {{"Content-Type", "application/json"}, {"X-RR-Event-Id", NewEventId()}};
       break;
     }
     case 3:  // a receipt without its key
-      d.body = Body(
-          id, "receipt.issued", at, std::nullopt,
-          "{\"total\":12900,\"currency\":\"THB\",\"store_id\":\"st_bkk_014\"}",
-          Kind::kReceipt);
+      d.body = Body(id, "receipt.issued", at, std::nullopt,
+                    "{\"total\":12900,\"currency\":\"THB\",\"store_id\":\"st_bkk_014\"}",
+                    Kind::kReceipt);
       break;
     case 4:  // a negative version
       d.body = Body(id, "product.updated", at, "-1",
-                    "{\"product_id\":\"prd_000001\",\"price\":4900}",
-                    Kind::kProduct);
+                    "{\"product_id\":\"prd_000001\",\"price\":4900}", Kind::kProduct);
       break;
     case 5:  // no occurred_at
-      d.body = Body(id, "receipt.refunded", std::nullopt, std::nullopt, data,
-                    Kind::kReceipt);
+      d.body = Body(id, "receipt.refunded", std::nullopt, std::nullopt, data, Kind::kReceipt);
       break;
     default:  // data is not an object
-      d.body = Body(id, "inventory.updated", at, "3", "\"prd_000001\"",
-                    Kind::kInventory);
+      d.body = Body(id, "inventory.updated", at, "3", "\"prd_000001\"", Kind::kInventory);
       break;
   }
   return d;
@@ -774,8 +726,7 @@ void Generator::Deliver(History* h) {
   };
   std::vector<Item> items;
   for (size_t i = 0; i < events.size(); ++i) {
-    const int copies =
-        rng_.Chance(o_.duplicate_rate) ? static_cast<int>(rng_.Range(2, 4)) : 1;
+    const int copies = rng_.Chance(o_.duplicate_rate) ? static_cast<int>(rng_.Range(2, 4)) : 1;
     if (copies > 1) {
       ++h->stats.retried;
       h->stats.retries += static_cast<size_t>(copies - 1);
@@ -786,10 +737,9 @@ void Generator::Deliver(History* h) {
       item.delivery.body = events[i].body;
       // Retries often come through the sender's envelope path with headers.
       if (rng_.Chance(c == 0 ? 0.1 : 0.5)) {
-        item.delivery.headers = {
-            {"Content-Type", "application/json"},
-            {"X-RR-Event-Id", events[i].event_id},
-            {"X-RR-Delivery-Attempt", std::to_string(c + 1)}};
+        item.delivery.headers = {{"Content-Type", "application/json"},
+                                 {"X-RR-Event-Id", events[i].event_id},
+                                 {"X-RR-Delivery-Attempt", std::to_string(c + 1)}};
         ++h->stats.with_header;
       }
       items.push_back(std::move(item));
@@ -805,8 +755,7 @@ void Generator::Deliver(History* h) {
     for (size_t i = 0; i < early; ++i) candidates[i] = i;
     rng_.Permute(candidates.begin(), candidates.end());
     std::vector<bool> late(events.size(), false);
-    for (size_t i = 0; i < std::min(n_late, early); ++i)
-      late[candidates[i]] = true;
+    for (size_t i = 0; i < std::min(n_late, early); ++i) late[candidates[i]] = true;
     std::stable_partition(items.begin(), items.end(),
                           [&](const Item& it) { return !late[it.event]; });
     h->stats.late = std::min(n_late, early);
@@ -815,9 +764,8 @@ void Generator::Deliver(History* h) {
   for (int m = 0; m < o_.malformed; ++m) {
     Item item;
     item.delivery = Malformed(m % 7, events);
-    items.insert(
-        items.begin() + static_cast<ptrdiff_t>(rng_.Below(items.size() + 1)),
-        std::move(item));
+    items.insert(items.begin() + static_cast<ptrdiff_t>(rng_.Below(items.size() + 1)),
+                 std::move(item));
     ++h->malformed;
   }
 
@@ -826,8 +774,8 @@ void Generator::Deliver(History* h) {
   std::vector<size_t> originals(events.size());
   for (size_t i = 0; i < events.size(); ++i) originals[i] = i;
   rng_.Permute(originals.begin(), originals.end());
-  const size_t n_conflicts = std::min(
-      originals.size(), static_cast<size_t>(std::max(0, o_.conflicts)));
+  const size_t n_conflicts =
+      std::min(originals.size(), static_cast<size_t>(std::max(0, o_.conflicts)));
   for (size_t c = 0; c < n_conflicts; ++c) {
     const Planned& original = events[originals[c]];
     int64_t shift = rng_.Range(kSecond, kHour);
@@ -850,13 +798,12 @@ History Generator::Run() {
   MakeProducts();
   MakeInventory();
   MakeReceipts();
-  MakeImpossible(static_cast<size_t>(
-      rng_.Round(o_.impossible_rate * static_cast<double>(plan_.size()))));
+  MakeImpossible(
+      static_cast<size_t>(rng_.Round(o_.impossible_rate * static_cast<double>(plan_.size()))));
 
-  std::stable_sort(plan_.begin(), plan_.end(),
-                   [](const Planned& a, const Planned& b) {
-                     return a.at != b.at ? a.at < b.at : a.order < b.order;
-                   });
+  std::stable_sort(plan_.begin(), plan_.end(), [](const Planned& a, const Planned& b) {
+    return a.at != b.at ? a.at < b.at : a.order < b.order;
+  });
   History h;
   h.stats.receipts = receipts_.size();
   h.stats.products = products_.size();
@@ -882,9 +829,7 @@ History Generator::Run() {
 
 }  // namespace
 
-History GenerateHistory(const HistoryOptions& options) {
-  return Generator(options).Run();
-}
+History GenerateHistory(const HistoryOptions& options) { return Generator(options).Run(); }
 
 void Shuffle(std::vector<Delivery>* deliveries, uint64_t seed) {
   Rng rng(seed);

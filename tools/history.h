@@ -20,15 +20,15 @@ namespace eventfold::sim {
 
 struct HistoryOptions {
   uint64_t seed = 42;
-  int receipts = 200;             // each issued; some refunded
-  int products = 50;              // each created; some updated, some deleted
-  int inventory_updates = 3;      // per product, with increasing versions
-  double refund_rate = 0.25;      // share of receipts refunded
-  double delete_rate = 0.2;       // share of products deleted
-  double duplicate_rate = 0.3;    // share of events delivered more than once
-  double impossible_rate = 0.02;  // events that break the state machine
-  int malformed = 5;              // bodies that must be refused with 400
-  int conflicts = 2;              // reused event_ids with another identity
+  int receipts = 200;                       // each issued; some refunded
+  int products = 50;                        // each created; some updated, some deleted
+  int inventory_updates = 3;                // per product, with increasing versions
+  double refund_rate = 0.25;                // share of receipts refunded
+  double delete_rate = 0.2;                 // share of products deleted
+  double duplicate_rate = 0.3;              // share of events delivered more than once
+  double impossible_rate = 0.02;            // events that break the state machine
+  int malformed = 5;                        // bodies that must be refused with 400
+  int conflicts = 2;                        // reused event_ids with another identity
   int64_t start_micros = 1795000000000000;  // first occurred_at
   size_t target_body_bytes = 600;           // approximate size of a body
 };

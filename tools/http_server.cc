@@ -1,16 +1,15 @@
 #include "tools/http_server.h"
 
-#include <httplib.h>
-
-#include "tools/connection_pool.h"
-
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+
+#include "tools/connection_pool.h"
 
 namespace eventfold::cli {
 namespace {
@@ -89,8 +88,8 @@ Status HttpServer::Start() {
     request_start = std::chrono::steady_clock::now();
     if (!ConnectionPool::RunningOverflow()) return httplib::Server::HandlerResponse::Unhandled;
     // Every worker holds a connection: refuse at once rather than queue.
-    HttpResponse r = rx->RefuseOverloaded("all " + std::to_string(threads) +
-                                          " connection workers are busy");
+    HttpResponse r =
+        rx->RefuseOverloaded("all " + std::to_string(threads) + " connection workers are busy");
     res.status = r.status;
     res.set_header("Connection", "close");
     res.set_content(r.body, r.content_type.c_str());
@@ -124,8 +123,8 @@ Status HttpServer::Start() {
   });
   if (std::ostream* log = options_.access_log) {
     server.set_logger([log](const httplib::Request& req, const httplib::Response& res) {
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - request_start)
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                                  request_start)
                             .count();
       char latency[32];
       std::snprintf(latency, sizeof(latency), "%.3fms", ms);
@@ -133,8 +132,8 @@ Status HttpServer::Start() {
       if (id.empty()) id = req.get_header_value("webhook-id");
       std::lock_guard lock(LogMutex());
       *log << FormatTimestamp(SystemClock()->NowMicros()) << " " << req.remote_addr << " "
-           << req.method << " " << req.path << " " << res.status << " " << req.body.size()
-           << "B " << latency << (id.empty() ? "" : " " + id) << "\n";
+           << req.method << " " << req.path << " " << res.status << " " << req.body.size() << "B "
+           << latency << (id.empty() ? "" : " " + id) << "\n";
     });
   }
 

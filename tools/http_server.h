@@ -27,8 +27,8 @@ namespace eventfold::cli {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;               // 0: any free port (see port())
-  int threads = 64;           // worker threads: one per open connection
+  int port = 0;      // 0: any free port (see port())
+  int threads = 64;  // worker threads: one per open connection
   size_t max_body_bytes = 1 << 20;
   std::ostream* access_log = nullptr;  // nullptr: no access log
 };

@@ -116,8 +116,8 @@ class Run {
       ++report_.lost_acks;
       status = 0;  // the answer "never arrived": retry like a timeout
     }
-    const bool retry = Retryable(status) &&
-                       a.number <= static_cast<int>(options_.backoff_seconds.size());
+    const bool retry =
+        Retryable(status) && a.number <= static_cast<int>(options_.backoff_seconds.size());
     if (retry) {
       ++report_.retries;
       std::uniform_real_distribution<double> jitter(1 - options_.jitter, 1 + options_.jitter);
@@ -157,8 +157,8 @@ SendReport Send(const std::vector<Outgoing>& outgoing, const SenderOptions& opti
 double Quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const size_t i = std::min(values.size() - 1,
-                            static_cast<size_t>(q * static_cast<double>(values.size())));
+  const size_t i =
+      std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())));
   return values[i];
 }
 

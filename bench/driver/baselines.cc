@@ -12,6 +12,10 @@
 // WAL, synchronous=FULL, prepared statements. The body is decoded with the
 // same decoder eventfold uses.
 
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/write_batch.h>
 #include <sqlite3.h>
 
 #include <cinttypes>
@@ -20,11 +24,6 @@
 #include <mutex>
 #include <numeric>
 #include <random>
-
-#include <leveldb/cache.h>
-#include <leveldb/db.h>
-#include <leveldb/filter_policy.h>
-#include <leveldb/write_batch.h>
 
 #include "bench/driver/driver.h"
 #include "core/decode.h"
@@ -208,21 +207,19 @@ int64_t NowMicros() {
 class SqlReceiver {
  public:
   SqlReceiver(const fs::path& path, bool durable) {
-    Check(sqlite3_open_v2(path.c_str(), &db_,
-                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                          nullptr),
-          db_, "open");
+    Check(
+        sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr),
+        db_, "open");
     sqlite3_busy_timeout(db_, 10000);
     Exec(db_, "PRAGMA journal_mode=WAL");
     Exec(db_, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF");
     Exec(db_, kSchema);
-    for (auto [stmt, sql] : {std::pair{&begin_, "BEGIN IMMEDIATE"}, std::pair{&commit_, "COMMIT"},
-                             std::pair{&rollback_, "ROLLBACK"},
-                             std::pair{&processed_, kInsertProcessed},
-                             std::pair{&event_, kInsertEvent},
-                             std::pair{&upsert_, kUpsertProjection}}) {
-      Check(sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr), db_,
-            sql);
+    for (auto [stmt, sql] :
+         {std::pair{&begin_, "BEGIN IMMEDIATE"}, std::pair{&commit_, "COMMIT"},
+          std::pair{&rollback_, "ROLLBACK"}, std::pair{&processed_, kInsertProcessed},
+          std::pair{&event_, kInsertEvent}, std::pair{&upsert_, kUpsertProjection}}) {
+      Check(sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr), db_, sql);
     }
   }
   ~SqlReceiver() {

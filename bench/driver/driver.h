@@ -11,6 +11,8 @@
 #ifndef EVENTFOLD_BENCH_DRIVER_DRIVER_H_
 #define EVENTFOLD_BENCH_DRIVER_DRIVER_H_
 
+#include <leveldb/env.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -23,8 +25,6 @@
 #include <thread>
 #include <vector>
 
-#include <leveldb/env.h>
-
 namespace eventfold::benchdrv {
 
 namespace fs = std::filesystem;
@@ -36,20 +36,20 @@ using SteadyClock = std::chrono::steady_clock;
 
 struct Config {
   bool quick = false;
-  fs::path scratch;           // where every store lives (must be a real disk)
-  double seconds = 10;        // length of each timed throughput run
-  uint64_t pool_events = 0;   // distinct ReceiptRoller events generated
-  uint64_t prefill_events = 0;  // events already in a store before a timed run
-  uint64_t rebuild_small = 0;   // events of the small rebuild store
-  uint64_t rebuild_large = 0;   // events of the large rebuild store
+  fs::path scratch;                    // where every store lives (must be a real disk)
+  double seconds = 10;                 // length of each timed throughput run
+  uint64_t pool_events = 0;            // distinct ReceiptRoller events generated
+  uint64_t prefill_events = 0;         // events already in a store before a timed run
+  uint64_t rebuild_small = 0;          // events of the small rebuild store
+  uint64_t rebuild_large = 0;          // events of the large rebuild store
   std::vector<uint64_t> late_lengths;  // entity lengths for late arrivals
-  int late_ops = 0;           // late events measured per length
-  int deep_late_ops = 0;      // deep (middle of the log) late events per length
-  double http_seconds = 10;   // wrk run
-  double steady_seconds = 10; // paced run at steady_rate
+  int late_ops = 0;                    // late events measured per length
+  int deep_late_ops = 0;               // deep (middle of the log) late events per length
+  double http_seconds = 10;            // wrk run
+  double steady_seconds = 10;          // paced run at steady_rate
   double steady_rate = 1000;
   int http_connections = 64;
-  int rounds = 1;             // interleaved repetitions of the target pairs
+  int rounds = 1;  // interleaved repetitions of the target pairs
   std::string wrk = "wrk";
   std::set<std::string> only;  // figure groups to run; empty: all
   std::string self_exe;        // this program, for child processes
@@ -93,7 +93,7 @@ struct WriteShapes {
   double key_bytes_per_event = 0;
   double value_bytes_per_event = 0;
   std::map<std::string, double> bytes_per_family;  // "a/", "d/", ... per event
-  double snappy_value_bytes_per_event = 0;  // the values, each snappy-compressed
+  double snappy_value_bytes_per_event = 0;         // the values, each snappy-compressed
   uint64_t deletes = 0;  // deletions seen (snapshots dropped by late events)
 };
 
@@ -160,8 +160,8 @@ Throughput RunTimed(int threads, double seconds, uint64_t max_ops, Op op) {
   std::atomic<uint64_t> errors{0};
   const CpuTimes cpu0 = ProcessCpu();
   const auto start = SteadyClock::now();
-  const auto deadline =
-      start + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  const auto deadline = start + std::chrono::duration_cast<SteadyClock::duration>(
+                                    std::chrono::duration<double>(seconds));
   auto work = [&](int t) {
     uint64_t mine = 0, bad = 0;
     while (SteadyClock::now() < deadline) {

@@ -1,6 +1,9 @@
 // eventfold's own figures: durable and async ingest, duplicate delivery,
 // late arrival, full rebuild (in child processes, for peak memory).
 
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
 #include <malloc.h>
 
 #include <cinttypes>
@@ -9,10 +12,6 @@
 #include <numeric>
 #include <optional>
 #include <random>
-
-#include <leveldb/cache.h>
-#include <leveldb/db.h>
-#include <leveldb/filter_policy.h>
 
 #include "bench/bench_util.h"
 #include "bench/driver/driver.h"
@@ -44,13 +43,11 @@ void FillStore(Store& store, const std::vector<std::string>& bodies, size_t begi
     }
     for (const IngestResult& r : store.IngestBatch(chunk)) {
       if (r.outcome != Outcome::kAccepted) {
-        Die("fill: " + std::string(OutcomeName(r.outcome)) + " " + r.event_id + ": " +
-            r.message);
+        Die("fill: " + std::string(OutcomeName(r.outcome)) + " " + r.event_id + ": " + r.message);
       }
     }
   }
 }
-
 
 }  // namespace
 
@@ -75,8 +72,7 @@ Throughput IngestRun(Context& ctx, const std::string& name, bool durable, int pr
     t.io = Diff(env.counts(), before);
   }
   if (t.ops >= available) {
-    Log("%s: ran out of bodies after %" PRIu64 " events (%.1fs)", name.c_str(), t.ops,
-        t.seconds);
+    Log("%s: ran out of bodies after %" PRIu64 " events (%.1fs)", name.c_str(), t.ops, t.seconds);
   }
   store.reset();
   std::error_code ec;
@@ -228,9 +224,10 @@ void RunLateArrivalFigures(Context& ctx) {
       products.push_back("prd_late_" + std::to_string(length) + "_" + std::to_string(e));
       std::vector<Delivery> chunk;
       for (uint64_t k = 0; k < length; ++k) {
-        chunk.push_back(Delivery{{}, make.Make(products.back(),
-                                               products.back() + "_" + std::to_string(k),
-                                               kLateBase + static_cast<int64_t>(k) * kSecondMicros)});
+        chunk.push_back(
+            Delivery{{},
+                     make.Make(products.back(), products.back() + "_" + std::to_string(k),
+                               kLateBase + static_cast<int64_t>(k) * kSecondMicros)});
         if (chunk.size() == kFillChunk || k + 1 == length) {
           for (const IngestResult& r : store->IngestBatch(chunk)) {
             if (r.outcome != Outcome::kAccepted) Die("late fill: " + r.message);
@@ -269,8 +266,7 @@ void RunLateArrivalFigures(Context& ctx) {
     const Cost late = timed(ops, [&](int j) {
       const uint64_t e = static_cast<uint64_t>(j) % entities;
       const uint64_t back = 1 + rng() % std::min<uint64_t>(10, length);
-      const int64_t at = kLateBase +
-                         static_cast<int64_t>(next[e] - back) * kSecondMicros -
+      const int64_t at = kLateBase + static_cast<int64_t>(next[e] - back) * kSecondMicros -
                          kSecondMicros / 2 + static_cast<int64_t>(serial % 1000);
       return make.Make(products[e], "late_" + l + "_" + std::to_string(serial++), at);
     });
@@ -302,7 +298,8 @@ void RunLateArrivalFigures(Context& ctx) {
     res.Set("deep_late_ns_" + l, deep_cost.mean);
     res.Set("deep_late_median_ns_" + l, deep_cost.median);
     res.Set("deep_late_refolded_" + l, deep_refolded);
-    Log("late arrival, %6" PRIu64 "-event entities: late mean %s median %s (%.0f events "
+    Log("late arrival, %6" PRIu64
+        "-event entities: late mean %s median %s (%.0f events "
         "re-folded); in order mean %s median %s; deep mean %s (%.0f re-folded)",
         length, FormatNs(late.mean).c_str(), FormatNs(late.median).c_str(), refolded,
         FormatNs(in_order.mean).c_str(), FormatNs(in_order.median).c_str(),
@@ -319,8 +316,8 @@ void RunLateArrivalFigures(Context& ctx) {
 namespace {
 
 struct ChildRebuildResult {
-  double events = 0, seconds = 0, build_seconds = 0, cpu_seconds = 0, peak_anon = 0,
-         base_anon = 0, vm_hwm = 0;
+  double events = 0, seconds = 0, build_seconds = 0, cpu_seconds = 0, peak_anon = 0, base_anon = 0,
+         vm_hwm = 0;
 };
 
 // Rebuilds a fresh copy of the store at `dir`: a rebuild leaves the store
@@ -333,10 +330,10 @@ ChildRebuildResult SpawnRebuild(const Config& config, const fs::path& template_d
   fs::copy(template_dir, dir, fs::copy_options::recursive, ec);
   if (ec) Die("copying " + template_dir.string() + ": " + ec.message());
   int code = 0;
-  const std::string out = RunCommand("'" + config.self_exe + "' --child rebuild --child-dir '" +
-                                         dir.string() + "' --child-threads " +
-                                         std::to_string(threads),
-                                     &code);
+  const std::string out =
+      RunCommand("'" + config.self_exe + "' --child rebuild --child-dir '" + dir.string() +
+                     "' --child-threads " + std::to_string(threads),
+                 &code);
   ChildRebuildResult r;
   if (code != 0 || !ResultField(out, "events")) {
     Die("rebuild child failed (exit " + std::to_string(code) + "): " + out);
@@ -377,7 +374,8 @@ int ChildRebuild(const std::string& dir, int threads) {
     std::fprintf(stderr, "rebuild: %s\n", sum.status().ToString().c_str());
     return 2;
   }
-  std::printf("RESULT events=%" PRIu64 " entities=%" PRIu64 " seconds=%.6f build_seconds=%.6f"
+  std::printf("RESULT events=%" PRIu64 " entities=%" PRIu64
+              " seconds=%.6f build_seconds=%.6f"
               " cpu_seconds=%.6f peak_anon=%" PRIu64 " base_anon=%" PRIu64 " vm_hwm=%" PRIu64 "\n",
               sum->events, sum->entities, wall, sum->seconds,
               cpu1.user + cpu1.sys - cpu0.user - cpu0.sys, sampler.Peak().anon, base,
@@ -417,8 +415,8 @@ void RunRebuildFigures(Context& ctx) {
   Results& res = ctx.results;
   const fs::path large = ctx.config.scratch / "rebuild-large";
   const fs::path small = ctx.config.scratch / "rebuild-small";
-  for (auto [dir, n] : {std::pair{small, ctx.config.rebuild_small},
-                        std::pair{large, ctx.config.rebuild_large}}) {
+  for (auto [dir, n] :
+       {std::pair{small, ctx.config.rebuild_small}, std::pair{large, ctx.config.rebuild_large}}) {
     const auto start = SteadyClock::now();
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -431,9 +429,8 @@ void RunRebuildFigures(Context& ctx) {
 
   {
     int code = 0;
-    const std::string out =
-        RunCommand("'" + ctx.config.self_exe + "' --child scan --child-dir '" + large.string() + "'",
-                   &code);
+    const std::string out = RunCommand(
+        "'" + ctx.config.self_exe + "' --child scan --child-dir '" + large.string() + "'", &code);
     if (code != 0 || !ResultField(out, "events")) Die("scan child failed: " + out);
     const double eps = *ResultField(out, "events") / *ResultField(out, "seconds");
     res.Set("raw_leveldb_scan_eps", eps);
@@ -454,8 +451,8 @@ void RunRebuildFigures(Context& ctx) {
     Log("rebuild %.0f events, %d thread(s): %.0f events/s (%.0f per CPU second), peak anon %s "
         "(growth %s), VmHWM %s",
         r.events, threads, r.events / r.seconds, r.events / r.cpu_seconds,
-        FormatBytes(r.peak_anon).c_str(),
-        FormatBytes(r.peak_anon - r.base_anon).c_str(), FormatBytes(r.vm_hwm).c_str());
+        FormatBytes(r.peak_anon).c_str(), FormatBytes(r.peak_anon - r.base_anon).c_str(),
+        FormatBytes(r.vm_hwm).c_str());
   }
   res.Set("rebuild_eps", res.Get("rebuild_2t_eps"));
   {

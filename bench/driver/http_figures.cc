@@ -149,9 +149,14 @@ void WrkThroughput(Context& ctx) {
       std::string req = std::string("POST ") + kPath + " HTTP/1.1\r\n" + host +
                         "Content-Type: application/json\r\n"
                         "User-Agent: receiptroller-webhooks/3.8.2\r\n"
-                        "X-RR-Event-Id: " + EventIdOf(body) + "\r\n"
-                        "X-RR-Signature: " + SignRr(kSecret, t, body) + "\r\n"
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+                        "X-RR-Event-Id: " +
+                        EventIdOf(body) +
+                        "\r\n"
+                        "X-RR-Signature: " +
+                        SignRr(kSecret, t, body) +
+                        "\r\n"
+                        "Content-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body;
       files[i % wrk_threads] << req.size() << '\n' << req;
     }
     std::ofstream lua(req_dir / "send.lua");
@@ -160,15 +165,16 @@ void WrkThroughput(Context& ctx) {
   char duration[32];
   std::snprintf(duration, sizeof duration, "%.0fs", std::max(1.0, c.http_seconds));
   const std::string cmd = "'" + c.wrk + "' -t" + std::to_string(wrk_threads) + " -c" +
-                          std::to_string(connections) + " -d" + duration +
-                          " --timeout 10s -s '" + (req_dir / "send.lua").string() +
+                          std::to_string(connections) + " -d" + duration + " --timeout 10s -s '" +
+                          (req_dir / "send.lua").string() +
                           "' http://127.0.0.1:" + std::to_string(server.port()) + kPath + " 2>&1";
   int code = 0;
   const std::string out = RunCommand(cmd, &code);
   server.Stop();
   std::error_code ec;
   fs::remove_all(req_dir, ec);
-  if (code != 0 || !ResultField(out, "requests")) Die("wrk failed (exit " + std::to_string(code) + "): " + out);
+  if (code != 0 || !ResultField(out, "requests"))
+    Die("wrk failed (exit " + std::to_string(code) + "): " + out);
   const double requests = *ResultField(out, "requests");
   const double seconds = *ResultField(out, "duration_us") / 1e6;
   const Counters counters = server.store().counters();
@@ -188,8 +194,8 @@ void WrkThroughput(Context& ctx) {
   res.notes["http_client"] = "wrk -t2 -c" + std::to_string(connections) + ", pre-signed bodies";
   Log("wrk: %.0f requests/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms; %" PRIu64
       " accepted, %" PRIu64 " duplicates, %.0f errors",
-      requests / seconds, res.Get("http_p50_ms"), res.Get("http_p99_ms"),
-      res.Get("http_p999_ms"), counters.accepted, counters.duplicate, errors);
+      requests / seconds, res.Get("http_p50_ms"), res.Get("http_p99_ms"), res.Get("http_p999_ms"),
+      counters.accepted, counters.duplicate, errors);
 }
 
 std::vector<sim::Outgoing> Outgoing(Context& ctx, uint64_t n) {
@@ -224,8 +230,8 @@ void SenderThroughput(Context& ctx) {
   res.Set("http_p999_ms", sim::Quantile(r.latencies, 0.999) * 1e3);
   res.Set("http_requests", static_cast<double>(r.attempts));
   res.Set("http_errors", static_cast<double>(r.attempts - r.delivered));
-  res.notes["http_client"] = "tools/sender.h (wrk not found), " +
-                             std::to_string(c.http_connections) + " connections";
+  res.notes["http_client"] =
+      "tools/sender.h (wrk not found), " + std::to_string(c.http_connections) + " connections";
   Log("sender: %.0f requests/s", res.Get("http_rps"));
 }
 

@@ -12,18 +12,17 @@
 // the disk being measured: on tmpfs a synced write is not a disk write.
 // See docs/BENCHMARKS.md.
 
+#include <leveldb/db.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <CLI/CLI.hpp>
-#include <leveldb/db.h>
 
 #include "bench/driver/driver.h"
 #include "core/json_writer.h"
@@ -54,13 +53,20 @@ std::string ReadFirstLine(const std::string& path, const std::string& prefix) {
 
 std::string FsType(long type) {
   switch (static_cast<unsigned long>(type)) {
-    case 0xEF53: return "ext4";
-    case 0x01021994: return "tmpfs";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x6969: return "nfs";
-    case 0x2FC12FC1: return "zfs";
+    case 0xEF53:
+      return "ext4";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x794c7630:
+      return "overlayfs";
+    case 0x6969:
+      return "nfs";
+    case 0x2FC12FC1:
+      return "zfs";
     default: {
       char buf[32];
       std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(type));
@@ -102,7 +108,8 @@ void DescribeMachine(const Config& c, Results& res) {
   if (::statfs(c.scratch.c_str(), &sf) == 0) m["scratch_fs"] = FsType(sf.f_type);
   m["scratch_dir"] = c.scratch.string();
   m["scratch_mount"] = MountOf(c.scratch);
-  m["leveldb"] = std::to_string(leveldb::kMajorVersion) + "." + std::to_string(leveldb::kMinorVersion);
+  m["leveldb"] =
+      std::to_string(leveldb::kMajorVersion) + "." + std::to_string(leveldb::kMinorVersion);
   int code = 0;
   std::string wrk = RunCommand("'" + c.wrk + "' -v 2>&1 | head -1", &code);
   while (!wrk.empty() && (wrk.back() == '\n' || wrk.back() == '\r')) wrk.pop_back();
@@ -162,8 +169,8 @@ void BuildTable(const Config& c, Results& r) {
        "raw LevelDB, 1 event/synced write, 64 threads", "raw_leveldb_sync_64_eps");
   if (r.Has("sqlite_pattern_eps") && r.Has("sqlite_pattern_64_eps")) {
     const bool one = r.Get("sqlite_pattern_eps") >= r.Get("sqlite_pattern_64_eps");
-    r.Set("sqlite_pattern_best_eps", std::max(r.Get("sqlite_pattern_eps"),
-                                              r.Get("sqlite_pattern_64_eps")));
+    r.Set("sqlite_pattern_best_eps",
+          std::max(r.Get("sqlite_pattern_eps"), r.Get("sqlite_pattern_64_eps")));
     pair("durable ingest, 64 producers", "durable_ingest_64_eps",
          std::string("SQLite pattern, best of 1 / 64 threads (") + (one ? "1" : "64") + ")",
          "sqlite_pattern_best_eps", 15, "durable ingest 64 producers vs SQLite pattern");
@@ -187,8 +194,8 @@ void BuildTable(const Config& c, Results& r) {
       const std::string l = std::to_string(len);
       const double late = r.Get("late_median_ns_" + l);
       const double inorder = r.Get("inorder_median_ns_" + l);
-      row({"late arrival, " + l + "-event entity (median; mean " +
-               FormatNs(r.Get("late_ns_" + l)) + ")",
+      row({"late arrival, " + l + "-event entity (median; mean " + FormatNs(r.Get("late_ns_" + l)) +
+               ")",
            FormatNs(late), "in-order event, same entities (median)", FormatNs(inorder),
            FormatRatio(ratio(late, inorder)), "", ""});
     }
@@ -236,8 +243,8 @@ void BuildTable(const Config& c, Results& r) {
   if (r.Has("http_rps")) {
     char lat[128];
     std::snprintf(lat, sizeof lat, "%s (p50 %.2f / p99 %.2f / p99.9 %.2f ms)",
-                  FormatRate(r.Get("http_rps")).c_str(), r.Get("http_p50_ms"),
-                  r.Get("http_p99_ms"), r.Get("http_p999_ms"));
+                  FormatRate(r.Get("http_rps")).c_str(), r.Get("http_p50_ms"), r.Get("http_p99_ms"),
+                  r.Get("http_p999_ms"));
     row({"signed HTTP, " + std::to_string(c.http_connections) + " connections, requests/s", lat,
          "durable ingest in-process, 64 producers", FormatRate(r.Get("durable_ingest_64_eps")),
          FormatRatio(ratio(r.Get("http_rps"), r.Get("durable_ingest_64_eps"))), ">= 20k/s",
@@ -248,8 +255,8 @@ void BuildTable(const Config& c, Results& r) {
                   r.Get("steady_rate_achieved"));
     row({"signed HTTP at a steady " + std::to_string(static_cast<int>(c.steady_rate)) + "/s", lat,
          "", "", "", "p99 < 10 ms",
-         r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 10 ms",
-                 r.Get("steady_p99_ms"), 10, false)});
+         r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 10 ms", r.Get("steady_p99_ms"),
+                 10, false)});
   }
 }
 
@@ -257,9 +264,10 @@ void PrintTable(const Results& r) {
   std::vector<size_t> w(7, 0);
   auto cells = [](const Row& x) {
     return std::vector<std::string>{x.figure, x.eventfold, x.baseline, x.baseline_value,
-                                    x.ratio, x.target, x.status};
+                                    x.ratio,  x.target,    x.status};
   };
-  const Row header{"figure", "eventfold", "baseline", "baseline value", "ratio", "target", "status"};
+  const Row header{"figure", "eventfold", "baseline", "baseline value",
+                   "ratio",  "target",    "status"};
   std::vector<Row> all = {header};
   all.insert(all.end(), r.rows.begin(), r.rows.end());
   for (const Row& x : all) {
@@ -303,23 +311,34 @@ void WriteJson(const Config& c, const Results& r, const std::string& path,
   w.Key("targets").BeginArray();
   for (const Target& t : r.targets) {
     w.BeginObject()
-        .Key("name").String(t.name)
-        .Key("rule").String(t.rule)
-        .Key("value").Double(t.value)
-        .Key("met").Bool(t.met)
+        .Key("name")
+        .String(t.name)
+        .Key("rule")
+        .String(t.rule)
+        .Key("value")
+        .Double(t.value)
+        .Key("met")
+        .Bool(t.met)
         .EndObject();
   }
   w.EndArray();
   w.Key("table").BeginArray();
   for (const Row& x : r.rows) {
     w.BeginObject()
-        .Key("figure").String(x.figure)
-        .Key("eventfold").String(x.eventfold)
-        .Key("baseline").String(x.baseline)
-        .Key("baseline_value").String(x.baseline_value)
-        .Key("ratio").String(x.ratio)
-        .Key("target").String(x.target)
-        .Key("status").String(x.status)
+        .Key("figure")
+        .String(x.figure)
+        .Key("eventfold")
+        .String(x.eventfold)
+        .Key("baseline")
+        .String(x.baseline)
+        .Key("baseline_value")
+        .String(x.baseline_value)
+        .Key("ratio")
+        .String(x.ratio)
+        .Key("target")
+        .String(x.target)
+        .Key("status")
+        .String(x.status)
         .EndObject();
   }
   w.EndArray();
@@ -377,7 +396,8 @@ void RunThroughputFigures(Context& ctx) {
     }
   }
   for (auto& [key, rounds] : runs) RecordRounds(res, key, rounds);
-  if (res.Has("durable_ingest_64_eps")) res.Set("durable_ingest_eps", res.Get("durable_ingest_64_eps"));
+  if (res.Has("durable_ingest_64_eps"))
+    res.Set("durable_ingest_eps", res.Get("durable_ingest_64_eps"));
 }
 
 std::set<std::string> SplitGroups(const std::string& s) {
@@ -512,7 +532,12 @@ int Main(int argc, char** argv) {
       shapes.puts_per_event, shapes.key_bytes_per_event, shapes.value_bytes_per_event,
       shapes.snappy_value_bytes_per_event);
 
-  Context ctx{c, pool, shapes, res, c.scratch / "template-store", c.scratch / "template-raw",
+  Context ctx{c,
+              pool,
+              shapes,
+              res,
+              c.scratch / "template-store",
+              c.scratch / "template-raw",
               c.scratch / "template.db"};
   t0 = SteadyClock::now();
   if (c.Runs("durable") || c.Runs("async") || c.Runs("duplicate") || c.Runs("http")) {

@@ -19,7 +19,7 @@
 namespace eventfold {
 
 struct Change {
-  uint64_t seq = 0;                    // 1, 2, 3, ... with no gaps
+  uint64_t seq = 0;  // 1, 2, 3, ... with no gaps
   std::string entity;
   std::string id;
   std::string state;                   // after the change

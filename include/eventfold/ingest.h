@@ -25,8 +25,7 @@ namespace eventfold {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 // The value of header `name` (case-insensitive), or nullopt.
-std::optional<std::string_view> FindHeader(const Headers& headers,
-                                           std::string_view name);
+std::optional<std::string_view> FindHeader(const Headers& headers, std::string_view name);
 
 struct Delivery {
   Headers headers;
@@ -53,8 +52,8 @@ int HttpStatus(Outcome outcome);
 
 struct IngestResult {
   Outcome outcome = Outcome::kInvalid;
-  std::string message;   // empty on acceptance; otherwise field and reason
-  std::string event_id;  // when the body had a readable one
+  std::string message;              // empty on acceptance; otherwise field and reason
+  std::string event_id;             // when the body had a readable one
   std::optional<EntityRef> entity;  // when routed under the store's profile
 
   int http_status() const { return HttpStatus(outcome); }

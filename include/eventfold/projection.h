@@ -29,21 +29,21 @@ struct Projection {
   std::string entity;
   std::string id;
   std::string state = "none";
-  std::vector<Field> fields;             // merged `data`, first-set order
-  std::optional<int64_t> version;        // of the last applied versioned event
-  uint64_t applied = 0;                  // events applied
-  std::vector<Rejection> rejected;       // in fold order
-  std::optional<int64_t> occurred_at;    // of the last applied event
+  std::vector<Field> fields;           // merged `data`, first-set order
+  std::optional<int64_t> version;      // of the last applied versioned event
+  uint64_t applied = 0;                // events applied
+  std::vector<Rejection> rejected;     // in fold order
+  std::optional<int64_t> occurred_at;  // of the last applied event
   bool operator==(const Projection&) const = default;
 };
 
 // One event of an entity's log with its fold verdict.
 struct LoggedEvent {
   Event event;
-  uint64_t seq = 0;          // arrival sequence number in the store
-  int64_t received_at = 0;   // microseconds since the epoch, from the Clock
+  uint64_t seq = 0;         // arrival sequence number in the store
+  int64_t received_at = 0;  // microseconds since the epoch, from the Clock
   bool applied = false;
-  std::string reason;        // why it was rejected; empty when applied
+  std::string reason;  // why it was rejected; empty when applied
 };
 
 struct EntityLog {

@@ -62,8 +62,7 @@ class Receiver {
  public:
   // Fails with kInvalidArgument for an empty, short or malformed secret.
   // `store` must outlive the receiver.
-  static Result<std::unique_ptr<Receiver>> Make(Store* store,
-                                                const ReceiverOptions& options);
+  static Result<std::unique_ptr<Receiver>> Make(Store* store, const ReceiverOptions& options);
 
   virtual ~Receiver() = default;
 

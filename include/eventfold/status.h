@@ -37,17 +37,11 @@ class [[nodiscard]] Status {
 
   static Status OK() { return Status(); }
   static Status NotFound(std::string_view msg) { return {Code::kNotFound, msg}; }
-  static Status InvalidArgument(std::string_view msg) {
-    return {Code::kInvalidArgument, msg};
-  }
-  static Status Corruption(std::string_view msg) {
-    return {Code::kCorruption, msg};
-  }
+  static Status InvalidArgument(std::string_view msg) { return {Code::kInvalidArgument, msg}; }
+  static Status Corruption(std::string_view msg) { return {Code::kCorruption, msg}; }
   static Status IOError(std::string_view msg) { return {Code::kIOError, msg}; }
   static Status Busy(std::string_view msg) { return {Code::kBusy, msg}; }
-  static Status Unavailable(std::string_view msg) {
-    return {Code::kUnavailable, msg};
-  }
+  static Status Unavailable(std::string_view msg) { return {Code::kUnavailable, msg}; }
 
   bool ok() const { return code_ == Code::kOk; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
@@ -77,7 +71,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "a Result without a value needs an error");
   }

@@ -83,14 +83,14 @@ struct RebuildOptions {
 // A delivery the store refused (400, 401, 409, 413), as kept in its
 // quarantine for operators: the sender will not retry it.
 struct RefusedDelivery {
-  uint64_t seq = 0;           // quarantine order
-  int64_t received_at = 0;    // microseconds since the epoch
+  uint64_t seq = 0;         // quarantine order
+  int64_t received_at = 0;  // microseconds since the epoch
   Outcome outcome = Outcome::kInvalid;
-  int status = 0;             // HTTP status answered
-  std::string reason;         // field and reason
-  Headers headers;            // without credentials or signatures
-  std::string body_prefix;    // the first kQuarantineBodyBytes of the body
-  uint64_t body_bytes = 0;    // the whole body's size
+  int status = 0;           // HTTP status answered
+  std::string reason;       // field and reason
+  Headers headers;          // without credentials or signatures
+  std::string body_prefix;  // the first kQuarantineBodyBytes of the body
+  uint64_t body_bytes = 0;  // the whole body's size
 };
 
 inline constexpr size_t kQuarantineBodyBytes = 1024;
@@ -104,10 +104,10 @@ struct StoreStats {
   // for the opener until a Rebuild with the requested profile.
   bool profile_stale = false;
   std::string requested_fingerprint;  // set when profile_stale
-  uint32_t generation = 0;          // live projection generation
-  uint64_t last_seq = 0;            // highest arrival sequence used so far
-  uint64_t refused = 0;             // deliveries in the quarantine
-  uint64_t approximate_bytes = 0;   // on disk
+  uint32_t generation = 0;            // live projection generation
+  uint64_t last_seq = 0;              // highest arrival sequence used so far
+  uint64_t refused = 0;               // deliveries in the quarantine
+  uint64_t approximate_bytes = 0;     // on disk
 };
 
 // What Store::TrimFeed removed and kept.
@@ -122,13 +122,13 @@ struct FeedTrimSummary {
 // What one gc pass (Store::Gc) kept and dropped.
 struct GcSummary {
   FeedTrimSummary feed;
-  uint64_t entities_compacted = 0;   // terminal entities folded into a snapshot
-  uint64_t events_compacted = 0;     // their events dropped (a/, log, snapshots)
+  uint64_t entities_compacted = 0;    // terminal entities folded into a snapshot
+  uint64_t events_compacted = 0;      // their events dropped (a/, log, snapshots)
   uint64_t entities_kept_recent = 0;  // terminal, but an event is too recent
-  uint64_t tombstones_written = 0;   // one per compacted event
-  uint64_t tombstones_expired = 0;   // dedup tombstones past their time
-  uint64_t conflicts_dropped = 0;    // conflict records of expired tombstones
-  uint64_t bytes_before = 0;         // ApproximateBytes() before and after
+  uint64_t tombstones_written = 0;    // one per compacted event
+  uint64_t tombstones_expired = 0;    // dedup tombstones past their time
+  uint64_t conflicts_dropped = 0;     // conflict records of expired tombstones
+  uint64_t bytes_before = 0;          // ApproximateBytes() before and after
   uint64_t bytes_after = 0;
   double seconds = 0;
 };
@@ -153,21 +153,21 @@ struct CheckProblem {
 
 // What Store::Check examined and found.
 struct CheckSummary {
-  uint64_t records = 0;      // keys read, every family
-  uint64_t events = 0;       // a/ records
-  uint64_t dedup = 0;        // d/ records
-  uint64_t tombstones = 0;   // of which dedup tombstones of compacted events
-  uint64_t compacted = 0;    // r/ records: compacted entities
-  uint64_t conflicts = 0;    // c/ records
-  uint64_t refused = 0;      // q/ records
-  uint64_t log_entries = 0;  // log entries of the live generation
-  uint64_t projections = 0;  // projections of the live generation
-  uint64_t snapshots = 0;    // fold snapshots of the live generation
-  uint64_t changes = 0;      // change feed records
+  uint64_t records = 0;       // keys read, every family
+  uint64_t events = 0;        // a/ records
+  uint64_t dedup = 0;         // d/ records
+  uint64_t tombstones = 0;    // of which dedup tombstones of compacted events
+  uint64_t compacted = 0;     // r/ records: compacted entities
+  uint64_t conflicts = 0;     // c/ records
+  uint64_t refused = 0;       // q/ records
+  uint64_t log_entries = 0;   // log entries of the live generation
+  uint64_t projections = 0;   // projections of the live generation
+  uint64_t snapshots = 0;     // fold snapshots of the live generation
+  uint64_t changes = 0;       // change feed records
   uint64_t first_change = 0;  // the feed's range (0: empty)
   uint64_t last_change = 0;
-  uint64_t verified = 0;     // entities Verify compared with a rebuild aside
-  uint64_t problems = 0;     // 0: the store is intact
+  uint64_t verified = 0;  // entities Verify compared with a rebuild aside
+  uint64_t problems = 0;  // 0: the store is intact
   double seconds = 0;
 };
 
@@ -179,8 +179,7 @@ class Store {
   // `path`. Fails with kBusy when another Store holds it, kCorruption or
   // kIOError when its files cannot be read. An existing store keeps its own
   // profile; when options.profile differs, Stats() reports it as stale.
-  static Result<std::unique_ptr<Store>> Open(const std::string& path,
-                                             const Options& options);
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
 
   Store() = default;
   Store(const Store&) = delete;
@@ -199,12 +198,10 @@ class Store {
   // per delivery, in input order, as if ingested one by one in that order.
   // If the write fails, every delivery that would have been stored reports
   // kStorageError and none is stored.
-  virtual std::vector<IngestResult> IngestBatch(
-      const std::vector<Delivery>& deliveries) = 0;
+  virtual std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) = 0;
 
   // The current projection of one entity; kNotFound when it has no events.
-  virtual Result<Projection> Get(std::string_view entity,
-                                 std::string_view id) = 0;
+  virtual Result<Projection> Get(std::string_view entity, std::string_view id) = 0;
 
   // Calls `fn` for every projection, ordered by entity then id (bytewise);
   // only those of `entity` when it is not empty. Stops early when `fn`
@@ -213,8 +210,7 @@ class Store {
                       const std::function<bool(const Projection&)>& fn) = 0;
 
   // The entity's events with their fold verdicts; kNotFound when none.
-  virtual Result<EntityLog> Log(std::string_view entity,
-                                std::string_view id) = 0;
+  virtual Result<EntityLog> Log(std::string_view entity, std::string_view id) = 0;
 
   // Rebuilds the projections from the stored events. A full rebuild writes a
   // new generation of logs and projections beside the live one while ingest

@@ -9,13 +9,12 @@
 #ifndef EVENTFOLD_TESTS_COMMON_FORK_CHILD_H_
 #define EVENTFOLD_TESTS_COMMON_FORK_CHILD_H_
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-
-#include <gtest/gtest.h>
 
 namespace eventfold::test_util {
 

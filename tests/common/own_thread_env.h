@@ -10,13 +10,13 @@
 #ifndef EVENTFOLD_TESTS_COMMON_OWN_THREAD_ENV_H_
 #define EVENTFOLD_TESTS_COMMON_OWN_THREAD_ENV_H_
 
+#include <leveldb/env.h>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <utility>
-
-#include <leveldb/env.h>
 
 namespace eventfold::test_util {
 

@@ -22,7 +22,7 @@ namespace eventfold::test_util {
 
 struct CliResult {
   bool started = false;  // false: the spawn failed, and err says why
-  int exit_code = -1;     // -1: killed by a signal
+  int exit_code = -1;    // -1: killed by a signal
   std::string out;
   std::string err;
 };

@@ -3,9 +3,9 @@
 
 #include "core/crc32c.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace eventfold {
 namespace {

@@ -50,16 +50,14 @@ Result<DecodedEvent> Decode(const std::string& body,
   return DecodeEvent(body, profile);
 }
 
-DecodedEvent DecodeOk(const std::string& body,
-                      const Profile& profile = Profile::ReceiptRoller()) {
+DecodedEvent DecodeOk(const std::string& body, const Profile& profile = Profile::ReceiptRoller()) {
   Result<DecodedEvent> r = DecodeEvent(body, profile);
   EXPECT_TRUE(r.ok()) << body << "\n-> " << r.status().message();
   return r.ok() ? *r : DecodedEvent{};
 }
 
 // Decoding must fail with kInvalidArgument and a message "<field>: ...".
-std::string Refusal(const std::string& body,
-                    const Profile& profile = Profile::ReceiptRoller()) {
+std::string Refusal(const std::string& body, const Profile& profile = Profile::ReceiptRoller()) {
   Result<DecodedEvent> r = DecodeEvent(body, profile);
   EXPECT_FALSE(r.ok()) << body << "\n-> decoded";
   if (r.ok()) return "<decoded>";
@@ -74,8 +72,7 @@ std::string Refusal(const std::string& body,
         << "body: " << (body) << "\nmessage: " << msg_;     \
   } while (0)
 
-std::string FieldJson(const std::vector<eventfold::Field>& fields,
-                      const std::string& name) {
+std::string FieldJson(const std::vector<eventfold::Field>& fields, const std::string& name) {
   for (const auto& f : fields) {
     if (f.name == name) return f.json;
   }
@@ -130,8 +127,7 @@ TEST(DecodeTest, WhitespaceAroundTheObjectIsAllowed) {
 
 TEST(DecodeTest, ExtraMembersAreIgnored) {
   BodyParts b;
-  b.extra =
-      R"(,"livemode":true,"meta":{"a":[1,{"b":null}],"c":"x"},"n":-1.5e3)";
+  b.extra = R"(,"livemode":true,"meta":{"a":[1,{"b":null}],"c":"x"},"n":-1.5e3)";
   const DecodedEvent d = DecodeOk(b.Json());
   EXPECT_EQ(d.event.event_id, "evt_1");
   EXPECT_EQ(d.event.data.size(), 2u);
@@ -178,9 +174,8 @@ TEST(DecodeTest, EventIdCharacters) {
   BodyParts b;
   b.event_id = R"("AZaz09._:-")";
   EXPECT_EQ(DecodeOk(b.Json()).event.event_id, "AZaz09._:-");
-  for (const char* bad :
-       {R"("evt 1")", R"("evt/1")", R"("evt+1")", R"("\u00e9vt")",
-        "\"\xc3\xa9vt\"", R"("evt\n1")", R"("evt\u00001")"}) {
+  for (const char* bad : {R"("evt 1")", R"("evt/1")", R"("evt+1")", R"("\u00e9vt")",
+                          "\"\xc3\xa9vt\"", R"("evt\n1")", R"("evt\u00001")"}) {
     b.event_id = bad;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "event_id");
   }
@@ -212,9 +207,9 @@ TEST(DecodeTest, TypeNotAString) {
 }
 
 TEST(DecodeTest, TypeShape) {
-  for (const char* v : {R"("receipt")", R"("")", R"("receipt.")",
-                        R"(".issued")", R"("receipt..issued")", R"(".")",
-                        R"("receipt issued")", R"("receipt. issued")"}) {
+  for (const char* v :
+       {R"("receipt")", R"("")", R"("receipt.")", R"(".issued")", R"("receipt..issued")", R"(".")",
+        R"("receipt issued")", R"("receipt. issued")"}) {
     BodyParts b;
     b.type = v;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "type");
@@ -237,8 +232,8 @@ TEST(DecodeTest, OccurredAtInvalid) {
   BodyParts b;
   b.occurred_at = R"("2026-13-01T00:00:00Z")";
   EXPECT_EQ(Refusal(b.Json()), "occurred_at: month out of range 01-12");
-  for (const char* v : {R"("2026-11-29T10:15:30")", R"("2026-02-29T00:00:00Z")",
-                        R"("yesterday")", R"("")", "1795947330", "null"}) {
+  for (const char* v : {R"("2026-11-29T10:15:30")", R"("2026-02-29T00:00:00Z")", R"("yesterday")",
+                        R"("")", "1795947330", "null"}) {
     b.occurred_at = v;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "occurred_at");
   }
@@ -268,16 +263,14 @@ TEST(DecodeTest, VersionValidValues) {
   b.version = "0";
   EXPECT_EQ(DecodeOk(b.Json()).event.version, std::optional<int64_t>(0));
   b.version = "9223372036854775807";
-  EXPECT_EQ(DecodeOk(b.Json()).event.version,
-            std::optional<int64_t>(INT64_MAX));
+  EXPECT_EQ(DecodeOk(b.Json()).event.version, std::optional<int64_t>(INT64_MAX));
   b.version = " 42 ";
   EXPECT_EQ(DecodeOk(b.Json()).event.version, std::optional<int64_t>(42));
 }
 
 TEST(DecodeTest, VersionInvalidValues) {
-  for (const char* v :
-       {"-1", "1.5", "1.0", "\"2\"", "1e2", "true", "[1]", "{}", "-0",
-        "9223372036854775808", "99999999999999999999999"}) {
+  for (const char* v : {"-1", "1.5", "1.0", "\"2\"", "1e2", "true", "[1]", "{}", "-0",
+                        "9223372036854775808", "99999999999999999999999"}) {
     BodyParts b;
     b.version = v;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "version");
@@ -293,8 +286,7 @@ TEST(DecodeTest, DataMissing) {
 }
 
 TEST(DecodeTest, DataNotAnObject) {
-  for (const char* v :
-       {"[]", "[{\"receipt_id\":\"r\"}]", "\"x\"", "1", "null", "true"}) {
+  for (const char* v : {"[]", "[{\"receipt_id\":\"r\"}]", "\"x\"", "1", "null", "true"}) {
     BodyParts b;
     b.data = v;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "data");
@@ -359,14 +351,12 @@ TEST(DecodeTest, KeyIntegerIsDecimalText) {
   b.data = R"({"receipt_id":9223372036854775807})";
   EXPECT_EQ(DecodeOk(b.Json()).entity->id, "9223372036854775807");
   // The stored field keeps the number as written.
-  EXPECT_EQ(FieldJson(DecodeOk(b.Json()).event.data, "receipt_id"),
-            "9223372036854775807");
+  EXPECT_EQ(FieldJson(DecodeOk(b.Json()).event.data, "receipt_id"), "9223372036854775807");
 }
 
 TEST(DecodeTest, KeyIntegerBeyondInt64IsDecimalText) {
   // Still a JSON integer (SPEC §4), e.g. a uint64 id from the sender.
-  for (const char* v : {"18446744073709551615", "99999999999999999999",
-                        "-9223372036854775809"}) {
+  for (const char* v : {"18446744073709551615", "99999999999999999999", "-9223372036854775809"}) {
     BodyParts b;
     b.data = std::string(R"({"receipt_id":)") + v + "}";
     const DecodedEvent d = DecodeOk(b.Json());
@@ -376,8 +366,8 @@ TEST(DecodeTest, KeyIntegerBeyondInt64IsDecimalText) {
 }
 
 TEST(DecodeTest, KeyOtherTypesRefused) {
-  for (const char* v : {"42.0", "4.2", "1e2", "true", "false", "null", "{}",
-                        R"({"id":"x"})", "[\"x\"]", "[]"}) {
+  for (const char* v :
+       {"42.0", "4.2", "1e2", "true", "false", "null", "{}", R"({"id":"x"})", "[\"x\"]", "[]"}) {
     BodyParts b;
     b.data = std::string(R"({"receipt_id":)") + v + "}";
     EXPECT_EQ(Refusal(b.Json()).rfind("data.receipt_id: ", 0), 0u) << v;
@@ -433,15 +423,13 @@ TEST(DecodeTest, NestedKeyPath) {
   const DecodedEvent d = DecodeOk(b.Json(), *p);
   ASSERT_TRUE(d.entity.has_value());
   EXPECT_EQ(*d.entity, (EntityRef{"order", "c_9"}));
-  EXPECT_EQ(FieldJson(d.event.data, "customer"),
-            R"({"name":"Ann","id":"c_9"})");
+  EXPECT_EQ(FieldJson(d.event.data, "customer"), R"({"name":"Ann","id":"c_9"})");
 
   b.data = R"({"customer":{"id":77}})";
   EXPECT_EQ(DecodeOk(b.Json(), *p).entity->id, "77");
 
-  for (const char* data :
-       {R"({"customer":{"name":"Ann"}})", R"({"customer":"c_9"})",
-        R"({"id":"c_9"})", R"({"customer":[{"id":"c_9"}]})"}) {
+  for (const char* data : {R"({"customer":{"name":"Ann"}})", R"({"customer":"c_9"})",
+                           R"({"id":"c_9"})", R"({"customer":[{"id":"c_9"}]})"}) {
     b.data = data;
     EXPECT_EQ(Refusal(b.Json(), *p), "data.customer.id: required") << data;
   }
@@ -458,14 +446,11 @@ TEST(DecodeTest, NestedKeyPathSegmentsAreMemberNames) {
   // A segment naming "a/b" or "t~1" is one member, not a JSON pointer.
   const std::string data =
       R"({"c":{"a":{"b":"nested"},"a/b":"slash","t~1":"tilde","t/":"t-slash"}})";
-  for (const auto& [key, want] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"data.c.a/b", "slash"},
-           {"data.c.t~1", "tilde"},
-           {"data.c.a.b", "nested"}}) {
-    Result<Profile> p = Profile::FromJson(
-        R"({"name":"p","entities":[{"name":"o","key":")" + key +
-        R"(","transitions":[{"type":"o.x","from":["none"],"to":"x"}]}]})");
+  for (const auto& [key, want] : std::vector<std::pair<std::string, std::string>>{
+           {"data.c.a/b", "slash"}, {"data.c.t~1", "tilde"}, {"data.c.a.b", "nested"}}) {
+    Result<Profile> p =
+        Profile::FromJson(R"({"name":"p","entities":[{"name":"o","key":")" + key +
+                          R"(","transitions":[{"type":"o.x","from":["none"],"to":"x"}]}]})");
     ASSERT_TRUE(p.ok()) << key << ": " << p.status().message();
     BodyParts b;
     b.type = R"("o.x")";
@@ -479,15 +464,15 @@ TEST(DecodeTest, NestedKeyPathSegmentsAreMemberNames) {
 // ---------------------------------------------------------------- body
 
 TEST(DecodeTest, BodyNotJson) {
-  for (const char* body : {"", " ", "not json", "{", "}", "{]", "{'a':1}",
-                           "{\"event_id\"}", "\x01"}) {
+  for (const char* body :
+       {"", " ", "not json", "{", "}", "{]", "{'a':1}", "{\"event_id\"}", "\x01"}) {
     EXPECT_REFUSED_WITH_FIELD(std::string(body), "body");
   }
 }
 
 TEST(DecodeTest, BodyNotAnObject) {
-  for (const char* body : {"[]", "[1,2]", R"(["a",{"b":1}])", "42", "\"s\"",
-                           "null", "true", " [ ] "}) {
+  for (const char* body :
+       {"[]", "[1,2]", R"(["a",{"b":1}])", "42", "\"s\"", "null", "true", " [ ] "}) {
     EXPECT_EQ(Refusal(body), "body: must be a JSON object") << body;
   }
   // Not JSON at all is not called "not an object".
@@ -546,19 +531,16 @@ TEST(DecodeTest, EveryTruncationIsRefused) {
 
 TEST(DecodeTest, InvalidJsonInsideIgnoredMembersRefused) {
   // The engine ignores these members, but the body must still be JSON.
-  for (const char* extra : {R"(,"extra":[1,2,})",    R"(,"extra":[1,2,])",
-                            R"(,"extra":[1 2])",     R"(,"extra":{"a":tru})",
-                            R"(,"extra":{"a":nul})", R"(,"extra":{"a":falsey})",
-                            R"(,"extra":01)",        R"(,"extra":1.)",
-                            R"(,"extra":.5)",        R"(,"extra":+1)",
-                            R"(,"extra":-)",         R"(,"extra":1e)",
-                            R"(,"extra":0x10)",      R"(,"extra":"\x")",
-                            R"(,"extra":"\u12")",    R"(,"extra":{"a" 1})",
-                            R"(,"extra":{"a":1,})",  R"(,"extra":{1:2})",
-                            R"(,"extra":NaN)",       R"(,"extra":undefined)",
-                            R"(,"extra":'s')",       R"(,"extra":[[[[}]]]])",
-                            ",\"extra\":\"\xff\"",   R"(,"extra")",
-                            R"(,"extra":)",          R"(,,"extra":1)"}) {
+  for (const char* extra :
+       {R"(,"extra":[1,2,})",    R"(,"extra":[1,2,])",    R"(,"extra":[1 2])",
+        R"(,"extra":{"a":tru})", R"(,"extra":{"a":nul})", R"(,"extra":{"a":falsey})",
+        R"(,"extra":01)",        R"(,"extra":1.)",        R"(,"extra":.5)",
+        R"(,"extra":+1)",        R"(,"extra":-)",         R"(,"extra":1e)",
+        R"(,"extra":0x10)",      R"(,"extra":"\x")",      R"(,"extra":"\u12")",
+        R"(,"extra":{"a" 1})",   R"(,"extra":{"a":1,})",  R"(,"extra":{1:2})",
+        R"(,"extra":NaN)",       R"(,"extra":undefined)", R"(,"extra":'s')",
+        R"(,"extra":[[[[}]]]])", ",\"extra\":\"\xff\"",   R"(,"extra")",
+        R"(,"extra":)",          R"(,,"extra":1)"}) {
     BodyParts b;
     b.extra = extra;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "body");
@@ -566,10 +548,9 @@ TEST(DecodeTest, InvalidJsonInsideIgnoredMembersRefused) {
 }
 
 TEST(DecodeTest, InvalidJsonInsideDataRefused) {
-  for (const char* data :
-       {R"({"receipt_id":"r1","x":[1,2,})", R"({"receipt_id":"r1","x":tru})",
-        R"({"receipt_id":"r1","x":01})", R"({"receipt_id":"r1",})",
-        R"({"receipt_id":"r1" "x":1})"}) {
+  for (const char* data : {R"({"receipt_id":"r1","x":[1,2,})", R"({"receipt_id":"r1","x":tru})",
+                           R"({"receipt_id":"r1","x":01})", R"({"receipt_id":"r1",})",
+                           R"({"receipt_id":"r1" "x":1})"}) {
     BodyParts b;
     b.data = data;
     EXPECT_REFUSED_WITH_FIELD(b.Json(), "body");
@@ -600,9 +581,7 @@ TEST(DecodeTest, UnescapedControlCharacterInStringRefused) {
 }
 
 TEST(DecodeTest, DeepNestingRefused) {
-  auto nested = [](int levels) {
-    return std::string(levels, '[') + std::string(levels, ']');
-  };
+  auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
   BodyParts b;
   b.extra = ",\"deep\":" + nested(32);
   DecodeOk(b.Json());
@@ -636,12 +615,9 @@ TEST(DecodeTest, DeepNestingRefused) {
 TEST(DecodeTest, CheckOrderReportsFirstFieldInSpecOrder) {
   EXPECT_EQ(Refusal("{}"), "event_id: required");
   EXPECT_EQ(Refusal(R"({"event_id":"e"})"), "type: required");
-  EXPECT_EQ(Refusal(R"({"event_id":"e","type":"a.b"})"),
-            "occurred_at: required");
-  EXPECT_EQ(
-      Refusal(
-          R"({"event_id":"e","type":"a.b","occurred_at":"2026-11-29T10:15:30Z"})"),
-      "data: required");
+  EXPECT_EQ(Refusal(R"({"event_id":"e","type":"a.b"})"), "occurred_at: required");
+  EXPECT_EQ(Refusal(R"({"event_id":"e","type":"a.b","occurred_at":"2026-11-29T10:15:30Z"})"),
+            "data: required");
 }
 
 // ---------------------------------------------------------------- header
@@ -651,15 +627,11 @@ TEST(DecodeTest, EventIdHeader) {
   EXPECT_TRUE(CheckEventIdHeader({{"X-RR-Event-Id", "evt_1"}}, "evt_1").ok());
   EXPECT_TRUE(CheckEventIdHeader({{"x-rr-event-id", "evt_1"}}, "evt_1").ok());
   EXPECT_TRUE(CheckEventIdHeader({{"X-RR-EVENT-ID", "evt_1"}}, "evt_1").ok());
-  EXPECT_TRUE(CheckEventIdHeader(
-                  {{"X-Other", "zzz"}, {"X-RR-Event-Id", "evt_1"}}, "evt_1")
-                  .ok());
+  EXPECT_TRUE(CheckEventIdHeader({{"X-Other", "zzz"}, {"X-RR-Event-Id", "evt_1"}}, "evt_1").ok());
 
-  for (const Headers& h :
-       {Headers{{"X-RR-Event-Id", "evt_2"}},
-        Headers{{"x-rr-event-id", "evt_2"}}, Headers{{"X-RR-Event-Id", ""}},
-        Headers{{"X-RR-Event-Id", "EVT_1"}},
-        Headers{{"X-RR-Event-Id", "evt_1 "}}}) {
+  for (const Headers& h : {Headers{{"X-RR-Event-Id", "evt_2"}}, Headers{{"x-rr-event-id", "evt_2"}},
+                           Headers{{"X-RR-Event-Id", ""}}, Headers{{"X-RR-Event-Id", "EVT_1"}},
+                           Headers{{"X-RR-Event-Id", "evt_1 "}}}) {
     Status st = CheckEventIdHeader(h, "evt_1");
     EXPECT_FALSE(st.ok()) << h[0].second;
     EXPECT_TRUE(st.IsInvalidArgument());
@@ -674,8 +646,7 @@ TEST(DecodeTest, WebhookIdHeader) {
   Status st = CheckEventIdHeader({{"webhook-id", "msg_2"}}, "evt_1");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.message().rfind("webhook-id: ", 0), 0u) << st.message();
-  st = CheckEventIdHeader({{"X-RR-Event-Id", "evt_1"}, {"webhook-id", "msg_2"}},
-                          "evt_1");
+  st = CheckEventIdHeader({{"X-RR-Event-Id", "evt_1"}, {"webhook-id", "msg_2"}}, "evt_1");
   EXPECT_FALSE(st.ok());
 }
 

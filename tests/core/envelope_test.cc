@@ -16,9 +16,8 @@ Delivery ParseOk(const std::string& line) {
 }
 
 TEST(EnvelopeTest, BareBodyPassesThroughVerbatim) {
-  const std::string line =
-      R"({"event_id":"e1","type":"receipt.issued",)"
-      R"("occurred_at":"2026-11-29T10:15:30Z","data":{"receipt_id":"r1"}})";
+  const std::string line = R"({"event_id":"e1","type":"receipt.issued",)"
+                           R"("occurred_at":"2026-11-29T10:15:30Z","data":{"receipt_id":"r1"}})";
   const Delivery d = ParseOk(line);
   EXPECT_TRUE(d.headers.empty());
   EXPECT_EQ(d.body, line);
@@ -26,9 +25,8 @@ TEST(EnvelopeTest, BareBodyPassesThroughVerbatim) {
 }
 
 TEST(EnvelopeTest, NonJsonAndNonObjectLinesAreBareBodies) {
-  for (const std::string line :
-       {"not json", "", "[1,2]", "42", "{", R"({"body":1})",
-        R"({"headers":{"X":"y"}})", R"({"body":["x"]})"}) {
+  for (const std::string line : {"not json", "", "[1,2]", "42", "{", R"({"body":1})",
+                                 R"({"headers":{"X":"y"}})", R"({"body":["x"]})"}) {
     const Delivery d = ParseOk(line);
     EXPECT_EQ(d.body, line);
     EXPECT_TRUE(d.headers.empty()) << line;
@@ -37,23 +35,19 @@ TEST(EnvelopeTest, NonJsonAndNonObjectLinesAreBareBodies) {
 }
 
 TEST(EnvelopeTest, EnvelopeYieldsHeadersAndUnescapedBody) {
-  const std::string line =
-      R"({"headers":{"X-RR-Event-Id":"e1","X-RR-Signature":"t=1,v1=ab"},)"
-      R"("body":"{\"event_id\":\"e1\",\"note\":\"a\\\"b\\u00e9\"}"})";
+  const std::string line = R"({"headers":{"X-RR-Event-Id":"e1","X-RR-Signature":"t=1,v1=ab"},)"
+                           R"("body":"{\"event_id\":\"e1\",\"note\":\"a\\\"b\\u00e9\"}"})";
   const Delivery d = ParseOk(line);
   EXPECT_EQ(d.body, R"({"event_id":"e1","note":"a\"b\u00e9"})");
   ASSERT_EQ(d.headers.size(), 2u);
-  EXPECT_EQ(d.headers[0],
-            (std::pair<std::string, std::string>{"X-RR-Event-Id", "e1"}));
-  EXPECT_EQ(d.headers[1], (std::pair<std::string, std::string>{"X-RR-Signature",
-                                                               "t=1,v1=ab"}));
+  EXPECT_EQ(d.headers[0], (std::pair<std::string, std::string>{"X-RR-Event-Id", "e1"}));
+  EXPECT_EQ(d.headers[1], (std::pair<std::string, std::string>{"X-RR-Signature", "t=1,v1=ab"}));
   EXPECT_TRUE(IsEnvelope(line));
 }
 
 TEST(EnvelopeTest, BodyBytesAreExact) {
   // Whitespace and spelling inside the body survive: signatures cover them.
-  const std::string line =
-      R"({"body":"{ \"a\" : 1.50 ,\n\t\"b\":\"\\/\" }","headers":{}})";
+  const std::string line = R"({"body":"{ \"a\" : 1.50 ,\n\t\"b\":\"\\/\" }","headers":{}})";
   const Delivery d = ParseOk(line);
   EXPECT_EQ(d.body, "{ \"a\" : 1.50 ,\n\t\"b\":\"\\/\" }");
   EXPECT_TRUE(d.headers.empty());
@@ -79,14 +73,12 @@ TEST(EnvelopeTest, HeadersNotAnObjectOfStringsRefused) {
         R"({"headers":"X-RR-Event-Id: e1","body":"{}"})",
         R"({"headers":{"X-RR-Event-Id":1},"body":"{}"})",
         R"({"headers":{"X-A":"ok","X-B":null},"body":"{}"})",
-        R"({"headers":{"X-A":{"v":"x"}},"body":"{}"})",
-        R"({"body":"{}","headers":null})"}) {
+        R"({"headers":{"X-A":{"v":"x"}},"body":"{}"})", R"({"body":"{}","headers":null})"}) {
     Result<Delivery> d = ParseNdjsonLine(line);
     EXPECT_FALSE(d.ok()) << line;
     if (!d.ok()) {
       EXPECT_TRUE(d.status().IsInvalidArgument());
-      EXPECT_EQ(d.status().message().rfind("headers: ", 0), 0u)
-          << d.status().message();
+      EXPECT_EQ(d.status().message().rfind("headers: ", 0), 0u) << d.status().message();
     }
     EXPECT_TRUE(IsEnvelope(line)) << line;
   }
@@ -95,10 +87,9 @@ TEST(EnvelopeTest, HeadersNotAnObjectOfStringsRefused) {
 TEST(EnvelopeTest, BodyWithEventIdIsABareBody) {
   // A sender's own body may have a string member "body"; event_id marks it
   // as an event rather than an envelope.
-  for (const std::string line :
-       {R"({"body":"hello","event_id":"e1","type":"note.sent"})",
-        R"({"event_id":"e1","body":"hello","headers":{"a":"b"}})",
-        R"({"event_id":"e1","body":"hello","headers":[1]})"}) {
+  for (const std::string line : {R"({"body":"hello","event_id":"e1","type":"note.sent"})",
+                                 R"({"event_id":"e1","body":"hello","headers":{"a":"b"}})",
+                                 R"({"event_id":"e1","body":"hello","headers":[1]})"}) {
     const Delivery d = ParseOk(line);
     EXPECT_EQ(d.body, line);
     EXPECT_TRUE(d.headers.empty());

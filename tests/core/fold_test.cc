@@ -19,9 +19,7 @@
 namespace eventfold {
 
 // Readable failure output: gtest finds this by argument-dependent lookup.
-void PrintTo(const Projection& p, std::ostream* os) {
-  *os << ProjectionToJson(p);
-}
+void PrintTo(const Projection& p, std::ostream* os) { *os << ProjectionToJson(p); }
 
 namespace {
 
@@ -35,8 +33,7 @@ const EntityType& Entity(const char* name) {
 }
 
 RankedEvent Ev(std::string id, std::string type, int64_t at,
-               std::optional<int64_t> version = std::nullopt,
-               std::vector<Field> data = {}) {
+               std::optional<int64_t> version = std::nullopt, std::vector<Field> data = {}) {
   const Route* r = Profile::ReceiptRoller().Find(type);
   EXPECT_NE(r, nullptr) << type;
   RankedEvent e;
@@ -55,8 +52,7 @@ struct Folded {
   std::vector<std::string> order;  // event ids in fold order
 };
 
-Folded FoldAll(const char* entity, const std::string& id,
-               std::vector<RankedEvent> events) {
+Folded FoldAll(const char* entity, const std::string& id, std::vector<RankedEvent> events) {
   Folded out;
   out.p = Fold(Entity(entity), EntityRef{entity, id}, &events, &out.verdicts);
   for (const RankedEvent& e : events) out.order.push_back(e.event.event_id);
@@ -86,9 +82,7 @@ TEST(FoldTest, ReceiptIssuedThenRefunded) {
               {Ev("e2", "receipt.refunded", kT0 + kMinute, 2,
                   {{"receipt_id", "\"rcp_1\""}, {"refund", "1500"}}),
                Ev("e1", "receipt.issued", kT0, 1,
-                  {{"receipt_id", "\"rcp_1\""},
-                   {"amount", "1500"},
-                   {"currency", "\"THB\""}})});
+                  {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}, {"currency", "\"THB\""}})});
   EXPECT_EQ(f.order, (Ids{"e1", "e2"}));
   EXPECT_EQ(f.verdicts, (Ids{"", ""}));
   EXPECT_EQ(f.p.state, "refunded");
@@ -109,30 +103,25 @@ TEST(FoldTest, ReceiptIssuedAlone) {
 }
 
 TEST(FoldTest, LoneRefundIsImpossible) {
-  const Folded f = FoldAll(
-      "receipt", "r1",
-      {Ev("e9", "receipt.refunded", kT0, 2, {{"receipt_id", "\"r1\""}})});
+  const Folded f =
+      FoldAll("receipt", "r1", {Ev("e9", "receipt.refunded", kT0, 2, {{"receipt_id", "\"r1\""}})});
   EXPECT_EQ(f.verdicts, (Ids{"impossible transition none -> refunded"}));
   EXPECT_EQ(f.p.state, "none");
   EXPECT_EQ(f.p.applied, 0u);
   EXPECT_TRUE(f.p.fields.empty());
   EXPECT_FALSE(f.p.version.has_value());
   EXPECT_FALSE(f.p.occurred_at.has_value());
-  EXPECT_EQ(
-      f.p.rejected,
-      (std::vector<Rejection>{{"e9", "receipt.refunded",
-                               "impossible transition none -> refunded"}}));
+  EXPECT_EQ(f.p.rejected, (std::vector<Rejection>{{"e9", "receipt.refunded",
+                                                   "impossible transition none -> refunded"}}));
 }
 
 TEST(FoldTest, IssuedAfterRefundedIsImpossible) {
-  const Folded f = FoldAll("receipt", "r1",
-                           {Ev("e3", "receipt.issued", kT0 + 2 * kMinute,
-                               std::nullopt, {{"amount", "9"}}),
-                            Ev("e1", "receipt.issued", kT0),
-                            Ev("e2", "receipt.refunded", kT0 + kMinute)});
+  const Folded f =
+      FoldAll("receipt", "r1",
+              {Ev("e3", "receipt.issued", kT0 + 2 * kMinute, std::nullopt, {{"amount", "9"}}),
+               Ev("e1", "receipt.issued", kT0), Ev("e2", "receipt.refunded", kT0 + kMinute)});
   EXPECT_EQ(f.order, (Ids{"e1", "e2", "e3"}));
-  EXPECT_EQ(f.verdicts,
-            (Ids{"", "", "impossible transition refunded -> issued"}));
+  EXPECT_EQ(f.verdicts, (Ids{"", "", "impossible transition refunded -> issued"}));
   EXPECT_EQ(f.p.state, "refunded");
   EXPECT_EQ(f.p.applied, 2u);
   EXPECT_TRUE(f.p.fields.empty());  // the rejected event set nothing
@@ -145,8 +134,7 @@ TEST(FoldTest, IssuedAfterRefundedIsImpossible) {
 TEST(FoldTest, RefundThenIssueOnReFold) {
   // A refund that arrived alone is rejected; once the issue is stored the
   // re-fold applies both.
-  std::vector<RankedEvent> events = {
-      Ev("e2", "receipt.refunded", kT0 + kMinute)};
+  std::vector<RankedEvent> events = {Ev("e2", "receipt.refunded", kT0 + kMinute)};
   EXPECT_EQ(FoldAll("receipt", "r", events).p.state, "none");
   events.push_back(Ev("e1", "receipt.issued", kT0));
   const Folded f = FoldAll("receipt", "r", events);
@@ -155,31 +143,27 @@ TEST(FoldTest, RefundThenIssueOnReFold) {
 }
 
 TEST(FoldTest, ProductLifecycle) {
-  const Folded f = FoldAll(
-      "product", "p1",
-      {Ev("c", "product.created", kT0, 1, {{"name", "\"a\""}}),
-       Ev("u1", "product.updated", kT0 + 1, 2, {{"name", "\"b\""}}),
-       Ev("u2", "product.updated", kT0 + 2, 3, {{"price", "5"}}),
-       Ev("d", "product.deleted", kT0 + 3, 4),
-       Ev("u3", "product.updated", kT0 + 4, 5, {{"name", "\"zombie\""}}),
-       Ev("c2", "product.created", kT0 + 5, 6),
-       Ev("d2", "product.deleted", kT0 + 6, 7)});
+  const Folded f =
+      FoldAll("product", "p1",
+              {Ev("c", "product.created", kT0, 1, {{"name", "\"a\""}}),
+               Ev("u1", "product.updated", kT0 + 1, 2, {{"name", "\"b\""}}),
+               Ev("u2", "product.updated", kT0 + 2, 3, {{"price", "5"}}),
+               Ev("d", "product.deleted", kT0 + 3, 4),
+               Ev("u3", "product.updated", kT0 + 4, 5, {{"name", "\"zombie\""}}),
+               Ev("c2", "product.created", kT0 + 5, 6), Ev("d2", "product.deleted", kT0 + 6, 7)});
   EXPECT_EQ(f.order, (Ids{"c", "u1", "u2", "d", "u3", "c2", "d2"}));
-  EXPECT_EQ(f.verdicts,
-            (Ids{"", "", "", "", "impossible transition deleted -> active",
-                 "impossible transition deleted -> active",
-                 "impossible transition deleted -> deleted"}));
+  EXPECT_EQ(f.verdicts, (Ids{"", "", "", "", "impossible transition deleted -> active",
+                             "impossible transition deleted -> active",
+                             "impossible transition deleted -> deleted"}));
   EXPECT_EQ(f.p.state, "deleted");
   EXPECT_EQ(f.p.applied, 4u);
   EXPECT_EQ(f.p.version, std::optional<int64_t>(4));
-  EXPECT_EQ(f.p.fields,
-            (std::vector<Field>{{"name", "\"b\""}, {"price", "5"}}));
+  EXPECT_EQ(f.p.fields, (std::vector<Field>{{"name", "\"b\""}, {"price", "5"}}));
 }
 
 TEST(FoldTest, ProductCreatedTwiceIsImpossible) {
   const Folded f = FoldAll(
-      "product", "p1",
-      {Ev("c1", "product.created", kT0), Ev("c2", "product.created", kT0 + 1)});
+      "product", "p1", {Ev("c1", "product.created", kT0), Ev("c2", "product.created", kT0 + 1)});
   EXPECT_EQ(f.verdicts, (Ids{"", "impossible transition active -> active"}));
 }
 
@@ -191,11 +175,10 @@ TEST(FoldTest, ProductUpdateOrDeleteBeforeCreateIsImpossible) {
 }
 
 TEST(FoldTest, InventoryFromNoneAndTracked) {
-  const Folded f = FoldAll(
-      "inventory", "p1",
-      {Ev("i2", "inventory.updated", kT0 + 1, std::nullopt, {{"qty", "3"}}),
-       Ev("i1", "inventory.updated", kT0, std::nullopt,
-          {{"qty", "5"}, {"sku", "\"x\""}})});
+  const Folded f =
+      FoldAll("inventory", "p1",
+              {Ev("i2", "inventory.updated", kT0 + 1, std::nullopt, {{"qty", "3"}}),
+               Ev("i1", "inventory.updated", kT0, std::nullopt, {{"qty", "5"}, {"sku", "\"x\""}})});
   EXPECT_EQ(f.verdicts, (Ids{"", ""}));
   EXPECT_EQ(f.p.state, "tracked");
   EXPECT_EQ(f.p.applied, 2u);
@@ -205,13 +188,12 @@ TEST(FoldTest, InventoryFromNoneAndTracked) {
 // ---------------------------------------------------------------- versions
 
 TEST(FoldTest, StaleVersionRejected) {
-  const Folded f =
-      FoldAll("product", "p1",
-              {Ev("c", "product.created", kT0, 1),
-               Ev("u5", "product.updated", kT0 + 1, 5, {{"n", "5"}}),
-               Ev("u4", "product.updated", kT0 + 2, 4, {{"n", "4"}}),
-               Ev("u5b", "product.updated", kT0 + 3, 5, {{"n", "55"}}),
-               Ev("u6", "product.updated", kT0 + 4, 6, {{"m", "6"}})});
+  const Folded f = FoldAll(
+      "product", "p1",
+      {Ev("c", "product.created", kT0, 1), Ev("u5", "product.updated", kT0 + 1, 5, {{"n", "5"}}),
+       Ev("u4", "product.updated", kT0 + 2, 4, {{"n", "4"}}),
+       Ev("u5b", "product.updated", kT0 + 3, 5, {{"n", "55"}}),
+       Ev("u6", "product.updated", kT0 + 4, 6, {{"m", "6"}})});
   ASSERT_EQ(f.verdicts.size(), 5u);
   EXPECT_EQ(f.verdicts[0], "");
   EXPECT_EQ(f.verdicts[1], "");
@@ -228,11 +210,10 @@ TEST(FoldTest, StaleVersionRejected) {
 }
 
 TEST(FoldTest, VersionlessEventsAreNeverStale) {
-  const Folded f = FoldAll(
-      "product", "p1",
-      {Ev("c", "product.created", kT0, 7),
-       Ev("u1", "product.updated", kT0 + 1, std::nullopt, {{"a", "1"}}),
-       Ev("u2", "product.updated", kT0 + 2, std::nullopt, {{"a", "2"}})});
+  const Folded f = FoldAll("product", "p1",
+                           {Ev("c", "product.created", kT0, 7),
+                            Ev("u1", "product.updated", kT0 + 1, std::nullopt, {{"a", "1"}}),
+                            Ev("u2", "product.updated", kT0 + 2, std::nullopt, {{"a", "2"}})});
   EXPECT_EQ(f.verdicts, (Ids{"", "", ""}));
   // The last versioned applied event's version survives versionless ones.
   EXPECT_EQ(f.p.version, std::optional<int64_t>(7));
@@ -241,25 +222,23 @@ TEST(FoldTest, VersionlessEventsAreNeverStale) {
 }
 
 TEST(FoldTest, VersionedAfterVersionlessApplies) {
-  const Folded f = FoldAll("product", "p1",
-                           {Ev("c", "product.created", kT0),
-                            Ev("u", "product.updated", kT0 + 1, 0)});
+  const Folded f = FoldAll(
+      "product", "p1", {Ev("c", "product.created", kT0), Ev("u", "product.updated", kT0 + 1, 0)});
   EXPECT_EQ(f.verdicts, (Ids{"", ""}));
   EXPECT_EQ(f.p.version, std::optional<int64_t>(0));
 }
 
 TEST(FoldTest, VersionZeroThenZeroIsStale) {
-  const Folded f = FoldAll("product", "p1",
-                           {Ev("c", "product.created", kT0, 0),
-                            Ev("u", "product.updated", kT0 + 1, 0)});
+  const Folded f =
+      FoldAll("product", "p1",
+              {Ev("c", "product.created", kT0, 0), Ev("u", "product.updated", kT0 + 1, 0)});
   EXPECT_EQ(f.verdicts[1].rfind("stale version", 0), 0u);
 }
 
 TEST(FoldTest, RejectedEventLeavesVersionAndTimeAlone) {
-  const Folded f =
-      FoldAll("receipt", "r",
-              {Ev("i", "receipt.issued", kT0, 3),
-               Ev("i2", "receipt.issued", kT0 + 1, 9, {{"x", "1"}})});
+  const Folded f = FoldAll(
+      "receipt", "r",
+      {Ev("i", "receipt.issued", kT0, 3), Ev("i2", "receipt.issued", kT0 + 1, 9, {{"x", "1"}})});
   EXPECT_EQ(f.p.version, std::optional<int64_t>(3));
   EXPECT_EQ(f.p.occurred_at, std::optional<int64_t>(kT0));
   EXPECT_TRUE(f.p.fields.empty());
@@ -268,30 +247,28 @@ TEST(FoldTest, RejectedEventLeavesVersionAndTimeAlone) {
 
 TEST(FoldTest, ImpossibleTransitionReportedBeforeStaleness) {
   // Both rules fail: the transition is what is wrong first.
-  const Folded f = FoldAll("receipt", "r",
-                           {Ev("i", "receipt.issued", kT0, 3),
-                            Ev("i2", "receipt.issued", kT0 + 1, 1)});
+  const Folded f = FoldAll(
+      "receipt", "r", {Ev("i", "receipt.issued", kT0, 3), Ev("i2", "receipt.issued", kT0 + 1, 1)});
   EXPECT_EQ(f.verdicts[1], "impossible transition issued -> issued");
 }
 
 // ---------------------------------------------------------------- ties
 
 TEST(FoldTest, TieAbsentVersionBeforePresent) {
-  const Folded f =
-      FoldAll("product", "p",
-              {Ev("c", "product.created", kT0 - 1),
-               Ev("a", "product.updated", kT0, 1, {{"v", "1"}}),
-               Ev("b", "product.updated", kT0, std::nullopt, {{"v", "0"}})});
+  const Folded f = FoldAll(
+      "product", "p",
+      {Ev("c", "product.created", kT0 - 1), Ev("a", "product.updated", kT0, 1, {{"v", "1"}}),
+       Ev("b", "product.updated", kT0, std::nullopt, {{"v", "0"}})});
   EXPECT_EQ(f.order, (Ids{"c", "b", "a"}));
   EXPECT_EQ(f.p.fields, (std::vector<Field>{{"v", "1"}}));
 }
 
 TEST(FoldTest, TieVersionAscending) {
-  const Folded f = FoldAll("product", "p",
-                           {Ev("c", "product.created", kT0 - 1),
-                            Ev("a", "product.updated", kT0, 10, {{"v", "10"}}),
-                            Ev("b", "product.updated", kT0, 2, {{"v", "2"}}),
-                            Ev("z", "product.updated", kT0, 3, {{"v", "3"}})});
+  const Folded f = FoldAll(
+      "product", "p",
+      {Ev("c", "product.created", kT0 - 1), Ev("a", "product.updated", kT0, 10, {{"v", "10"}}),
+       Ev("b", "product.updated", kT0, 2, {{"v", "2"}}),
+       Ev("z", "product.updated", kT0, 3, {{"v", "3"}})});
   EXPECT_EQ(f.order, (Ids{"c", "b", "z", "a"}));
   EXPECT_EQ(f.verdicts, (Ids{"", "", "", ""}));
   EXPECT_EQ(f.p.fields, (std::vector<Field>{{"v", "10"}}));
@@ -300,9 +277,9 @@ TEST(FoldTest, TieVersionAscending) {
 
 TEST(FoldTest, TieRankIssuedBeforeRefunded) {
   // Same instant, no versions: rank decides, whatever the ids say.
-  const Folded f = FoldAll("receipt", "r",
-                           {Ev("a_refund", "receipt.refunded", kT0),
-                            Ev("z_issue", "receipt.issued", kT0)});
+  const Folded f =
+      FoldAll("receipt", "r",
+              {Ev("a_refund", "receipt.refunded", kT0), Ev("z_issue", "receipt.issued", kT0)});
   EXPECT_EQ(f.order, (Ids{"z_issue", "a_refund"}));
   EXPECT_EQ(f.verdicts, (Ids{"", ""}));
   EXPECT_EQ(f.p.state, "refunded");
@@ -310,30 +287,27 @@ TEST(FoldTest, TieRankIssuedBeforeRefunded) {
 
 TEST(FoldTest, VersionOutranksRank) {
   // Same instant: the versioned issue sorts after the versionless refund.
-  const Folded f = FoldAll(
-      "receipt", "r",
-      {Ev("i", "receipt.issued", kT0, 1), Ev("r", "receipt.refunded", kT0)});
+  const Folded f = FoldAll("receipt", "r",
+                           {Ev("i", "receipt.issued", kT0, 1), Ev("r", "receipt.refunded", kT0)});
   EXPECT_EQ(f.order, (Ids{"r", "i"}));
   EXPECT_EQ(f.verdicts, (Ids{"impossible transition none -> refunded", ""}));
 }
 
 TEST(FoldTest, TimeOutranksEverything) {
-  const Folded f = FoldAll("receipt", "r",
-                           {Ev("a", "receipt.refunded", kT0 + 1, 1),
-                            Ev("b", "receipt.issued", kT0, 9)});
+  const Folded f = FoldAll(
+      "receipt", "r", {Ev("a", "receipt.refunded", kT0 + 1, 1), Ev("b", "receipt.issued", kT0, 9)});
   EXPECT_EQ(f.order, (Ids{"b", "a"}));
   EXPECT_EQ(f.verdicts[1].rfind("stale version", 0), 0u) << f.verdicts[1];
 }
 
 TEST(FoldTest, TieEventIdBytewise) {
-  const Folded f =
-      FoldAll("inventory", "p",
-              {Ev("b", "inventory.updated", kT0, 1, {{"w", "\"b\""}}),
-               Ev("aa", "inventory.updated", kT0, 1, {{"w", "\"aa\""}}),
-               Ev("a", "inventory.updated", kT0, 1, {{"w", "\"a\""}}),
-               Ev("B", "inventory.updated", kT0, 1, {{"w", "\"B\""}}),
-               Ev("-", "inventory.updated", kT0, 1, {{"w", "\"-\""}}),
-               Ev("9", "inventory.updated", kT0, 1, {{"w", "\"9\""}})});
+  const Folded f = FoldAll("inventory", "p",
+                           {Ev("b", "inventory.updated", kT0, 1, {{"w", "\"b\""}}),
+                            Ev("aa", "inventory.updated", kT0, 1, {{"w", "\"aa\""}}),
+                            Ev("a", "inventory.updated", kT0, 1, {{"w", "\"a\""}}),
+                            Ev("B", "inventory.updated", kT0, 1, {{"w", "\"B\""}}),
+                            Ev("-", "inventory.updated", kT0, 1, {{"w", "\"-\""}}),
+                            Ev("9", "inventory.updated", kT0, 1, {{"w", "\"9\""}})});
   EXPECT_EQ(f.order, (Ids{"-", "9", "B", "a", "aa", "b"}));
   // Same version: only the first applies, the rest are stale.
   EXPECT_EQ(f.p.fields, (std::vector<Field>{{"w", "\"-\""}}));
@@ -408,35 +382,28 @@ TEST(FoldTest, ApplyEventDirectly) {
   EXPECT_EQ(why.rfind("stale version", 0), 0u) << why;
   EXPECT_EQ(p.state, "issued");
   EXPECT_EQ(p.fields, (std::vector<Field>{{"k", "1"}}));
-  EXPECT_EQ(p.rejected,
-            (std::vector<Rejection>{{"e2", "receipt.refunded", why}}));
+  EXPECT_EQ(p.rejected, (std::vector<Rejection>{{"e2", "receipt.refunded", why}}));
 }
 
 // ---------------------------------------------------------------- properties
 
 // A plain re-statement of SPEC §4 to check Fold against.
 Projection ReferenceFold(const EntityType& type, const EntityRef& ref,
-                         std::vector<RankedEvent> events,
-                         std::vector<std::string>* verdicts) {
+                         std::vector<RankedEvent> events, std::vector<std::string>* verdicts) {
   auto key = [](const RankedEvent& e) {
     return std::make_tuple(e.event.occurred_at, e.event.version.has_value(),
-                           e.event.version.value_or(0), e.rank,
-                           e.event.event_id);
+                           e.event.version.value_or(0), e.rank, e.event.event_id);
   };
   std::sort(events.begin(), events.end(),
-            [&](const RankedEvent& a, const RankedEvent& b) {
-              return key(a) < key(b);
-            });
+            [&](const RankedEvent& a, const RankedEvent& b) { return key(a) < key(b); });
   Projection p;
   p.entity = ref.entity;
   p.id = ref.id;
   verdicts->clear();
   for (const RankedEvent& e : events) {
     const Transition& t = type.transitions[e.rank];
-    const bool allowed =
-        std::find(t.from.begin(), t.from.end(), p.state) != t.from.end();
-    const bool stale =
-        e.event.version && p.version && *p.version >= *e.event.version;
+    const bool allowed = std::find(t.from.begin(), t.from.end(), p.state) != t.from.end();
+    const bool stale = e.event.version && p.version && *p.version >= *e.event.version;
     if (!allowed || stale) {
       verdicts->push_back(!allowed ? "impossible transition" : "stale version");
       // Reasons are compared through the verdicts; here only who and what.
@@ -462,8 +429,7 @@ Projection ReferenceFold(const EntityType& type, const EntityRef& ref,
 }
 
 std::vector<RankedEvent> RandomProductEvents(std::mt19937_64& rng) {
-  static const char* const kTypes[] = {"product.created", "product.updated",
-                                       "product.deleted"};
+  static const char* const kTypes[] = {"product.created", "product.updated", "product.deleted"};
   static const char* const kNames[] = {"name", "price", "sku", "color"};
   std::uniform_int_distribution<int> count(1, 12);
   std::uniform_int_distribution<int> type(0, 2);
@@ -484,15 +450,13 @@ std::vector<RankedEvent> RandomProductEvents(std::mt19937_64& rng) {
     std::string id = std::string(1, "aBz"[i % 3]) + std::to_string(i * 7 % 13) +
                      std::string(i % 2, 'x') + "_" + std::to_string(i);
     events.push_back(Ev(std::move(id), kTypes[type(rng)], kT0 + time(rng),
-                        v < 0 ? std::nullopt : std::optional<int64_t>(v),
-                        std::move(data)));
+                        v < 0 ? std::nullopt : std::optional<int64_t>(v), std::move(data)));
   }
   return events;
 }
 
 TEST(FoldTest, AnyArrivalOrderFoldsTheSameProperty) {
-  const uint64_t seed =
-      test_util::TestSeed("FoldTest.AnyArrivalOrderFoldsTheSameProperty", 4242);
+  const uint64_t seed = test_util::TestSeed("FoldTest.AnyArrivalOrderFoldsTheSameProperty", 4242);
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   const EntityType& product = Entity("product");
@@ -514,8 +478,7 @@ TEST(FoldTest, AnyArrivalOrderFoldsTheSameProperty) {
     for (size_t i = 0; i < want_verdicts.size(); ++i) {
       ASSERT_EQ(first_verdicts[i].empty(), want_verdicts[i].empty());
       if (!want_verdicts[i].empty()) {
-        ASSERT_EQ(first_verdicts[i].rfind(want_verdicts[i], 0), 0u)
-            << first_verdicts[i];
+        ASSERT_EQ(first_verdicts[i].rfind(want_verdicts[i], 0), 0u) << first_verdicts[i];
       }
     }
 

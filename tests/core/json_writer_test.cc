@@ -58,15 +58,9 @@ TEST(JsonWriterTest, AppendsToExistingText) {
 TEST(JsonWriterTest, EmptyContainers) {
   EXPECT_EQ(JsonWriter().BeginObject().EndObject().str(), "{}");
   EXPECT_EQ(JsonWriter().BeginArray().EndArray().str(), "[]");
-  EXPECT_EQ(JsonWriter()
-                .BeginArray()
-                .BeginObject()
-                .EndObject()
-                .BeginArray()
-                .EndArray()
-                .EndArray()
-                .str(),
-            "[{},[]]");
+  EXPECT_EQ(
+      JsonWriter().BeginArray().BeginObject().EndObject().BeginArray().EndArray().EndArray().str(),
+      "[{},[]]");
 }
 
 TEST(JsonWriterTest, CommasInNestedObjectsAndArrays) {
@@ -99,9 +93,8 @@ TEST(JsonWriterTest, CommasInNestedObjectsAndArrays) {
       .Key("g")
       .String("h")
       .EndObject();
-  EXPECT_EQ(w.str(),
-            R"({"a":1,"b":[1,"x",{},[null,true],false],)"
-            R"("c":{"d":null,"e":{"f":18446744073709551615}},"g":"h"})");
+  EXPECT_EQ(w.str(), R"({"a":1,"b":[1,"x",{},[null,true],false],)"
+                     R"("c":{"d":null,"e":{"f":18446744073709551615}},"g":"h"})");
 }
 
 TEST(JsonWriterTest, TopLevelArrayOfObjects) {
@@ -131,8 +124,7 @@ TEST(JsonWriterTest, ScalarsAndRaw) {
       .OptionalInt(7)
       .Double(1.5)
       .EndArray();
-  EXPECT_EQ(w.str(),
-            R"([-9223372036854775808,0,-1,0,{"x":1.50},[1, 2],null,7,1.500])");
+  EXPECT_EQ(w.str(), R"([-9223372036854775808,0,-1,0,{"x":1.50},[1, 2],null,7,1.500])");
 }
 
 TEST(JsonWriterTest, RawAsObjectMember) {

@@ -26,8 +26,7 @@ const EntityType& TypeOf(const std::string& entity) {
 }
 
 RankedEvent Ev(const std::string& id, const std::string& type, int64_t at,
-               std::optional<int64_t> version = std::nullopt,
-               std::vector<Field> data = {}) {
+               std::optional<int64_t> version = std::nullopt, std::vector<Field> data = {}) {
   const Route* route = Profile::ReceiptRoller().Find(type);
   EXPECT_NE(route, nullptr) << type;
   RankedEvent r;
@@ -44,7 +43,7 @@ FoldKey Key(const RankedEvent& e) { return KeyOf(e.event, e.rank); }
 
 // The fold of `events` (any order) from state none, as a projection state.
 ProjectionState FoldAll(const EntityType& type, const EntityRef& ref,
-                                 std::vector<RankedEvent> events) {
+                        std::vector<RankedEvent> events) {
   ProjectionState s;
   s.projection = Fold(type, ref, &events);
   s.events = events.size();
@@ -56,8 +55,7 @@ ProjectionState FoldAll(const EntityType& type, const EntityRef& ref,
 // every read the materializer makes.
 class FakeLog : public LogView {
  public:
-  Result<std::optional<ProjectionState>> SnapshotBefore(
-      const FoldKey& key) override {
+  Result<std::optional<ProjectionState>> SnapshotBefore(const FoldKey& key) override {
     ++snapshot_reads;
     if (!fail.ok()) return fail;
     std::optional<ProjectionState> found;
@@ -66,8 +64,7 @@ class FakeLog : public LogView {
     }
     return found;
   }
-  Status EventsAfter(const FoldKey* after,
-                     std::vector<RankedEvent>* out) override {
+  Status EventsAfter(const FoldKey* after, std::vector<RankedEvent>* out) override {
     ++event_reads;
     if (!fail.ok()) return fail;
     std::vector<RankedEvent> sorted = events;
@@ -79,7 +76,7 @@ class FakeLog : public LogView {
   }
   int reads() const { return snapshot_reads + event_reads; }
 
-  std::vector<RankedEvent> events;                        // the log
+  std::vector<RankedEvent> events;               // the log
   std::map<FoldKey, ProjectionState> snapshots;  // by last key
   int snapshot_reads = 0, event_reads = 0;
   Status fail;
@@ -87,15 +84,13 @@ class FakeLog : public LogView {
 
 // Materializes `e` as the store does: then logs the event, drops stale
 // snapshots and keeps the new ones.
-Result<Materialized> Feed(const EntityType& type, const EntityRef& ref,
-                          const RankedEvent& e, uint64_t interval, FakeLog* log,
-                          ProjectionState* state) {
+Result<Materialized> Feed(const EntityType& type, const EntityRef& ref, const RankedEvent& e,
+                          uint64_t interval, FakeLog* log, ProjectionState* state) {
   Result<Materialized> m = Materialize(type, ref, e, *log, interval, state);
   if (!m.ok()) return m;
   log->events.push_back(e);
   if (m->stale_after) {
-    std::erase_if(log->snapshots,
-                  [&](const auto& kv) { return *m->stale_after < kv.first; });
+    std::erase_if(log->snapshots, [&](const auto& kv) { return *m->stale_after < kv.first; });
   }
   for (const ProjectionState& s : m->snapshots) {
     log->snapshots[s.last] = s;
@@ -103,10 +98,8 @@ Result<Materialized> Feed(const EntityType& type, const EntityRef& ref,
   return m;
 }
 
-void ExpectSameState(const ProjectionState& got,
-                     const ProjectionState& want) {
-  EXPECT_EQ(ProjectionToJson(got.projection),
-            ProjectionToJson(want.projection));
+void ExpectSameState(const ProjectionState& got, const ProjectionState& want) {
+  EXPECT_EQ(ProjectionToJson(got.projection), ProjectionToJson(want.projection));
   EXPECT_EQ(got.projection, want.projection);
   EXPECT_EQ(got.events, want.events);
   EXPECT_EQ(got.last, want.last);
@@ -114,8 +107,8 @@ void ExpectSameState(const ProjectionState& got,
 
 // Every kept snapshot is the fold of the events up to its position, taken
 // at a multiple of the interval.
-void ExpectValidSnapshots(const EntityType& type, const EntityRef& ref,
-                          const FakeLog& log, uint64_t interval) {
+void ExpectValidSnapshots(const EntityType& type, const EntityRef& ref, const FakeLog& log,
+                          uint64_t interval) {
   for (const auto& [last, s] : log.snapshots) {
     std::vector<RankedEvent> prefix;
     for (const RankedEvent& e : log.events) {
@@ -132,10 +125,8 @@ TEST(Materializer, InOrderEventsAreAppliedWithoutReadingTheLog) {
   const EntityType& type = TypeOf("product");
   const EntityRef ref{"product", "p1"};
   const std::vector<RankedEvent> events = {
-      Ev("e1", "product.created", kT0, 1,
-         {{"product_id", "\"p1\""}, {"price", "100"}}),
-      Ev("e2", "product.updated", kT0, 2,
-         {{"price", "120"}}),  // a tie: version orders it
+      Ev("e1", "product.created", kT0, 1, {{"product_id", "\"p1\""}, {"price", "100"}}),
+      Ev("e2", "product.updated", kT0, 2, {{"price", "120"}}),         // a tie: version orders it
       Ev("e3", "product.updated", kT0 + kSec, 2, {{"price", "999"}}),  // stale
       Ev("e4", "product.deleted", kT0 + 2 * kSec, 3),
       Ev("e5", "product.updated", kT0 + 3 * kSec, 4),  // impossible
@@ -146,8 +137,7 @@ TEST(Materializer, InOrderEventsAreAppliedWithoutReadingTheLog) {
     SCOPED_TRACE(e.event.event_id);
     Result<Materialized> m = Feed(type, ref, e, 0, &log, &state);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
-    EXPECT_EQ(log.reads(), 0)
-        << "an in-order event made the materializer read the log";
+    EXPECT_EQ(log.reads(), 0) << "an in-order event made the materializer read the log";
     EXPECT_EQ(m->events_folded, 1u);
     EXPECT_FALSE(m->stale_after.has_value());
     EXPECT_TRUE(m->snapshots.empty());
@@ -156,10 +146,8 @@ TEST(Materializer, InOrderEventsAreAppliedWithoutReadingTheLog) {
   EXPECT_EQ(state.projection.state, "deleted");
   EXPECT_EQ(state.projection.applied, 3u);
   ASSERT_EQ(state.projection.rejected.size(), 2u);
-  EXPECT_EQ(state.projection.rejected[0].reason,
-            "stale version 2 (entity is at version 2)");
-  EXPECT_EQ(state.projection.rejected[1].reason,
-            "impossible transition deleted -> active");
+  EXPECT_EQ(state.projection.rejected[0].reason, "stale version 2 (entity is at version 2)");
+  EXPECT_EQ(state.projection.rejected[1].reason, "impossible transition deleted -> active");
 }
 
 TEST(Materializer, LateEventRefoldsFromTheLog) {
@@ -167,15 +155,12 @@ TEST(Materializer, LateEventRefoldsFromTheLog) {
   const EntityRef ref{"product", "p1"};
   FakeLog log;
   ProjectionState state;
-  ASSERT_TRUE(Feed(type, ref,
-                   Ev("e1", "product.created", kT0, 1, {{"price", "100"}}), 0,
+  ASSERT_TRUE(
+      Feed(type, ref, Ev("e1", "product.created", kT0, 1, {{"price", "100"}}), 0, &log, &state)
+          .ok());
+  ASSERT_TRUE(Feed(type, ref, Ev("e3", "product.updated", kT0 + 3 * kSec, 3, {{"price", "300"}}), 0,
                    &log, &state)
                   .ok());
-  ASSERT_TRUE(
-      Feed(type, ref,
-           Ev("e3", "product.updated", kT0 + 3 * kSec, 3, {{"price", "300"}}),
-           0, &log, &state)
-          .ok());
   EXPECT_EQ(log.reads(), 0);
 
   const RankedEvent late = Ev("e2", "product.updated", kT0 + 2 * kSec, 2,
@@ -189,12 +174,11 @@ TEST(Materializer, LateEventRefoldsFromTheLog) {
   ExpectSameState(state, FoldAll(type, ref, log.events));
   EXPECT_EQ(state.events, 3u);
   EXPECT_EQ(state.last, Key(log.events[1]));  // e3 stays last
-  EXPECT_EQ(
-      ProjectionToJson(state.projection),
-      "{\"entity\":\"product\",\"id\":\"p1\",\"state\":\"active\","
-      "\"fields\":{\"price\":300,\"promotion\":\"2-for-1\"},\"version\":3,"
-      "\"applied\":3,\"rejected\":[],"
-      "\"occurred_at\":\"2026-11-18T11:06:43.000000Z\"}");
+  EXPECT_EQ(ProjectionToJson(state.projection),
+            "{\"entity\":\"product\",\"id\":\"p1\",\"state\":\"active\","
+            "\"fields\":{\"price\":300,\"promotion\":\"2-for-1\"},\"version\":3,"
+            "\"applied\":3,\"rejected\":[],"
+            "\"occurred_at\":\"2026-11-18T11:06:43.000000Z\"}");
 }
 
 TEST(Materializer, LateIssueTurnsAnEarlyRefundIntoAnApplication) {
@@ -202,17 +186,13 @@ TEST(Materializer, LateIssueTurnsAnEarlyRefundIntoAnApplication) {
   const EntityRef ref{"receipt", "r1"};
   FakeLog log;
   ProjectionState state;
-  ASSERT_TRUE(
-      Feed(type, ref, Ev("b", "receipt.refunded", kT0 + kSec), 0, &log, &state)
-          .ok());
+  ASSERT_TRUE(Feed(type, ref, Ev("b", "receipt.refunded", kT0 + kSec), 0, &log, &state).ok());
   EXPECT_EQ(state.projection.state, "none");
   ASSERT_EQ(state.projection.rejected.size(), 1u);
-  EXPECT_EQ(state.projection.rejected[0].reason,
-            "impossible transition none -> refunded");
+  EXPECT_EQ(state.projection.rejected[0].reason, "impossible transition none -> refunded");
   EXPECT_FALSE(state.projection.occurred_at.has_value());
 
-  ASSERT_TRUE(
-      Feed(type, ref, Ev("a", "receipt.issued", kT0), 0, &log, &state).ok());
+  ASSERT_TRUE(Feed(type, ref, Ev("a", "receipt.issued", kT0), 0, &log, &state).ok());
   EXPECT_GT(log.reads(), 0);
   EXPECT_EQ(state.projection.state, "refunded");
   EXPECT_EQ(state.projection.applied, 2u);
@@ -227,10 +207,8 @@ TEST(Materializer, EqualTimeLowerRankIsLate) {
   const EntityRef ref{"receipt", "r1"};
   FakeLog log;
   ProjectionState state;
-  ASSERT_TRUE(
-      Feed(type, ref, Ev("a", "receipt.refunded", kT0), 0, &log, &state).ok());
-  ASSERT_TRUE(
-      Feed(type, ref, Ev("z", "receipt.issued", kT0), 0, &log, &state).ok());
+  ASSERT_TRUE(Feed(type, ref, Ev("a", "receipt.refunded", kT0), 0, &log, &state).ok());
+  ASSERT_TRUE(Feed(type, ref, Ev("z", "receipt.issued", kT0), 0, &log, &state).ok());
   EXPECT_GT(log.reads(), 0);
   EXPECT_EQ(state.projection.state, "refunded");
   ExpectSameState(state, FoldAll(type, ref, log.events));
@@ -241,13 +219,11 @@ TEST(Materializer, LogErrorIsReturnedAndStateKept) {
   const EntityRef ref{"inventory", "p1"};
   FakeLog log;
   ProjectionState state;
-  ASSERT_TRUE(Feed(type, ref, Ev("e2", "inventory.updated", kT0 + kSec, 2), 0,
-                   &log, &state)
-                  .ok());
+  ASSERT_TRUE(Feed(type, ref, Ev("e2", "inventory.updated", kT0 + kSec, 2), 0, &log, &state).ok());
   const ProjectionState before = state;
   log.fail = Status::IOError("disk gone");
-  Result<Materialized> m = Materialize(
-      type, ref, Ev("e1", "inventory.updated", kT0, 1), log, 0, &state);
+  Result<Materialized> m =
+      Materialize(type, ref, Ev("e1", "inventory.updated", kT0, 1), log, 0, &state);
   ASSERT_FALSE(m.ok());
   EXPECT_TRUE(m.status().IsIOError()) << m.status().ToString();
   ExpectSameState(state, before);
@@ -262,11 +238,10 @@ TEST(Materializer, SnapshotsBoundTheRefold) {
   FakeLog log;
   ProjectionState state;
   for (int i = 0; i < 40; ++i) {
-    Result<Materialized> m =
-        Feed(type, ref,
-             Ev("e" + std::to_string(100 + i), "inventory.updated",
-                kT0 + 10 * i * kSec, 10 * i, {{"on_hand", std::to_string(i)}}),
-             kInterval, &log, &state);
+    Result<Materialized> m = Feed(type, ref,
+                                  Ev("e" + std::to_string(100 + i), "inventory.updated",
+                                     kT0 + 10 * i * kSec, 10 * i, {{"on_hand", std::to_string(i)}}),
+                                  kInterval, &log, &state);
     ASSERT_TRUE(m.ok());
     EXPECT_EQ(m->snapshots.size(), (i + 1) % kInterval == 0 ? 1u : 0u);
   }
@@ -275,17 +250,15 @@ TEST(Materializer, SnapshotsBoundTheRefold) {
   ExpectValidSnapshots(type, ref, log, kInterval);
 
   // Between the 37th and 38th event: resumes from the snapshot after 36.
-  Result<Materialized> m =
-      Feed(type, ref, Ev("late1", "inventory.updated", kT0 + 365 * kSec, 365),
-           kInterval, &log, &state);
+  Result<Materialized> m = Feed(type, ref, Ev("late1", "inventory.updated", kT0 + 365 * kSec, 365),
+                                kInterval, &log, &state);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->events_folded, 5u);  // 37, the late one, 38, 39, 40
   ExpectSameState(state, FoldAll(type, ref, log.events));
   ExpectValidSnapshots(type, ref, log, kInterval);
 
   // Before everything: no snapshot precedes it, so the whole log.
-  m = Feed(type, ref, Ev("late0", "inventory.updated", kT0 - kSec, 0),
-           kInterval, &log, &state);
+  m = Feed(type, ref, Ev("late0", "inventory.updated", kT0 - kSec, 0), kInterval, &log, &state);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->events_folded, 42u);
   ExpectSameState(state, FoldAll(type, ref, log.events));
@@ -299,8 +272,8 @@ TEST(Materializer, SnapshotsBoundTheRefold) {
 // fed, only events that sort before the last folded one read the log, and
 // every kept snapshot is right.
 TEST(Materializer, RandomArrivalOrdersMatchTheFullFold) {
-  const char* kTypes[] = {"product.created", "product.updated",
-                          "product.deleted", "inventory.updated"};
+  const char* kTypes[] = {"product.created", "product.updated", "product.deleted",
+                          "inventory.updated"};
   int refolds = 0, direct = 0;
   for (uint64_t seed = 1; seed <= 600; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -315,17 +288,15 @@ TEST(Materializer, RandomArrivalOrdersMatchTheFullFold) {
       const std::string t = inventory ? kTypes[3] : kTypes[rng() % 3];
       std::optional<int64_t> version;
       if (rng() % 3) version = static_cast<int64_t>(rng() % 6);
-      events.push_back(
-          Ev("e" + std::to_string(rng() % 1000) + "_" + std::to_string(i), t,
-             kT0 + static_cast<int64_t>(rng() % 4) * kSec, version,
-             {{"k" + std::to_string(rng() % 3), std::to_string(i)}}));
+      events.push_back(Ev("e" + std::to_string(rng() % 1000) + "_" + std::to_string(i), t,
+                          kT0 + static_cast<int64_t>(rng() % 4) * kSec, version,
+                          {{"k" + std::to_string(rng() % 3), std::to_string(i)}}));
     }
     FakeLog log;
     ProjectionState state;
     for (const RankedEvent& e : events) {
-      const bool sorts_last =
-          std::all_of(log.events.begin(), log.events.end(),
-                      [&](const RankedEvent& o) { return FoldsBefore(o, e); });
+      const bool sorts_last = std::all_of(log.events.begin(), log.events.end(),
+                                          [&](const RankedEvent& o) { return FoldsBefore(o, e); });
       const int reads = log.reads();
       Result<Materialized> m = Feed(type, ref, e, interval, &log, &state);
       ASSERT_TRUE(m.ok()) << m.status().ToString();

@@ -21,23 +21,20 @@ constexpr const char* kSpecExample = R"({"name":"receiptroller",
                   {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]}]})";
 
 // A one-entity profile document with the given transitions array.
-std::string OneEntity(const std::string& transitions,
-                      const std::string& key = "data.id",
+std::string OneEntity(const std::string& transitions, const std::string& key = "data.id",
                       const std::string& name = "thing") {
   return R"({"name":"p","entities":[{"name":")" + name + R"(","key":")" + key +
          R"(","transitions":)" + transitions + "}]}";
 }
 
 // FromJson must refuse `json` with a message containing every one of `parts`.
-void ExpectRefused(const std::string& json,
-                   const std::vector<std::string>& parts) {
+void ExpectRefused(const std::string& json, const std::vector<std::string>& parts) {
   Result<Profile> p = Profile::FromJson(json);
   ASSERT_FALSE(p.ok()) << json;
   EXPECT_TRUE(p.status().IsInvalidArgument()) << p.status().ToString();
   for (const std::string& part : parts) {
     EXPECT_NE(p.status().message().find(part), std::string::npos)
-        << "message \"" << p.status().message() << "\" lacks \"" << part
-        << "\"";
+        << "message \"" << p.status().message() << "\" lacks \"" << part << "\"";
   }
 }
 
@@ -51,8 +48,7 @@ TEST(ProfileTest, ReceiptRollerEntitiesAndKeys) {
   EXPECT_EQ(p.entities()[1].key, "data.product_id");
   EXPECT_EQ(p.entities()[2].name, "inventory");
   EXPECT_EQ(p.entities()[2].key, "data.product_id");
-  EXPECT_EQ(p.entities()[0].KeyPath(),
-            (std::vector<std::string>{"data", "receipt_id"}));
+  EXPECT_EQ(p.entities()[0].KeyPath(), (std::vector<std::string>{"data", "receipt_id"}));
   ASSERT_NE(p.FindEntity("product"), nullptr);
   EXPECT_EQ(p.FindEntity("product")->transitions.size(), 3u);
   EXPECT_EQ(p.FindEntity("order"), nullptr);
@@ -156,11 +152,9 @@ TEST(ProfileTest, CopiesKeepWorkingRoutes) {
 
 TEST(ProfileTest, NestedKeyPath) {
   Result<Profile> p = Profile::FromJson(
-      OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])",
-                "data.customer.id"));
+      OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])", "data.customer.id"));
   ASSERT_TRUE(p.ok()) << p.status().message();
-  EXPECT_EQ(p->entities()[0].KeyPath(),
-            (std::vector<std::string>{"data", "customer", "id"}));
+  EXPECT_EQ(p->entities()[0].KeyPath(), (std::vector<std::string>{"data", "customer", "id"}));
 }
 
 TEST(ProfileTest, DescriptionIsAllowed) {
@@ -213,18 +207,15 @@ TEST(ProfileTest, MissingKeyPath) {
   ExpectRefused(R"({"name":"p","entities":[{"name":"thing",
     "transitions":[{"type":"thing.made","from":["none"],"to":"made"}]}]})",
                 {"thing", "key"});
-  ExpectRefused(
-      OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])", ""),
-      {"thing", "missing key path"});
+  ExpectRefused(OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])", ""),
+                {"thing", "missing key path"});
 }
 
 TEST(ProfileTest, KeyPathNotUnderData) {
-  for (const char* key : {"receipt_id", "body.receipt_id", "data", "data.",
-                          ".data.id", "data..id", "meta.id"}) {
-    ExpectRefused(
-        OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])",
-                  key),
-        {"thing", "key path"});
+  for (const char* key :
+       {"receipt_id", "body.receipt_id", "data", "data.", ".data.id", "data..id", "meta.id"}) {
+    ExpectRefused(OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])", key),
+                  {"thing", "key path"});
   }
 }
 
@@ -239,8 +230,7 @@ TEST(ProfileTest, UnreachableState) {
 TEST(ProfileTest, ReachabilityFollowsAnyOrder) {
   // Reachable, even though the transition entering "b" is listed after the
   // one leaving it.
-  Result<Profile> p =
-      Profile::FromJson(OneEntity(R"([{"type":"thing.c","from":["b"],"to":"c"},
+  Result<Profile> p = Profile::FromJson(OneEntity(R"([{"type":"thing.c","from":["b"],"to":"c"},
                     {"type":"thing.b","from":["a"],"to":"b"},
                     {"type":"thing.a","from":["none"],"to":"a"}])"));
   EXPECT_TRUE(p.ok()) << p.status().message();
@@ -258,15 +248,14 @@ TEST(ProfileTest, UnknownMember) {
     "transitons":[{"type":"thing.made","from":["none"],"to":"made"}]}]})",
                 {"thing", "unknown member", "transitons"});
   ExpectRefused(R"({"name":"p","entitys":[]})", {"unknown member", "entitys"});
-  ExpectRefused(
-      OneEntity(R"([{"type":"thing.made","form":["none"],"to":"made"}])"),
-      {"thing", "unknown member", "form"});
+  ExpectRefused(OneEntity(R"([{"type":"thing.made","form":["none"],"to":"made"}])"),
+                {"thing", "unknown member", "form"});
 }
 
 TEST(ProfileTest, NotJson) {
-  for (const char* doc : {"", "not json", "{", "{\"name\":", "[1,2]", "42",
-                          "{\"name\":\"p\",\"entities\":[}",
-                          R"({"name":"p","entities":[]} trailing)"}) {
+  for (const char* doc :
+       {"", "not json", "{", "{\"name\":", "[1,2]", "42", "{\"name\":\"p\",\"entities\":[}",
+        R"({"name":"p","entities":[]} trailing)"}) {
     Result<Profile> p = Profile::FromJson(doc);
     EXPECT_FALSE(p.ok()) << doc;
     if (!p.ok()) {
@@ -288,47 +277,39 @@ TEST(ProfileTest, WrongMemberTypes) {
   ExpectRefused(R"({"name":5,"entities":[]})", {"name"});
   ExpectRefused(R"({"name":"p"})", {"entities"});
   ExpectRefused(R"({"name":"p","entities":[]})", {"entities"});
-  ExpectRefused(
-      OneEntity(R"([{"type":"thing.made","from":"none","to":"made"}])"),
-      {"thing", "from"});
-  ExpectRefused(OneEntity(R"([{"type":"thing.made","from":[1],"to":"made"}])"),
+  ExpectRefused(OneEntity(R"([{"type":"thing.made","from":"none","to":"made"}])"),
                 {"thing", "from"});
+  ExpectRefused(OneEntity(R"([{"type":"thing.made","from":[1],"to":"made"}])"), {"thing", "from"});
   ExpectRefused(OneEntity(R"([])"), {"thing", "no transitions"});
 }
 
 TEST(ProfileTest, BadTypeAndEntityNames) {
+  ExpectRefused(OneEntity(R"([{"type":"thingmade","from":["none"],"to":"made"}])"),
+                {"thing", "thingmade"});
+  ExpectRefused(OneEntity(R"([{"type":"thing..made","from":["none"],"to":"made"}])"),
+                {"thing", "thing..made"});
   ExpectRefused(
-      OneEntity(R"([{"type":"thingmade","from":["none"],"to":"made"}])"),
-      {"thing", "thingmade"});
-  ExpectRefused(
-      OneEntity(R"([{"type":"thing..made","from":["none"],"to":"made"}])"),
-      {"thing", "thing..made"});
-  ExpectRefused(
-      OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])",
-                "data.id", "bad name"),
+      OneEntity(R"([{"type":"thing.made","from":["none"],"to":"made"}])", "data.id", "bad name"),
       {"bad name"});
 }
 
 TEST(ProfileTest, MakeValidatesToo) {
-  Result<Profile> ok = Profile::Make(
-      "p", {EntityType{"a", "data.id", {Transition{"a.x", {"none"}, "x"}}}});
+  Result<Profile> ok =
+      Profile::Make("p", {EntityType{"a", "data.id", {Transition{"a.x", {"none"}, "x"}}}});
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->Find("a.x")->rank, 0u);
-  Result<Profile> bad = Profile::Make(
-      "p", {EntityType{"a", "data.id", {Transition{"a.x", {"nowhere"}, "x"}}}});
+  Result<Profile> bad =
+      Profile::Make("p", {EntityType{"a", "data.id", {Transition{"a.x", {"nowhere"}, "x"}}}});
   EXPECT_FALSE(bad.ok());
   EXPECT_FALSE(
-      Profile::Make(
-          "", {EntityType{"a", "data.id", {Transition{"a.x", {"none"}, "x"}}}})
-          .ok());
+      Profile::Make("", {EntityType{"a", "data.id", {Transition{"a.x", {"none"}, "x"}}}}).ok());
   EXPECT_FALSE(Profile::Make("p", {}).ok());
 }
 
 TEST(ProfileTest, FromFileReadsAndNamesTheFile) {
   const std::string dir = ::testing::TempDir();
   // The pid keeps concurrent runs of this binary apart.
-  const std::string stem =
-      dir + "/eventfold_core_profile_" + std::to_string(::getpid());
+  const std::string stem = dir + "/eventfold_core_profile_" + std::to_string(::getpid());
   const std::string good = stem + "_good.json";
   const std::string bad = stem + "_bad.json";
   std::ofstream(good) << kSpecExample;
@@ -339,10 +320,8 @@ TEST(ProfileTest, FromFileReadsAndNamesTheFile) {
   EXPECT_EQ(p->Fingerprint(), Profile::FromJson(kSpecExample)->Fingerprint());
   Result<Profile> q = Profile::FromFile(bad);
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(q.status().message().find(bad), std::string::npos)
-      << q.status().message();
-  EXPECT_NE(q.status().message().find("transitons"), std::string::npos)
-      << q.status().message();
+  EXPECT_NE(q.status().message().find(bad), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("transitons"), std::string::npos) << q.status().message();
   std::remove(good.c_str());
   std::remove(bad.c_str());
 }
@@ -350,8 +329,7 @@ TEST(ProfileTest, FromFileReadsAndNamesTheFile) {
 TEST(ProfileTest, FromFileNamesTheFile) {
   Result<Profile> missing = Profile::FromFile("/nonexistent/eventfold/p.json");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("/nonexistent/eventfold/p.json"),
-            std::string::npos);
+  EXPECT_NE(missing.status().message().find("/nonexistent/eventfold/p.json"), std::string::npos);
 }
 
 }  // namespace

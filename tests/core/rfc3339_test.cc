@@ -53,8 +53,7 @@ TEST(Rfc3339Test, Offsets) {
   // Crossing a day boundary backwards and forwards.
   EXPECT_EQ(ParseOk("2026-11-30T01:15:30+15:00"), kRef);
   EXPECT_EQ(ParseOk("2026-11-28T20:15:30-14:00"), kRef);
-  EXPECT_EQ(ParseOk("2026-11-29T10:15:30+23:59"),
-            kRef - (23 * 3600 + 59 * 60) * kSecond);
+  EXPECT_EQ(ParseOk("2026-11-29T10:15:30+23:59"), kRef - (23 * 3600 + 59 * 60) * kSecond);
 }
 
 TEST(Rfc3339Test, OffsetOutOfRangeRefused) {
@@ -80,8 +79,7 @@ TEST(Rfc3339Test, FractionDigits) {
   EXPECT_EQ(ParseOk("2026-11-29T10:15:30.123456Z"), kRef + 123456);
   EXPECT_EQ(ParseOk("2026-11-29T10:15:30.000001Z"), kRef + 1);
   EXPECT_EQ(ParseOk("2026-11-29T10:15:30.0Z"), kRef);
-  EXPECT_EQ(ParseOk("2026-11-29T10:15:30.999999+02:00"),
-            kRef - 2 * 3600 * kSecond + 999999);
+  EXPECT_EQ(ParseOk("2026-11-29T10:15:30.999999+02:00"), kRef - 2 * 3600 * kSecond + 999999);
 }
 
 TEST(Rfc3339Test, FractionPastSixDigitsTruncated) {
@@ -106,11 +104,9 @@ TEST(Rfc3339Test, DotWithoutDigitsRefused) {
 
 TEST(Rfc3339Test, LeapDays) {
   ExpectRefused("2026-02-29T00:00:00Z");
-  EXPECT_EQ(ParseOk("2024-02-29T00:00:00Z"),
-            ParseOk("2024-03-01T00:00:00Z") - 86400 * kSecond);
+  EXPECT_EQ(ParseOk("2024-02-29T00:00:00Z"), ParseOk("2024-03-01T00:00:00Z") - 86400 * kSecond);
   ExpectRefused("1900-02-29T00:00:00Z");
-  EXPECT_EQ(ParseOk("2000-02-29T00:00:00Z"),
-            ParseOk("2000-03-01T00:00:00Z") - 86400 * kSecond);
+  EXPECT_EQ(ParseOk("2000-02-29T00:00:00Z"), ParseOk("2000-03-01T00:00:00Z") - 86400 * kSecond);
   ExpectRefused("2024-02-30T00:00:00Z");
 }
 
@@ -123,17 +119,14 @@ TEST(Rfc3339Test, InvalidCalendarDatesRefused) {
   ExpectRefused("2026-06-31T00:00:00Z");
   ExpectRefused("2026-09-31T00:00:00Z");
   ExpectRefused("2026-11-31T00:00:00Z");
-  EXPECT_EQ(ParseOk("2026-12-31T00:00:00Z") + 86400 * kSecond,
-            ParseOk("2027-01-01T00:00:00Z"));
-  EXPECT_EQ(ParseOk("2026-04-30T00:00:00Z") + 86400 * kSecond,
-            ParseOk("2026-05-01T00:00:00Z"));
+  EXPECT_EQ(ParseOk("2026-12-31T00:00:00Z") + 86400 * kSecond, ParseOk("2027-01-01T00:00:00Z"));
+  EXPECT_EQ(ParseOk("2026-04-30T00:00:00Z") + 86400 * kSecond, ParseOk("2026-05-01T00:00:00Z"));
 }
 
 TEST(Rfc3339Test, MonthErrorNamesTheProblem) {
   Result<int64_t> r = ParseRfc3339("2026-13-01T00:00:00Z");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("month"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("month"), std::string::npos) << r.status().message();
 }
 
 TEST(Rfc3339Test, TimeOfDayOutOfRangeRefused) {
@@ -141,14 +134,12 @@ TEST(Rfc3339Test, TimeOfDayOutOfRangeRefused) {
   ExpectRefused("2026-11-29T10:60:00Z");
   ExpectRefused("2026-11-29T10:15:61Z");
   ExpectRefused("2026-11-29T99:99:99Z");
-  EXPECT_EQ(ParseOk("2026-11-29T23:59:59Z"),
-            ParseOk("2026-11-30T00:00:00Z") - kSecond);
+  EXPECT_EQ(ParseOk("2026-11-29T23:59:59Z"), ParseOk("2026-11-30T00:00:00Z") - kSecond);
 }
 
 TEST(Rfc3339Test, LeapSecondRollsOver) {
   EXPECT_EQ(ParseOk("2016-12-31T23:59:60Z"), ParseOk("2017-01-01T00:00:00Z"));
-  EXPECT_EQ(ParseOk("2016-12-31T23:59:60.5Z"),
-            ParseOk("2017-01-01T00:00:00.5Z"));
+  EXPECT_EQ(ParseOk("2016-12-31T23:59:60.5Z"), ParseOk("2017-01-01T00:00:00.5Z"));
   EXPECT_EQ(ParseOk("2026-11-29T10:15:60Z"), ParseOk("2026-11-29T10:16:00Z"));
 }
 
@@ -167,10 +158,8 @@ TEST(Rfc3339Test, InstantsOutsideFourDigitUtcYearsRefused) {
   ExpectRefused("9999-12-31T23:59:59.999999999-23:59");
   ExpectRefused("9999-12-31T23:59:60Z");
   ExpectRefused("0000-01-01T00:00:00+00:01");
-  EXPECT_EQ(FormatRfc3339(ParseOk("9999-12-31T23:59:59.999999Z")),
-            "9999-12-31T23:59:59.999999Z");
-  EXPECT_EQ(FormatRfc3339(ParseOk("0000-01-01T23:59:00+23:59")),
-            "0000-01-01T00:00:00.000000Z");
+  EXPECT_EQ(FormatRfc3339(ParseOk("9999-12-31T23:59:59.999999Z")), "9999-12-31T23:59:59.999999Z");
+  EXPECT_EQ(FormatRfc3339(ParseOk("0000-01-01T23:59:00+23:59")), "0000-01-01T00:00:00.000000Z");
 }
 
 TEST(Rfc3339Test, FormatFixedShape) {
@@ -179,31 +168,25 @@ TEST(Rfc3339Test, FormatFixedShape) {
   EXPECT_EQ(FormatRfc3339(-1), "1969-12-31T23:59:59.999999Z");
   EXPECT_EQ(FormatRfc3339(-kSecond / 2), "1969-12-31T23:59:59.500000Z");
   EXPECT_EQ(FormatRfc3339(-86400 * kSecond), "1969-12-31T00:00:00.000000Z");
-  EXPECT_EQ(FormatRfc3339(-62135596800LL * kSecond),
-            "0001-01-01T00:00:00.000000Z");
-  EXPECT_EQ(FormatRfc3339(253402300799LL * kSecond + 999999),
-            "9999-12-31T23:59:59.999999Z");
-  EXPECT_EQ(FormatRfc3339(ParseOk("2024-02-29T12:00:00Z")),
-            "2024-02-29T12:00:00.000000Z");
+  EXPECT_EQ(FormatRfc3339(-62135596800LL * kSecond), "0001-01-01T00:00:00.000000Z");
+  EXPECT_EQ(FormatRfc3339(253402300799LL * kSecond + 999999), "9999-12-31T23:59:59.999999Z");
+  EXPECT_EQ(FormatRfc3339(ParseOk("2024-02-29T12:00:00Z")), "2024-02-29T12:00:00.000000Z");
 }
 
 // Property: Format then Parse is the identity over years 0001-9999.
 TEST(Rfc3339Test, FormatParseRoundTripProperty) {
-  const uint64_t seed =
-      test_util::TestSeed("Rfc3339Test.FormatParseRoundTripProperty", 3339);
+  const uint64_t seed = test_util::TestSeed("Rfc3339Test.FormatParseRoundTripProperty", 3339);
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   constexpr int64_t kMin = -62135596800LL * kSecond;           // 0001-01-01
   constexpr int64_t kMax = 253402300799LL * kSecond + 999999;  // 9999-12-31
   std::uniform_int_distribution<int64_t> wide(kMin, kMax);
-  std::uniform_int_distribution<int64_t> near(-100LL * 86400 * kSecond,
-                                              100LL * 86400 * kSecond);
+  std::uniform_int_distribution<int64_t> near(-100LL * 86400 * kSecond, 100LL * 86400 * kSecond);
   for (int i = 0; i < 20000; ++i) {
     const int64_t micros = (i % 2 == 0) ? wide(rng) : near(rng);
     const std::string text = FormatRfc3339(micros);
     Result<int64_t> back = ParseRfc3339(text);
-    ASSERT_TRUE(back.ok()) << micros << " -> " << text << ": "
-                           << back.status().message();
+    ASSERT_TRUE(back.ok()) << micros << " -> " << text << ": " << back.status().message();
     ASSERT_EQ(*back, micros) << text;
   }
   for (int64_t micros : {kMin, kMax, int64_t{0}, int64_t{-1}, int64_t{1}}) {
@@ -216,8 +199,7 @@ TEST(Rfc3339Test, FormatParseRoundTripProperty) {
 TEST(Rfc3339Test, MissingZoneRefused) {
   Result<int64_t> r = ParseRfc3339("2026-11-29T10:15:30");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("zone"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("zone"), std::string::npos) << r.status().message();
   ExpectRefused("2026-11-29T10:15:30.123");
 }
 

@@ -43,8 +43,8 @@ void Ingest(Store* store, const std::string& body, Outcome expected) {
 // Check (which includes a rebuild aside) finds nothing, and Verify agrees.
 void ExpectIntact(Store* store) {
   std::string problems;
-  Result<CheckSummary> c = store->Check(
-      [&](const CheckProblem& p) { problems += p.key + ": " + p.message + "\n"; });
+  Result<CheckSummary> c =
+      store->Check([&](const CheckProblem& p) { problems += p.key + ": " + p.message + "\n"; });
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->problems, 0u) << problems;
   EXPECT_GT(c->verified, 0u);
@@ -203,11 +203,11 @@ TEST(CompactionTest, ProfileChangesKeepCompactedEntities) {
 
   // Another profile re-routes every stored event (a new routing epoch); a
   // tombstone keeps the entity it was compacted in.
-  Result<Profile> more = Profile::FromJson(
-      R"({"name":"more","entities":[{"name":"receipt","key":"data.receipt_id",)"
-      R"("transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},)"
-      R"({"type":"receipt.refunded","from":["issued"],"to":"refunded"},)"
-      R"({"type":"receipt.voided","from":["issued"],"to":"voided"}]}]})");
+  Result<Profile> more =
+      Profile::FromJson(R"({"name":"more","entities":[{"name":"receipt","key":"data.receipt_id",)"
+                        R"("transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},)"
+                        R"({"type":"receipt.refunded","from":["issued"],"to":"refunded"},)"
+                        R"({"type":"receipt.voided","from":["issued"],"to":"voided"}]}]})");
   ASSERT_TRUE(more.ok()) << more.status().ToString();
   r = m.store()->Rebuild(&*more);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -350,11 +350,17 @@ TEST(CompactionTest, LateEventsFoldAfterTheCompactionSnapshot) {
   EXPECT_EQ(g.events_compacted, 2u);
   EXPECT_EQ(ListAll(m.store()), before);
   for (const char* id : {"c1", "u2", "d10"}) {
-    Ingest(m.store(), product(id, id[0] == 'c'   ? "product.created"
-                                  : id[0] == 'u' ? "product.updated"
-                                                 : "product.deleted",
-                              id[0] == 'c' ? 0 : id[0] == 'u' ? 10 : 50,
-                              id[0] == 'c' ? 1 : id[0] == 'u' ? 2 : 10),
+    Ingest(m.store(),
+           product(id,
+                   id[0] == 'c'   ? "product.created"
+                   : id[0] == 'u' ? "product.updated"
+                                  : "product.deleted",
+                   id[0] == 'c'   ? 0
+                   : id[0] == 'u' ? 10
+                                  : 50,
+                   id[0] == 'c'   ? 1
+                   : id[0] == 'u' ? 2
+                                  : 10),
            Outcome::kDuplicate);
   }
   Ingest(m.store(), product("u3", "product.updated", 20, 3), Outcome::kDuplicate);

@@ -187,9 +187,10 @@ TEST_F(FeedCliTest, GcCompactsOldTerminalEntities) {
 
   r = Run({"gc", "--data", dir_.path(), "--compact-after-days", "7"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Has(r.out, R"("compact_after_days":7.000,"entities_compacted":1,"events_compacted":2,)"
-                         R"("entities_kept_recent":0,"tombstones_written":2,"tombstones_expired":0,)"
-                         R"("conflicts_dropped":0,)"))
+  EXPECT_TRUE(Has(r.out,
+                  R"("compact_after_days":7.000,"entities_compacted":1,"events_compacted":2,)"
+                  R"("entities_kept_recent":0,"tombstones_written":2,"tombstones_expired":0,)"
+                  R"("conflicts_dropped":0,)"))
       << r.out;
   r = Run({"check", "--data", dir_.path()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

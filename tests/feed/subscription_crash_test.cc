@@ -133,8 +133,8 @@ ChildRun RunAndMaybeKill(const std::string& dir, const std::string& handled_path
   ChildRun result;
   const auto start = SteadyClock::now();
   // The child reports through the handled file; the pipe is not used.
-  const test_util::ForkedChild child = test_util::ForkWithPipe(
-      [&](int) { RunChild(dir, handled_path, run, seed, batches); });
+  const test_util::ForkedChild child =
+      test_util::ForkWithPipe([&](int) { RunChild(dir, handled_path, run, seed, batches); });
   if (child.pid < 0) return result;
   ::close(child.from_child);
   const pid_t pid = child.pid;

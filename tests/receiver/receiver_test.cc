@@ -5,21 +5,21 @@
 
 #include "eventfold/receiver.h"
 
+#include <gtest/gtest.h>
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <leveldb/env.h>
-#include <leveldb/helpers/memenv.h>
 
 #include "core/signature.h"
 #include "eventfold/clock.h"
@@ -29,8 +29,8 @@
 namespace eventfold {
 namespace {
 
-using receiver_test::Issued;
 using receiver_test::IsJsonObject;
+using receiver_test::Issued;
 using receiver_test::JsonString;
 using receiver_test::Refunded;
 using receiver_test::TestSeed;
@@ -127,7 +127,8 @@ leveldb::Status FaultFile::Sync() {
 class receiver_handle : public ::testing::Test {
  protected:
   receiver_handle()
-      : mem_(leveldb::NewMemEnv(leveldb::Env::Default())), env_(mem_.get()),
+      : mem_(leveldb::NewMemEnv(leveldb::Env::Default())),
+        env_(mem_.get()),
         clock_(kNow * kMicros) {}
 
   void SetUp() override {
@@ -242,11 +243,12 @@ TEST_F(receiver_handle, AcceptsANewEventDurably) {
   EXPECT_EQ(Post(Issued("evt_2", "rcp_2"), {{"X-RR-Event-Id", "evt_2"}}).status, 200);
   // Any path takes deliveries.
   EXPECT_EQ(Post(Issued("evt_3", "rcp_3")).status, 200);
-  EXPECT_EQ(rx_->Handle("POST", "/", {{"X-RR-Signature", SignRr(kSecret, NowSeconds(),
-                                                                  Issued("evt_4", "rcp_4"))}},
-                        Issued("evt_4", "rcp_4"))
-                .status,
-            200);
+  EXPECT_EQ(
+      rx_->Handle("POST", "/",
+                  {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), Issued("evt_4", "rcp_4"))}},
+                  Issued("evt_4", "rcp_4"))
+          .status,
+      200);
 }
 
 TEST_F(receiver_handle, AnswersDuplicatesWith200) {
@@ -333,18 +335,18 @@ TEST_F(receiver_handle, StandardWebhooksIdMustEqualBodyEventId) {
 TEST_F(receiver_handle, RefusesBadSignaturesWith401) {
   const std::string body = Issued("evt_1", "rcp_1");
   ExpectError(PostUnsigned(body), 401, "unauthorized", "signature");
-  ExpectError(PostUnsigned(body, {{"X-RR-Signature", SignRr("some_other_secret_123", NowSeconds(), body)}}),
-              401, "unauthorized", "X-RR-Signature");
+  ExpectError(
+      PostUnsigned(body, {{"X-RR-Signature", SignRr("some_other_secret_123", NowSeconds(), body)}}),
+      401, "unauthorized", "X-RR-Signature");
   ExpectError(PostUnsigned(body, {{"X-RR-Signature", "t=1,v1=zz"}}), 401, "unauthorized",
               "X-RR-Signature");
   // Signed 301 s ago (a replayed capture): outside the default tolerance.
   const std::string old = SignRr(kSecret, NowSeconds() - 301, body);
-  ExpectError(PostUnsigned(body, {{"X-RR-Signature", old}}), 401, "unauthorized",
-              "X-RR-Signature");
+  ExpectError(PostUnsigned(body, {{"X-RR-Signature", old}}), 401, "unauthorized", "X-RR-Signature");
   // 300 s ago is still inside.
-  EXPECT_EQ(PostUnsigned(body, {{"X-RR-Signature", SignRr(kSecret, NowSeconds() - 300, body)}})
-                .status,
-            200);
+  EXPECT_EQ(
+      PostUnsigned(body, {{"X-RR-Signature", SignRr(kSecret, NowSeconds() - 300, body)}}).status,
+      200);
   // A forged signature never reaches the store, even with a valid body.
   ExpectError(PostUnsigned(Issued("evt_9", "rcp_9"), {{"X-RR-Signature", old}}), 401,
               "unauthorized", "X-RR-Signature");
@@ -358,8 +360,7 @@ TEST_F(receiver_handle, UsesItsClockAndToleranceForSignatures) {
   const std::string body = Issued("evt_1", "rcp_1");
   const std::string sig = SignRr(kSecret, NowSeconds(), body);
   clock_.Advance(11 * kMicros);
-  ExpectError(PostUnsigned(body, {{"X-RR-Signature", sig}}), 401, "unauthorized",
-              "X-RR-Signature");
+  ExpectError(PostUnsigned(body, {{"X-RR-Signature", sig}}), 401, "unauthorized", "X-RR-Signature");
   clock_.Advance(-1 * kMicros);
   EXPECT_EQ(PostUnsigned(body, {{"X-RR-Signature", sig}}).status, 200);
 }
@@ -579,8 +580,8 @@ TEST_F(receiver_handle, QuarantinesRefusalsWithoutCredentials) {
                          {"User-Agent", "ReceiptRoller/1.0"}};
 
   // 400: a long invalid body (prefix cut to 1024 bytes, full size kept).
-  std::string invalid = R"({"event_id":"evt_bad","type":"receipt.issued","pad":")" +
-                        std::string(3000, 'a') + "\"}";
+  std::string invalid =
+      R"({"event_id":"evt_bad","type":"receipt.issued","pad":")" + std::string(3000, 'a') + "\"}";
   ASSERT_EQ(Post(invalid, creds).status, 400);
   // 401: a valid event under a forged signature.
   Headers forged = creds;
@@ -689,8 +690,7 @@ TEST_F(receiver_handle, ConcurrentDeliveriesAreEachAnsweredOnce) {
       std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
       for (int i = 0; i < kPerThread; ++i) {
         const int n = static_cast<int>(rng() % kDistinct);
-        HttpResponse r =
-            Post(Issued("evt_c" + std::to_string(n), "rcp_c" + std::to_string(n)));
+        HttpResponse r = Post(Issued("evt_c" + std::to_string(n), "rcp_c" + std::to_string(n)));
         if (r.body == R"({"status":"accepted"})") {
           accepted.fetch_add(1);
         } else if (r.body == R"({"status":"duplicate"})") {
@@ -726,17 +726,25 @@ TEST_F(receiver_handle, FuzzNeverAnswers3xx) {
     for (char& c : s) c = static_cast<char>(rng() & 0xff);
     return s;
   };
-  const std::vector<std::string> methods = {"POST", "POST", "POST", "POST", "GET", "HEAD",
-                                            "PUT",  "DELETE", "PATCH", "", "P\x01ST", "GETT"};
-  const std::vector<std::string> paths = {"/hooks", "/", "/healthz", "/metrics", "",
-                                          "/../../etc/passwd", "/hooks?x=1", "//", "\xff"};
-  const std::vector<std::string> header_names = {
-      "X-RR-Signature", "x-rr-signature", "X-RR-Event-Id", "webhook-id", "webhook-timestamp",
-      "webhook-signature", "Content-Type", "Location", "Authorization", "", "\r\n"};
-  const std::vector<std::string> types = {"receipt.issued", "receipt.refunded",
-                                          "product.created", "product.updated",
-                                          "product.deleted", "inventory.updated",
-                                          "widget.made", "receipt", ""};
+  const std::vector<std::string> methods = {"POST", "POST",   "POST",  "POST", "GET",     "HEAD",
+                                            "PUT",  "DELETE", "PATCH", "",     "P\x01ST", "GETT"};
+  const std::vector<std::string> paths = {
+      "/hooks", "/", "/healthz", "/metrics", "", "/../../etc/passwd", "/hooks?x=1", "//", "\xff"};
+  const std::vector<std::string> header_names = {"X-RR-Signature",
+                                                 "x-rr-signature",
+                                                 "X-RR-Event-Id",
+                                                 "webhook-id",
+                                                 "webhook-timestamp",
+                                                 "webhook-signature",
+                                                 "Content-Type",
+                                                 "Location",
+                                                 "Authorization",
+                                                 "",
+                                                 "\r\n"};
+  const std::vector<std::string> types = {
+      "receipt.issued",  "receipt.refunded", "product.created",
+      "product.updated", "product.deleted",  "inventory.updated",
+      "widget.made",     "receipt",          ""};
   std::map<int, int> seen;
   for (int iter = 0; iter < 2000; ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter) + ", seed " + std::to_string(seed));
@@ -753,8 +761,8 @@ TEST_F(receiver_handle, FuzzNeverAnswers3xx) {
       default: {
         const std::string key = rng() % 2 ? "receipt_id" : "product_id";
         body = "{\"event_id\":\"" + id + "\",\"type\":\"" + pick(types) +
-               "\",\"occurred_at\":\"2026-11-29T10:" + std::to_string(10 + rng() % 50) +
-               ":00Z\"," + (rng() % 3 == 0 ? "\"version\":" + std::to_string(rng() % 4) + "," : "") +
+               "\",\"occurred_at\":\"2026-11-29T10:" + std::to_string(10 + rng() % 50) + ":00Z\"," +
+               (rng() % 3 == 0 ? "\"version\":" + std::to_string(rng() % 4) + "," : "") +
                "\"data\":{\"" + key + "\":\"k" + std::to_string(rng() % 5) + "\"}}";
         if (rng() % 4 == 0 && !body.empty()) {
           for (int m = 0; m < 3; ++m) body[rng() % body.size()] = static_cast<char>(rng() & 0xff);
@@ -766,12 +774,23 @@ TEST_F(receiver_handle, FuzzNeverAnswers3xx) {
     for (int h = 0; h < n_headers; ++h) {
       std::string value;
       switch (rng() % 6) {
-        case 0: value = garbage(80); break;
-        case 1: value = "t=" + std::to_string(NowSeconds()) + ",v1=" + garbage(64); break;
-        case 2: value = id; break;
-        case 3: value = "v1," + Base64Encode(garbage(32)); break;
-        case 4: value = std::to_string(NowSeconds() - 400 + static_cast<int64_t>(rng() % 800)); break;
-        default: value = "";
+        case 0:
+          value = garbage(80);
+          break;
+        case 1:
+          value = "t=" + std::to_string(NowSeconds()) + ",v1=" + garbage(64);
+          break;
+        case 2:
+          value = id;
+          break;
+        case 3:
+          value = "v1," + Base64Encode(garbage(32));
+          break;
+        case 4:
+          value = std::to_string(NowSeconds() - 400 + static_cast<int64_t>(rng() % 800));
+          break;
+        default:
+          value = "";
       }
       headers.emplace_back(pick(header_names), value);
     }

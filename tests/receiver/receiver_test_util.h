@@ -4,6 +4,7 @@
 #ifndef EVENTFOLD_TESTS_RECEIVER_RECEIVER_TEST_UTIL_H_
 #define EVENTFOLD_TESTS_RECEIVER_RECEIVER_TEST_UTIL_H_
 
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <simdjson.h>
-
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
 
@@ -28,19 +27,16 @@ using test_util::TestSeed;
 
 // A receipt.issued body for receipt `rid`.
 inline std::string Issued(const std::string& event_id, const std::string& rid,
-                          const std::string& at = "2026-11-29T10:15:30.123Z",
-                          int amount = 1500) {
-  return "{\"event_id\":\"" + event_id +
-         "\",\"type\":\"receipt.issued\",\"occurred_at\":\"" + at +
+                          const std::string& at = "2026-11-29T10:15:30.123Z", int amount = 1500) {
+  return "{\"event_id\":\"" + event_id + "\",\"type\":\"receipt.issued\",\"occurred_at\":\"" + at +
          "\",\"data\":{\"receipt_id\":\"" + rid + "\",\"amount\":" + std::to_string(amount) +
          ",\"currency\":\"THB\"}}";
 }
 
 inline std::string Refunded(const std::string& event_id, const std::string& rid,
                             const std::string& at = "2026-11-29T11:00:00Z") {
-  return "{\"event_id\":\"" + event_id +
-         "\",\"type\":\"receipt.refunded\",\"occurred_at\":\"" + at +
-         "\",\"data\":{\"receipt_id\":\"" + rid + "\"}}";
+  return "{\"event_id\":\"" + event_id + "\",\"type\":\"receipt.refunded\",\"occurred_at\":\"" +
+         at + "\",\"data\":{\"receipt_id\":\"" + rid + "\"}}";
 }
 
 // The string value of top-level `key` in the JSON object `json`; nullopt when

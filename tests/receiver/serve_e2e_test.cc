@@ -6,6 +6,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,9 +25,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "core/signature.h"
 #include "tests/receiver/receiver_test_util.h"
@@ -118,8 +117,7 @@ class ServerProcess {
 
   // Spawns the server and waits (bounded) for its "listening on" line.
   ::testing::AssertionResult Start(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {kCli, "serve", "--data", data_dir_, "--listen",
-                                     "127.0.0.1:0"};
+    std::vector<std::string> args = {kCli, "serve", "--data", data_dir_, "--listen", "127.0.0.1:0"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -152,8 +150,8 @@ class ServerProcess {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded startup poll
     }
-    return ::testing::AssertionFailure() << "no \"listening on\" within 10 s: "
-                                         << ReadFile(stderr_path_);
+    return ::testing::AssertionFailure()
+           << "no \"listening on\" within 10 s: " << ReadFile(stderr_path_);
   }
 
   void Signal(int sig) const {
@@ -251,7 +249,8 @@ long long MetricValue(const std::string& text, const std::string& series) {
 
 class serve_e2e : public ::testing::Test {
  protected:
-  serve_e2e() : scratch_("serve-e2e"), data_(scratch_.path() + "/data"), server_(data_, scratch_.path()) {}
+  serve_e2e()
+      : scratch_("serve-e2e"), data_(scratch_.path() + "/data"), server_(data_, scratch_.path()) {}
 
   CommandResult Cli(std::vector<std::string> args) { return RunCli(args, scratch_.path()); }
 
@@ -325,9 +324,9 @@ TEST_F(serve_e2e, AnswersEverySpecRowOverRealHttp) {
   // 401: unsigned, forged, stale.
   const std::string evil = Issued("evt_evil", "rcp_evil");
   EXPECT_EQ(post(evil, {}).status, 401);
-  EXPECT_EQ(post(evil, {{"X-RR-Signature", SignRr("forged_secret_0123456789", UnixNow(), evil)}})
-                .status,
-            401);
+  EXPECT_EQ(
+      post(evil, {{"X-RR-Signature", SignRr("forged_secret_0123456789", UnixNow(), evil)}}).status,
+      401);
   EXPECT_EQ(post(evil, {{"X-RR-Signature", SignRr(kSecret, UnixNow() - 3600, evil)}}).status, 401);
 
   // 409: same event_id, another type.
@@ -344,14 +343,14 @@ TEST_F(serve_e2e, AnswersEverySpecRowOverRealHttp) {
 
   // Same over curl.
   const std::string via_curl = Issued("evt_c1", "rcp_c1");
-  Answer c = Curl(server_.url(), via_curl,
-                  {"X-RR-Signature: " + SignRr(kSecret, UnixNow(), via_curl),
-                   "X-RR-Event-Id: evt_c1"},
-                  scratch_.path());
+  Answer c =
+      Curl(server_.url(), via_curl,
+           {"X-RR-Signature: " + SignRr(kSecret, UnixNow(), via_curl), "X-RR-Event-Id: evt_c1"},
+           scratch_.path());
   EXPECT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(c.body, R"({"status":"accepted"})");
-  c = Curl(server_.url(), via_curl,
-           {"X-RR-Signature: " + SignRr(kSecret, UnixNow(), via_curl)}, scratch_.path());
+  c = Curl(server_.url(), via_curl, {"X-RR-Signature: " + SignRr(kSecret, UnixNow(), via_curl)},
+           scratch_.path());
   EXPECT_EQ(c.body, R"({"status":"duplicate"})");
   c = Curl(server_.url(), big, {}, scratch_.path(), {"-H 'Expect:'"});
   EXPECT_EQ(c.status, 413) << c.body;
@@ -384,13 +383,25 @@ TEST_F(serve_e2e, AnswersEverySpecRowOverRealHttp) {
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   // accepted: evt_a1, evt_b2, evt_a2, evt_sw, evt_c1.
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="accepted",status="200"})"), 5)
+  EXPECT_EQ(
+      MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="accepted",status="200"})"),
+      5)
       << metrics->body;
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="duplicate",status="200"})"), 3);
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="invalid",status="400"})"), 3);
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="unauthorized",status="401"})"), 5);
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="conflict",status="409"})"), 1);
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="too_large",status="413"})"), 2);
+  EXPECT_EQ(
+      MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="duplicate",status="200"})"),
+      3);
+  EXPECT_EQ(
+      MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="invalid",status="400"})"),
+      3);
+  EXPECT_EQ(MetricValue(metrics->body,
+                        R"(eventfold_deliveries_total{outcome="unauthorized",status="401"})"),
+            5);
+  EXPECT_EQ(
+      MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="conflict",status="409"})"),
+      1);
+  EXPECT_EQ(
+      MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="too_large",status="413"})"),
+      2);
   EXPECT_EQ(MetricValue(metrics->body, "eventfold_ack_latency_seconds_count"), 19) << metrics->body;
   // Other methods: 405, unknown GET paths: 404.
   auto put = cli.Put("/hooks", issued, "application/json");
@@ -491,9 +502,11 @@ TEST_F(serve_e2e, KeepsTheConnectionAliveAcrossRequests) {
       request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
     } else {
       const std::string body = Issued("evt_ka" + std::to_string(i), "rcp_ka" + std::to_string(i));
-      request = "POST /hooks HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                "X-RR-Signature: " + SignRr(kSecret, UnixNow(), body) +
-                "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      request =
+          "POST /hooks HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+          "X-RR-Signature: " +
+          SignRr(kSecret, UnixNow(), body) + "\r\nContent-Length: " + std::to_string(body.size()) +
+          "\r\n\r\n" + body;
     }
     ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(request.size()));
@@ -532,8 +545,9 @@ TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
     const std::string event = Issued("evt_" + id, "rcp_" + id);
     const std::string request =
         "POST /hooks HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        "X-RR-Signature: " + SignRr(kSecret, UnixNow(), event) +
-        "\r\nContent-Length: " + std::to_string(event.size()) + "\r\n\r\n" + event;
+        "X-RR-Signature: " +
+        SignRr(kSecret, UnixNow(), event) + "\r\nContent-Length: " + std::to_string(event.size()) +
+        "\r\n\r\n" + event;
     EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(request.size()));
     std::string pending;
@@ -577,9 +591,8 @@ TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  EXPECT_GE(MetricValue(metrics,
-                        "eventfold_deliveries_total{outcome=\"overloaded\",status=\"429\"}"),
-            1);
+  EXPECT_GE(
+      MetricValue(metrics, "eventfold_deliveries_total{outcome=\"overloaded\",status=\"429\"}"), 1);
   cli.stop();
   EXPECT_EQ(server_.Stop(), 0) << server_.log();
   EXPECT_EQ(ListedReceipts(), (std::set<std::string>{"rcp_held1", "rcp_held2", "rcp_third"}));
@@ -627,9 +640,9 @@ TEST_F(serve_e2e, SigtermMidStreamLosesNoAcknowledgedEvent) {
   std::set<std::string> expected;
   for (int t = 0; t < kThreads; ++t) {
     expected.insert(acked[t].begin(), acked[t].end());
-    EXPECT_TRUE(odd_statuses[t].empty()) << "thread " << t << " got " << odd_statuses[t].size()
-                                         << " answers other than 200, first "
-                                         << odd_statuses[t].front();
+    EXPECT_TRUE(odd_statuses[t].empty())
+        << "thread " << t << " got " << odd_statuses[t].size() << " answers other than 200, first "
+        << odd_statuses[t].front();
   }
   std::printf("acknowledged %d, failed (no answer) %d of %d\n", answered.load(), failed.load(),
               kTotal);
@@ -670,10 +683,10 @@ TEST_F(serve_e2e, IngestWithSecretAcceptsSignedEnvelopesOnly) {
       Envelope({{"X-RR-Signature", SignRr(kSecret, now, b3)}}, b3),
   };
   const std::vector<std::string> bad = {
-      b4,                                                             // bare body: unsigned
-      Envelope({{"X-RR-Event-Id", "evt_i5"}}, b5),                    // envelope, no signature
+      b4,                                           // bare body: unsigned
+      Envelope({{"X-RR-Event-Id", "evt_i5"}}, b5),  // envelope, no signature
       Envelope({{"X-RR-Signature", SignRr("forged_secret_0123456789", now, b6)}}, b6),
-      Envelope({{"X-RR-Signature", SignRr(kSecret, now, b1)}}, b7),   // signature of another body
+      Envelope({{"X-RR-Signature", SignRr(kSecret, now, b1)}}, b7),  // signature of another body
       Envelope({{"X-RR-Signature", SignRr(kSecret, now - 3600, b8)}}, b8),  // stale
   };
   std::string ndjson;
@@ -682,8 +695,7 @@ TEST_F(serve_e2e, IngestWithSecretAcceptsSignedEnvelopesOnly) {
   const std::string file = scratch_.path() + "/deliveries.ndjson";
   WriteFile(file, ndjson);
 
-  CommandResult r =
-      Cli({"ingest", "--data", data_, "--secret", kSecret, "--secret", kWhsec, file});
+  CommandResult r = Cli({"ingest", "--data", data_, "--secret", kSecret, "--secret", kWhsec, file});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.out,
             "{\"accepted\":3,\"duplicate\":0,\"conflict\":0,\"invalid\":0,\"unauthorized\":5}\n")
@@ -749,15 +761,18 @@ TEST_F(serve_e2e, IngestSecretFlagDoesNotSwallowTheInputFile) {
 TEST_F(serve_e2e, ChunkedOversizedBodyIsRefusedOnce) {
   ASSERT_TRUE(server_.Start({"--secret", kSecret}));
   const std::string big = Issued("evt_chunk", "rcp_chunk") + std::string(2 << 20, ' ');
-  Answer c = Curl(server_.url(), big, {"X-RR-Signature: " + SignRr(kSecret, UnixNow(), big),
-                                       "Transfer-Encoding: chunked", "Expect:"},
+  Answer c = Curl(server_.url(), big,
+                  {"X-RR-Signature: " + SignRr(kSecret, UnixNow(), big),
+                   "Transfer-Encoding: chunked", "Expect:"},
                   scratch_.path());
   EXPECT_EQ(c.status, 413) << c.body;
   ExpectNot3xx(c);
   httplib::Client cli("127.0.0.1", server_.port());
   auto metrics = cli.Get("/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_EQ(MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="too_large",status="413"})"), 1)
+  EXPECT_EQ(
+      MetricValue(metrics->body, R"(eventfold_deliveries_total{outcome="too_large",status="413"})"),
+      1)
       << "one oversized delivery must be counted once";
   cli.stop();
   EXPECT_EQ(server_.Stop(), 0);

@@ -4,6 +4,7 @@
 
 #include "core/signature.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,8 +14,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/sha256.h"
 #include "tests/receiver/receiver_test_util.h"
@@ -31,8 +30,7 @@ const std::string kSecret2 = "rr_rotated_secret_abcdefghij";
 const std::string kBody =
     R"({"event_id":"evt_1","type":"receipt.issued","occurred_at":"2026-11-29T10:15:30Z","data":{"receipt_id":"rcp_1"}})";
 
-SignatureVerifier MakeVerifier(const std::vector<std::string>& secrets,
-                               int64_t tolerance = 300) {
+SignatureVerifier MakeVerifier(const std::vector<std::string>& secrets, int64_t tolerance = 300) {
   Result<SignatureVerifier> v = SignatureVerifier::Make(secrets, tolerance);
   EXPECT_TRUE(v.ok()) << v.status().message();
   return std::move(*v);
@@ -81,8 +79,8 @@ TEST(receiver_signature, StandardWebhooksPublishedVector) {
   EXPECT_EQ(SignStandard(secret, id, 1614265330, body), sig);
 
   // Header names are case-insensitive.
-  Headers upper = {{"Webhook-Id", id}, {"WEBHOOK-TIMESTAMP", "1614265330"},
-                   {"Webhook-Signature", sig}};
+  Headers upper = {
+      {"Webhook-Id", id}, {"WEBHOOK-TIMESTAMP", "1614265330"}, {"Webhook-Signature", sig}};
   EXPECT_TRUE(v.Verify(upper, body, 1614265330 * kMicros, nullptr).ok());
 
   // The same vector, one byte of body changed or another id: refused.
@@ -122,11 +120,11 @@ std::string OpensslHmacHex(const std::string& key, const std::string& payload_fi
 }
 
 TEST(receiver_signature, MatchesOpensslCommandOnRandomBodies) {
-  const uint64_t seed = TestSeed("receiver_signature.MatchesOpensslCommandOnRandomBodies", 20261129);
+  const uint64_t seed =
+      TestSeed("receiver_signature.MatchesOpensslCommandOnRandomBodies", 20261129);
   std::mt19937_64 rng(seed);
   receiver_test::TempDir dir("sig-openssl");
-  const std::string alnum =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+  const std::string alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
   for (int round = 0; round < 24; ++round) {
     std::string key;
     const size_t key_len = 16 + rng() % 48;
@@ -166,18 +164,19 @@ TEST(receiver_signature, MissingSignatureIsRefused) {
   EXPECT_NE(st.message().find("X-RR-Signature"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("webhook-signature"), std::string::npos) << st.message();
   // Unrelated headers do not count as a signature.
-  EXPECT_FALSE(v.Verify({{"X-RR-Event-Id", "evt_1"}, {"Authorization", "Bearer " + kSecret}},
-                        kBody, kNow * kMicros, nullptr)
+  EXPECT_FALSE(v.Verify({{"X-RR-Event-Id", "evt_1"}, {"Authorization", "Bearer " + kSecret}}, kBody,
+                        kNow * kMicros, nullptr)
                    .ok());
 }
 
 TEST(receiver_signature, ValidRrSignaturePasses) {
   SignatureVerifier v = MakeVerifier({kSecret});
-  EXPECT_TRUE(v.Verify(RrHeaders(SignRr(kSecret, kNow, kBody)), kBody, kNow * kMicros, nullptr).ok());
+  EXPECT_TRUE(
+      v.Verify(RrHeaders(SignRr(kSecret, kNow, kBody)), kBody, kNow * kMicros, nullptr).ok());
   // Header name case does not matter.
-  EXPECT_TRUE(v.Verify({{"x-rr-signature", SignRr(kSecret, kNow, kBody)}}, kBody,
-                       kNow * kMicros, nullptr)
-                  .ok());
+  EXPECT_TRUE(
+      v.Verify({{"x-rr-signature", SignRr(kSecret, kNow, kBody)}}, kBody, kNow * kMicros, nullptr)
+          .ok());
   // An empty body can be signed too.
   EXPECT_TRUE(v.Verify(RrHeaders(SignRr(kSecret, kNow, "")), "", kNow * kMicros, nullptr).ok());
 }
@@ -209,7 +208,8 @@ TEST(receiver_signature, EveryMalformedOrWrongRrHeaderIsRefused) {
       {"truncated to 63 hex", "t=" + t + ",v1=" + good.substr(0, 63)},
       {"one extra hex digit", "t=" + t + ",v1=" + good + "0"},
       {"upper-case hex", "t=" + t + ",v1=" + upper},
-      {"base64 instead of hex", "t=" + t + ",v1=" + Base64Encode(HmacSha256(kSecret, t + "." + kBody))},
+      {"base64 instead of hex",
+       "t=" + t + ",v1=" + Base64Encode(HmacSha256(kSecret, t + "." + kBody))},
       {"raw bytes", "t=" + t + ",v1=" + HmacSha256(kSecret, t + "." + kBody)},
       {"signature of another t", "t=" + std::to_string(kNow - 1) + ",v1=" + good},
       {"trailing garbage part", "t=" + t + ",v1=" + good + ",junk"},
@@ -243,11 +243,11 @@ TEST(receiver_signature, UnknownSchemeIsSkippedWhenAValidV1IsPresent) {
   const std::string t = std::to_string(kNow);
   const std::string good = V1Of(SignRr(kSecret, kNow, kBody));
   const std::string bogus(64, 'a');
-  EXPECT_TRUE(v.Verify(RrHeaders("t=" + t + ",v0=" + bogus + ",v1=" + good), kBody,
-                       kNow * kMicros, nullptr)
-                  .ok());
-  EXPECT_TRUE(v.Verify(RrHeaders("v1=" + good + ",v2=zzz,t=" + t), kBody, kNow * kMicros, nullptr)
-                  .ok());
+  EXPECT_TRUE(
+      v.Verify(RrHeaders("t=" + t + ",v0=" + bogus + ",v1=" + good), kBody, kNow * kMicros, nullptr)
+          .ok());
+  EXPECT_TRUE(
+      v.Verify(RrHeaders("v1=" + good + ",v2=zzz,t=" + t), kBody, kNow * kMicros, nullptr).ok());
 }
 
 TEST(receiver_signature, MultipleV1WithOneValidPasses) {
@@ -255,12 +255,12 @@ TEST(receiver_signature, MultipleV1WithOneValidPasses) {
   const std::string t = std::to_string(kNow);
   const std::string good = V1Of(SignRr(kSecret, kNow, kBody));
   const std::string wrong = V1Of(SignRr(kSecret2, kNow, kBody));
-  EXPECT_TRUE(v.Verify(RrHeaders("t=" + t + ",v1=" + wrong + ",v1=" + good), kBody,
-                       kNow * kMicros, nullptr)
-                  .ok());
-  EXPECT_TRUE(v.Verify(RrHeaders("t=" + t + ",v1=" + good + ",v1=" + wrong), kBody,
-                       kNow * kMicros, nullptr)
-                  .ok());
+  EXPECT_TRUE(
+      v.Verify(RrHeaders("t=" + t + ",v1=" + wrong + ",v1=" + good), kBody, kNow * kMicros, nullptr)
+          .ok());
+  EXPECT_TRUE(
+      v.Verify(RrHeaders("t=" + t + ",v1=" + good + ",v1=" + wrong), kBody, kNow * kMicros, nullptr)
+          .ok());
   ExpectRefusedNaming(v.Verify(RrHeaders("t=" + t + ",v1=" + wrong + ",v1=" + wrong), kBody,
                                kNow * kMicros, nullptr),
                       "X-RR-Signature: ");
@@ -338,11 +338,11 @@ TEST(receiver_signature, EveryMalformedOrWrongStandardHeaderIsRefused) {
   };
   EXPECT_TRUE(v.Verify(headers("evt_1", t, good), kBody, kNow * kMicros, nullptr).ok());
   // Several space-separated signatures, one valid (rotation); unknown versions skipped.
-  EXPECT_TRUE(v.Verify(headers("evt_1", t, "v1a,xyz v2,abc " +
-                                               SignStandard(other, "evt_1", kNow, kBody) + " " +
-                                               good),
-                       kBody, kNow * kMicros, nullptr)
-                  .ok());
+  EXPECT_TRUE(
+      v.Verify(headers("evt_1", t,
+                       "v1a,xyz v2,abc " + SignStandard(other, "evt_1", kNow, kBody) + " " + good),
+               kBody, kNow * kMicros, nullptr)
+          .ok());
 
   struct Case {
     std::string name;
@@ -364,8 +364,9 @@ TEST(receiver_signature, EveryMalformedOrWrongStandardHeaderIsRefused) {
       {"truncated base64", headers("evt_1", t, good.substr(0, good.size() - 2)), kBody,
        "webhook-signature: "},
       {"hex instead of base64",
-       headers("evt_1", t, "v1," + ToHex(HmacSha256(Base64Decode(whsec.substr(6)).value(),
-                                                    "evt_1." + t + "." + kBody))),
+       headers("evt_1", t,
+               "v1," + ToHex(HmacSha256(Base64Decode(whsec.substr(6)).value(),
+                                        "evt_1." + t + "." + kBody))),
        kBody, "webhook-signature: "},
       {"wrong secret", headers("evt_1", t, SignStandard(other, "evt_1", kNow, kBody)), kBody,
        "webhook-signature: "},
@@ -386,10 +387,10 @@ TEST(receiver_signature, EveryMalformedOrWrongStandardHeaderIsRefused) {
 TEST(receiver_signature, StandardWebhooksNeedAWhsecSecret) {
   // A plain secret verifies X-RR-Signature only.
   SignatureVerifier v = MakeVerifier({kSecret});
-  Headers h = {{"webhook-id", "evt_1"},
-               {"webhook-timestamp", std::to_string(kNow)},
-               {"webhook-signature", SignStandard("whsec_" + Base64Encode(kSecret), "evt_1",
-                                                  kNow, kBody)}};
+  Headers h = {
+      {"webhook-id", "evt_1"},
+      {"webhook-timestamp", std::to_string(kNow)},
+      {"webhook-signature", SignStandard("whsec_" + Base64Encode(kSecret), "evt_1", kNow, kBody)}};
   ExpectRefusedNaming(v.Verify(h, kBody, kNow * kMicros, nullptr), "webhook-signature: ");
 }
 
@@ -397,8 +398,7 @@ TEST(receiver_signature, WhsecSecretAlsoSignsRrAsWritten) {
   // SPEC §2: for X-RR-Signature the key is the configured secret's bytes as written.
   const std::string whsec = "whsec_" + Base64Encode("standard-key-0123456789");
   SignatureVerifier v = MakeVerifier({whsec});
-  EXPECT_TRUE(
-      v.Verify(RrHeaders(SignRr(whsec, kNow, kBody)), kBody, kNow * kMicros, nullptr).ok());
+  EXPECT_TRUE(v.Verify(RrHeaders(SignRr(whsec, kNow, kBody)), kBody, kNow * kMicros, nullptr).ok());
 }
 
 // --- secret validation -------------------------------------------------------
@@ -439,9 +439,13 @@ TEST(receiver_signature, MakeRefusesBadSecretsWithoutEchoingThem) {
 // --- base64 and constant-time comparison ---------------------------------------
 
 TEST(receiver_signature, Base64Rfc4648Vectors) {
-  const std::vector<std::pair<std::string, std::string>> vectors = {
-      {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},       {"foo", "Zm9v"},
-      {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  const std::vector<std::pair<std::string, std::string>> vectors = {{"", ""},
+                                                                    {"f", "Zg=="},
+                                                                    {"fo", "Zm8="},
+                                                                    {"foo", "Zm9v"},
+                                                                    {"foob", "Zm9vYg=="},
+                                                                    {"fooba", "Zm9vYmE="},
+                                                                    {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, encoded] : vectors) {
     EXPECT_EQ(Base64Encode(plain), encoded);
     EXPECT_EQ(Base64Decode(encoded), plain) << "\"" << encoded << "\"";

@@ -5,10 +5,11 @@
 // generation, an unknown key — is reported naming the key, and the command
 // exits 1.
 
-#include <sys/wait.h>
+#include "replay/check.h"
 
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -19,7 +20,6 @@
 #include <vector>
 
 #include "eventfold/store.h"
-#include "replay/check.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "tests/reliability/reliability_util.h"
@@ -126,8 +126,8 @@ CliResult RunCheckCli(const std::string& dir) {
   ScratchDir tmp;
   std::filesystem::create_directories(tmp.path());
   const std::string out = tmp.path() + "/out", err = tmp.path() + "/err";
-  const std::string cmd = std::string(EVENTFOLD_CLI) + " check --data '" + dir + "' >'" + out +
-                          "' 2>'" + err + "'";
+  const std::string cmd =
+      std::string(EVENTFOLD_CLI) + " check --data '" + dir + "' >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   CliResult r;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
@@ -145,8 +145,8 @@ CliResult RunCheckCli(const std::string& dir) {
 class CheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    seed_ = storage_test::TestSeed(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), 9100);
+    seed_ = storage_test::TestSeed(::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                                   9100);
     Populate(dir_.path(), seed_);
   }
   ScratchDir dir_;
@@ -188,8 +188,8 @@ TEST_F(CheckTest, CleanStorePasses) {
 // and the check names the key.
 TEST_F(CheckTest, FlippedByteInAnyFamilyIsReportedWithItsKey) {
   const std::string gen = storage::GenerationPrefix(1);
-  const std::vector<std::string> prefixes = {"a/", "d/", "c/", "q/", "f/",
-                                             gen + "l/", gen + "p/", gen + "s/"};
+  const std::vector<std::string> prefixes = {"a/", "d/",       "c/",       "q/",
+                                             "f/", gen + "l/", gen + "p/", gen + "s/"};
   ScratchDir pristine;
   std::filesystem::copy(dir_.path(), pristine.path(), std::filesystem::copy_options::recursive);
   for (const std::string& prefix : prefixes) {

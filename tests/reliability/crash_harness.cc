@@ -22,12 +22,11 @@
 // directory of the store (default: the temp dir, a real disk).
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -182,8 +181,8 @@ ChildRun RunAndKill(const std::string& dir, const std::vector<const Delivery*>& 
     if (!deadline && run.opened) deadline = SteadyClock::now() + kill_after;
     int timeout_ms = 100;
     if (deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-          *deadline - SteadyClock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::microseconds>(*deadline - SteadyClock::now());
       if (left.count() <= 0) break;
       timeout_ms = static_cast<int>((left.count() + 999) / 1000);
     }
@@ -208,7 +207,8 @@ ChildRun RunAndKill(const std::string& dir, const std::vector<const Delivery*>& 
   ::waitpid(pid, &status, 0);
   // What it wrote before dying is still in the pipe.
   char buf[8192];
-  for (ssize_t n; (n = ::read(from_child, buf, sizeof(buf))) > 0;) buffer.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(from_child, buf, sizeof(buf))) > 0;)
+    buffer.append(buf, static_cast<size_t>(n));
   take_lines();
   ::close(from_child);
   run.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
@@ -264,8 +264,8 @@ TEST(CrashHarness, SigkillDuringIngestLosesNothingAcknowledged) {
         index.push_back(i);
       }
     }
-    const auto kill_after = std::chrono::microseconds(
-        std::uniform_int_distribution<int64_t>(5000, 80000)(rng));
+    const auto kill_after =
+        std::chrono::microseconds(std::uniform_int_distribution<int64_t>(5000, 80000)(rng));
     const auto child_start = SteadyClock::now();
     const ChildRun run = RunAndKill(dir->path(), work, index, kill_after);
     child_seconds += Since(child_start);
@@ -332,14 +332,16 @@ TEST(CrashHarness, SigkillDuringIngestLosesNothingAcknowledged) {
   }
   acked_events += acked.size();
   stored_events += stored;
-  std::printf("CrashHarness: %d iterations survived (%d killed mid-ingest, %d finished first); "
-              "%zu acknowledgements, %zu distinct acknowledged events, %zu events stored; "
-              "children %.1f s, checks %.1f s, %.1f s in all\n",
-              iterations, killed, completed, acks, acked_events, stored_events, child_seconds,
-              check_seconds, Since(start));
-  std::printf("  check phases: open %.1f s, logs %.1f s, verify %.1f s, feed %.1f s, full check "
-              "%.1f s, close %.1f s, raw scan %.1f s\n",
-              phase[0], phase[1], phase[2], phase[3], phase[4], phase[5], phase[6]);
+  std::printf(
+      "CrashHarness: %d iterations survived (%d killed mid-ingest, %d finished first); "
+      "%zu acknowledgements, %zu distinct acknowledged events, %zu events stored; "
+      "children %.1f s, checks %.1f s, %.1f s in all\n",
+      iterations, killed, completed, acks, acked_events, stored_events, child_seconds,
+      check_seconds, Since(start));
+  std::printf(
+      "  check phases: open %.1f s, logs %.1f s, verify %.1f s, feed %.1f s, full check "
+      "%.1f s, close %.1f s, raw scan %.1f s\n",
+      phase[0], phase[1], phase[2], phase[3], phase[4], phase[5], phase[6]);
   EXPECT_GT(killed, iterations / 2) << "too few kills landed mid-ingest";
   EXPECT_GT(acked_events, static_cast<size_t>(iterations)) << "too little was ingested";
 }

@@ -25,6 +25,9 @@
 #ifndef EVENTFOLD_TESTS_RELIABILITY_FAULT_ENV_H_
 #define EVENTFOLD_TESTS_RELIABILITY_FAULT_ENV_H_
 
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -34,9 +37,6 @@
 #include <string>
 #include <vector>
 
-#include <leveldb/env.h>
-#include <leveldb/helpers/memenv.h>
-
 namespace eventfold::reliability {
 
 class FaultEnv final : public leveldb::EnvWrapper {
@@ -45,15 +45,27 @@ class FaultEnv final : public leveldb::EnvWrapper {
   ~FaultEnv() override = default;
 
   // --- fault switches -----------------------------------------------------
-  void SetAppendError(bool on) { Locked([&] { append_error_ = on; }); }
+  void SetAppendError(bool on) {
+    Locked([&] { append_error_ = on; });
+  }
   // Fails only the n-th Append from now (1: the next one), once.
-  void FailNthAppend(int n) { Locked([&] { append_countdown_ = n; }); }
+  void FailNthAppend(int n) {
+    Locked([&] { append_countdown_ = n; });
+  }
   // A failing Append first writes half of its data.
-  void SetPartialWrites(bool on) { Locked([&] { partial_writes_ = on; }); }
-  void SetSyncError(bool on) { Locked([&] { sync_error_ = on; }); }
-  void SetCloseError(bool on) { Locked([&] { close_error_ = on; }); }
+  void SetPartialWrites(bool on) {
+    Locked([&] { partial_writes_ = on; });
+  }
+  void SetSyncError(bool on) {
+    Locked([&] { sync_error_ = on; });
+  }
+  void SetCloseError(bool on) {
+    Locked([&] { close_error_ = on; });
+  }
   // Disk full after `bytes` more bytes; nullopt: unlimited.
-  void SetSpaceLeft(std::optional<uint64_t> bytes) { Locked([&] { space_left_ = bytes; }); }
+  void SetSpaceLeft(std::optional<uint64_t> bytes) {
+    Locked([&] { space_left_ = bytes; });
+  }
   // Every switch off (a power cut stays until Revive).
   void ClearFaults() {
     Locked([&] {
@@ -66,10 +78,14 @@ class FaultEnv final : public leveldb::EnvWrapper {
   // The machine goes off: every later write, sync, close, create, rename or
   // remove fails without changing anything. Reads still work (the test
   // inspects what is left).
-  void PowerCut() { Locked([&] { dead_ = true; }); }
+  void PowerCut() {
+    Locked([&] { dead_ = true; });
+  }
   // The power goes at the n-th Append or Sync from now (1: the next), which
   // fails: cuts land between a log append and its sync as often as not.
-  void CutPowerAfter(uint64_t ops) { Locked([&] { ops_until_cut_ = ops; }); }
+  void CutPowerAfter(uint64_t ops) {
+    Locked([&] { ops_until_cut_ = ops; });
+  }
   void Revive() {
     Locked([&] {
       dead_ = false;

@@ -169,10 +169,11 @@ TEST(LevelDbFaults, FailedAppendIsNotStickyAndLaterWritesAreLostOnReopen) {
   for (int i = 1; i <= 400; ++i) {
     if (!db->Get(leveldb::ReadOptions(), "k" + std::to_string(i), &v).ok()) ++lost;
   }
-  std::printf("LevelDB 1.23 after one failed log append: %d of %d later synced, acknowledged "
-              "writes are gone after a reopen (the log writer's block offset moved past the "
-              "bytes it never wrote)\n",
-              lost, acknowledged);
+  std::printf(
+      "LevelDB 1.23 after one failed log append: %d of %d later synced, acknowledged "
+      "writes are gone after a reopen (the log writer's block offset moved past the "
+      "bytes it never wrote)\n",
+      lost, acknowledged);
   EXPECT_GT(lost, 0) << "if LevelDB stops losing them, revisit storage/guarded_db.h";
 }
 
@@ -182,25 +183,38 @@ enum class Fault { kAppend, kPartialAppend, kSync, kDiskFull, kClose };
 
 std::string FaultName(Fault f) {
   switch (f) {
-    case Fault::kAppend: return "append";
-    case Fault::kPartialAppend: return "partial_append";
-    case Fault::kSync: return "sync";
-    case Fault::kDiskFull: return "disk_full";
-    case Fault::kClose: return "close";
+    case Fault::kAppend:
+      return "append";
+    case Fault::kPartialAppend:
+      return "partial_append";
+    case Fault::kSync:
+      return "sync";
+    case Fault::kDiskFull:
+      return "disk_full";
+    case Fault::kClose:
+      return "close";
   }
   return "?";
 }
 
 void Inject(FaultEnv* env, Fault f) {
   switch (f) {
-    case Fault::kAppend: env->SetAppendError(true); break;
+    case Fault::kAppend:
+      env->SetAppendError(true);
+      break;
     case Fault::kPartialAppend:
       env->SetPartialWrites(true);
       env->SetAppendError(true);
       break;
-    case Fault::kSync: env->SetSyncError(true); break;
-    case Fault::kDiskFull: env->SetSpaceLeft(100); break;
-    case Fault::kClose: env->SetCloseError(true); break;
+    case Fault::kSync:
+      env->SetSyncError(true);
+      break;
+    case Fault::kDiskFull:
+      env->SetSpaceLeft(100);
+      break;
+    case Fault::kClose:
+      env->SetCloseError(true);
+      break;
   }
 }
 
@@ -255,8 +269,8 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
     EXPECT_EQ(http.status, 503) << http.body;
     IngestResult r = store->Ingest(refund);
     EXPECT_EQ(r.outcome, Outcome::kStorageError) << r.message;
-    std::vector<IngestResult> batch = store->IngestBatch(
-        {{{}, Issued("evt_b1", "rcp_b1")}, {{}, Issued("evt_i1", "rcp_1")}});
+    std::vector<IngestResult> batch =
+        store->IngestBatch({{{}, Issued("evt_b1", "rcp_b1")}, {{}, Issued("evt_i1", "rcp_1")}});
     EXPECT_EQ(batch[0].outcome, Outcome::kStorageError);
     EXPECT_EQ(batch[1].outcome, Outcome::kDuplicate) << "a duplicate needs no write";
     EXPECT_TRUE(before == See(store.get())) << "a failed write made something visible";
@@ -284,10 +298,10 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
       ASSERT_TRUE(Acknowledged(r.outcome)) << Str(r.outcome) << ": " << r.message;
       acked[r.event_id] = r.entity;
     }
-    std::printf("%s fault: %llu faults injected; stored again %.2f s after the fault cleared, "
-                "without reopening the store\n",
-                FaultName(fault).c_str(),
-                static_cast<unsigned long long>(env.faults_injected()), waited);
+    std::printf(
+        "%s fault: %llu faults injected; stored again %.2f s after the fault cleared, "
+        "without reopening the store\n",
+        FaultName(fault).c_str(), static_cast<unsigned long long>(env.faults_injected()), waited);
     EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "refunded");
     EXPECT_EQ(store->Get("receipt", "rcp_new")->state, "issued");
     // New events still go in after the recovery.
@@ -348,7 +362,8 @@ TEST(StoreFaultRecovery, NothingAcknowledgedIsLostAfterAFailedAppend) {
 // store reopens itself whenever the disk works again, readers never see
 // damage, and in the end every acknowledged event is there.
 TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
-  const uint64_t seed = TestSeed("StoreFaultRecovery.FlappingDiskUnderConcurrentIngestAndReads", 7200);
+  const uint64_t seed =
+      TestSeed("StoreFaultRecovery.FlappingDiskUnderConcurrentIngestAndReads", 7200);
   FaultEnv env;
   const Options o = FaultOptions(&env);
   // Writers run through at least kMinDeliveries and on until the disk has
@@ -405,13 +420,19 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
       while (!done) {
         std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 60 + 20));
         switch (rng() % 4) {
-          case 0: env.SetAppendError(true); break;
+          case 0:
+            env.SetAppendError(true);
+            break;
           case 1:
             env.SetPartialWrites(true);
             env.SetAppendError(true);
             break;
-          case 2: env.SetSyncError(true); break;
-          case 3: env.SetSpaceLeft(rng() % 8192); break;
+          case 2:
+            env.SetSyncError(true);
+            break;
+          case 3:
+            env.SetSpaceLeft(rng() % 8192);
+            break;
         }
         ++bursts;
         std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 40 + 10));
@@ -432,10 +453,11 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
   ExpectConsistent(o, &env, acked);
   env.DropUnsyncedData();
   ExpectConsistent(o, &env, acked);
-  std::printf("flapping disk: %zu fault bursts (%llu faults injected), %zu answers 503 retried, "
-              "%zu acknowledged events all stored, %zu reads meanwhile\n",
-              bursts.load(), static_cast<unsigned long long>(env.faults_injected()),
-              answers_503.load(), acked.size(), reads.load());
+  std::printf(
+      "flapping disk: %zu fault bursts (%llu faults injected), %zu answers 503 retried, "
+      "%zu acknowledged events all stored, %zu reads meanwhile\n",
+      bursts.load(), static_cast<unsigned long long>(env.faults_injected()), answers_503.load(),
+      acked.size(), reads.load());
   EXPECT_GT(answers_503.load(), 0u);
 }
 
@@ -514,11 +536,12 @@ TEST(PowerCut, SyncedIngestLosesNothingAcknowledged) {
       return;
     }
   }
-  std::printf("PowerCut kSync: %d power cuts during 4-thread ingest (%zu of them dropping "
-              "unsynced bytes, %llu in all), %zu acknowledgements, %zu distinct events "
-              "acknowledged, every one present after every cut; %.1f s\n",
-              cycles, cuts_dropping, static_cast<unsigned long long>(dropped), acks,
-              acked.size(), std::chrono::duration<double>(SteadyClock::now() - start).count());
+  std::printf(
+      "PowerCut kSync: %d power cuts during 4-thread ingest (%zu of them dropping "
+      "unsynced bytes, %llu in all), %zu acknowledgements, %zu distinct events "
+      "acknowledged, every one present after every cut; %.1f s\n",
+      cycles, cuts_dropping, static_cast<unsigned long long>(dropped), acks, acked.size(),
+      std::chrono::duration<double>(SteadyClock::now() - start).count());
   EXPECT_GT(cuts_dropping, 0u) << "no cut landed between a write and its sync";
   EXPECT_GT(acked.size(), static_cast<size_t>(cycles));
 }
@@ -558,9 +581,10 @@ TEST(PowerCut, BufferedIngestMayLoseAcknowledgedEventsButStaysConsistent) {
     ExpectConsistent(o, &env, all_acked);
     if (::testing::Test::HasFailure()) return;
   }
-  std::printf("PowerCut kBuffered: %d power cuts, %zu acknowledgements, %zu acknowledged "
-              "events lost, store consistent after every cut\n",
-              kCycles, acks, lost);
+  std::printf(
+      "PowerCut kBuffered: %d power cuts, %zu acknowledgements, %zu acknowledged "
+      "events lost, store consistent after every cut\n",
+      kCycles, acks, lost);
   EXPECT_GT(lost, 0u) << "kBuffered acknowledges before the disk has the data";
 }
 
@@ -617,9 +641,10 @@ TEST(DiskFull, FillingUpMidIngestNeverDamagesTheStore) {
     }
     pos = pos > 200 ? pos - 200 : 0;  // the sender retries what got 503
   }
-  std::printf("DiskFull: %zu rounds filled the disk mid-ingest (%zu answers 503), %zu "
-              "acknowledged events all intact, store checked clean after each\n",
-              rounds, full_503, acked.size());
+  std::printf(
+      "DiskFull: %zu rounds filled the disk mid-ingest (%zu answers 503), %zu "
+      "acknowledged events all intact, store checked clean after each\n",
+      rounds, full_503, acked.size());
 }
 
 }  // namespace

@@ -124,7 +124,8 @@ inline void ExpectInLogs(Store* store, const Acked& acked,
   for (const auto& [ref, ids] : by_entity) {
     Result<EntityLog> log = store->Log(ref.entity, ref.id);
     if (!log.ok()) {
-      if (++failures <= 5) ADD_FAILURE() << ref.entity << "/" << ref.id << ": " << log.status().ToString();
+      if (++failures <= 5)
+        ADD_FAILURE() << ref.entity << "/" << ref.id << ": " << log.status().ToString();
       continue;
     }
     std::map<std::string, int> seen;

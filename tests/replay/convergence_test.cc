@@ -58,19 +58,14 @@ Checked IngestAndCheck(const std::vector<Delivery>& arrival, uint64_t seed,
   out.list = ListAll(store.get());
 
   const Reference ref = ReferenceModel(arrival);
-  EXPECT_EQ(out.outcomes, ref.outcomes)
-      << "per-delivery outcomes differ from the reference";
-  EXPECT_EQ(out.list, ref.list)
-      << "live projections differ from the reference fold";
+  EXPECT_EQ(out.outcomes, ref.outcomes) << "per-delivery outcomes differ from the reference";
+  EXPECT_EQ(out.list, ref.list) << "live projections differ from the reference fold";
 
-  Result<VerifySummary> v =
-      store->Verify([](const std::optional<Projection>& live,
-                       const std::optional<Projection>& rebuilt) {
+  Result<VerifySummary> v = store->Verify(
+      [](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
         ADD_FAILURE() << "verify difference: live "
-                      << (live ? ProjectionToJson(*live) : std::string("none"))
-                      << " rebuilt "
-                      << (rebuilt ? ProjectionToJson(*rebuilt)
-                                  : std::string("none"));
+                      << (live ? ProjectionToJson(*live) : std::string("none")) << " rebuilt "
+                      << (rebuilt ? ProjectionToJson(*rebuilt) : std::string("none"));
       });
   EXPECT_TRUE(v.ok()) << v.status().ToString();
   if (v.ok()) {
@@ -82,16 +77,13 @@ Checked IngestAndCheck(const std::vector<Delivery>& arrival, uint64_t seed,
   if (r.ok()) {
     EXPECT_EQ(r->rejected, ref.rejected);
   }
-  EXPECT_EQ(ListAll(store.get()), out.list)
-      << "projections changed by a rebuild";
+  EXPECT_EQ(ListAll(store.get()), out.list) << "projections changed by a rebuild";
   return out;
 }
 
 sim::HistoryOptions SmallHistory(uint64_t seed) {
   std::mt19937_64 rng(seed * 7919 + 1);
-  auto in = [&](int lo, int hi) {
-    return lo + static_cast<int>(rng() % (hi - lo + 1));
-  };
+  auto in = [&](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
   sim::HistoryOptions o;
   o.seed = seed;
   o.receipts = in(3, 10);
@@ -130,15 +122,12 @@ TEST(Convergence, SeededHistoriesConvergeInEveryArrivalOrder) {
       if (order == 0) {
         first = c.list;
         total_rejected += ReferenceModel(arrival).rejected;
-        EXPECT_EQ(std::count(c.outcomes.begin(), c.outcomes.end(),
-                             Outcome::kAccepted),
+        EXPECT_EQ(std::count(c.outcomes.begin(), c.outcomes.end(), Outcome::kAccepted),
                   static_cast<ptrdiff_t>(h.events.size()));
-        EXPECT_EQ(std::count(c.outcomes.begin(), c.outcomes.end(),
-                             Outcome::kConflict),
+        EXPECT_EQ(std::count(c.outcomes.begin(), c.outcomes.end(), Outcome::kConflict),
                   static_cast<ptrdiff_t>(h.conflicts));
-        EXPECT_EQ(
-            std::count(c.outcomes.begin(), c.outcomes.end(), Outcome::kInvalid),
-            static_cast<ptrdiff_t>(h.malformed));
+        EXPECT_EQ(std::count(c.outcomes.begin(), c.outcomes.end(), Outcome::kInvalid),
+                  static_cast<ptrdiff_t>(h.malformed));
       } else {
         EXPECT_EQ(c.list, first) << "projections depend on the arrival order";
       }
@@ -178,8 +167,7 @@ TEST(Convergence, OneBatchEqualsOneByOne) {
     o.target_body_bytes = 300;
     const sim::History h = sim::GenerateHistory(o);
     std::vector<Delivery> arrival = h.deliveries;
-    for (size_t i = 0; i < arrival.size(); i += 7)
-      arrival.push_back(arrival[i]);
+    for (size_t i = 0; i < arrival.size(); i += 7) arrival.push_back(arrival[i]);
     sim::Shuffle(&arrival, seed + 99);
 
     MemStore batched(seed % 2 ? 2 : 1000), single(seed % 2 ? 2 : 1000);
@@ -221,11 +209,9 @@ TEST(Convergence, ReopeningMidwayChangesNothing) {
     size_t i = 0;
     while (i < arrival.size()) {
       const size_t n = std::min<size_t>(arrival.size() - i, 1 + rng() % 15);
-      std::vector<Delivery> batch(
-          arrival.begin() + static_cast<ptrdiff_t>(i),
-          arrival.begin() + static_cast<ptrdiff_t>(i + n));
-      for (const IngestResult& r : store->IngestBatch(batch))
-        outcomes.push_back(r.outcome);
+      std::vector<Delivery> batch(arrival.begin() + static_cast<ptrdiff_t>(i),
+                                  arrival.begin() + static_cast<ptrdiff_t>(i + n));
+      for (const IngestResult& r : store->IngestBatch(batch)) outcomes.push_back(r.outcome);
       i += n;
       store.Reopen();
       ASSERT_TRUE(store);
@@ -273,21 +259,17 @@ TEST(Convergence, ConcurrentIngestConverges) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         std::vector<Delivery> mine;
-        for (size_t i = static_cast<size_t>(t); i < arrival.size();
-             i += kThreads) {
+        for (size_t i = static_cast<size_t>(t); i < arrival.size(); i += kThreads) {
           mine.push_back(arrival[i]);
         }
-        outcomes[t] = IngestChunked(store.get(), mine,
-                                    seed * 10 + static_cast<uint64_t>(t));
+        outcomes[t] = IngestChunked(store.get(), mine, seed * 10 + static_cast<uint64_t>(t));
       });
     }
     for (std::thread& th : threads) th.join();
     size_t accepted = 0, invalid = 0;
     for (const auto& v : outcomes) {
-      accepted += static_cast<size_t>(
-          std::count(v.begin(), v.end(), Outcome::kAccepted));
-      invalid += static_cast<size_t>(
-          std::count(v.begin(), v.end(), Outcome::kInvalid));
+      accepted += static_cast<size_t>(std::count(v.begin(), v.end(), Outcome::kAccepted));
+      invalid += static_cast<size_t>(std::count(v.begin(), v.end(), Outcome::kInvalid));
     }
     EXPECT_EQ(accepted, h.events.size());
     EXPECT_EQ(invalid, h.malformed);
@@ -311,13 +293,11 @@ TEST(Convergence, LargerHistoryThroughTableFiles) {
   std::string first;
   for (int order = 0; order < 2; ++order) {
     SCOPED_TRACE("arrival order " + std::to_string(order));
-    const std::vector<Delivery> arrival =
-        order == 0 ? h.deliveries : ArrivalOrder(h, 77);
+    const std::vector<Delivery> arrival = order == 0 ? h.deliveries : ArrivalOrder(h, 77);
     MemStore store(/*snapshot_interval=*/order == 0 ? 1000 : 3,
                    /*write_buffer_bytes=*/64 << 10);
     ASSERT_TRUE(store);
-    const std::vector<Outcome> outcomes =
-        IngestChunked(store.get(), arrival, order);
+    const std::vector<Outcome> outcomes = IngestChunked(store.get(), arrival, order);
     const Reference ref = ReferenceModel(arrival);
     EXPECT_EQ(outcomes, ref.outcomes);
     const std::string list = ListAll(store.get());
@@ -351,8 +331,7 @@ TEST(Convergence, VerifyReportsATamperedProjectionAndRebuildHealsIt) {
     // storage/key_codec.h: g/<gen>/p/<entity>\0<id>), in every generation.
     const std::string tail = std::string("/p/receipt") + '\0' + "rcp_000001";
     std::vector<std::pair<std::string, std::string>> tampered;
-    std::unique_ptr<leveldb::Iterator> it(
-        db->NewIterator(leveldb::ReadOptions()));
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       const std::string key = it->key().ToString();
       if (!key.starts_with("g/") || !key.ends_with(tail)) continue;
@@ -372,9 +351,8 @@ TEST(Convergence, VerifyReportsATamperedProjectionAndRebuildHealsIt) {
   ASSERT_TRUE(store);
   EXPECT_NE(ListAll(store.get()), good);
   int reported = 0;
-  Result<VerifySummary> v =
-      store->Verify([&](const std::optional<Projection>& live,
-                        const std::optional<Projection>& rebuilt) {
+  Result<VerifySummary> v = store->Verify(
+      [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
         ++reported;
         ASSERT_TRUE(live && rebuilt);
         EXPECT_EQ(live->id, "rcp_000001");
@@ -394,11 +372,10 @@ TEST(Convergence, VerifyReportsATamperedProjectionAndRebuildHealsIt) {
 // ---------------------------------------------------------------------------
 // Hand-made edge cases, each in many (or all) arrival orders.
 
-std::string Body(const std::string& id, const std::string& type,
-                 const std::string& at, const std::string& data,
-                 const std::string& version = "") {
-  std::string b = "{\"event_id\":\"" + id + "\",\"type\":\"" + type +
-                  "\",\"occurred_at\":\"" + at + "\"";
+std::string Body(const std::string& id, const std::string& type, const std::string& at,
+                 const std::string& data, const std::string& version = "") {
+  std::string b =
+      "{\"event_id\":\"" + id + "\",\"type\":\"" + type + "\",\"occurred_at\":\"" + at + "\"";
   if (!version.empty()) b += ",\"version\":" + version;
   return b + ",\"data\":" + data + "}";
 }
@@ -444,8 +421,7 @@ void RunCase(const std::string& name, const Case& c) {
   for (size_t i = 0; i < orders.size(); ++i) {
     SCOPED_TRACE("order " + std::to_string(i));
     ConflictsAfterOriginals(c.events, &orders[i], i);
-    const Checked got = IngestAndCheck(
-        orders[i], i, std::vector<uint64_t>{1000, 1, 2, 3}[i % 4]);
+    const Checked got = IngestAndCheck(orders[i], i, std::vector<uint64_t>{1000, 1, 2, 3}[i % 4]);
     if (i == 0) {
       first = got.list;
       EXPECT_NE(first.find(c.expect_contains), std::string::npos)
@@ -459,8 +435,7 @@ void RunCase(const std::string& name, const Case& c) {
 
 TEST(ConvergenceEdges, RefundBeforeIssue) {
   RunCase("refund before issue",
-          {{Body("e1", "receipt.issued", "2026-11-29T10:00:00Z",
-                 Receipt("r1", ",\"total\":100")),
+          {{Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r1", ",\"total\":100")),
             Body("e2", "receipt.refunded", "2026-11-29T11:00:00Z",
                  Receipt("r1", ",\"refund_id\":\"rf1\""))},
            {},
@@ -496,8 +471,7 @@ TEST(ConvergenceEdges, SameOccurredAtTies) {
       "absent version sorts before version 0",
       {{Body("v1", "product.updated", at, Product("p1", ",\"price\":2"), "0"),
         Body("v0", "product.created", at, Product("p1", ",\"price\":1")),
-        Body("v2", "product.updated", "2026-11-29T10:00:01Z",
-             Product("p1", ",\"price\":3"), "0")},
+        Body("v2", "product.updated", "2026-11-29T10:00:01Z", Product("p1", ",\"price\":3"), "0")},
        {},
        "stale version 0 (entity is at version 0)"});
   // The same microsecond in two spellings (an offset; a 7th digit that is
@@ -512,44 +486,36 @@ TEST(ConvergenceEdges, SameOccurredAtTies) {
 }
 
 TEST(ConvergenceEdges, StaleVersions) {
-  RunCase("stale inventory report",
-          {{Body("i1", "inventory.updated", "2026-11-29T10:00:00Z",
-                 Product("p1", ",\"on_hand\":5"), "5"),
-            Body("i2", "inventory.updated", "2026-11-29T11:00:00Z",
-                 Product("p1", ",\"on_hand\":9"), "3"),
-            Body("i3", "inventory.updated", "2026-11-29T12:00:00Z",
-                 Product("p1", ",\"on_hand\":2"), "7"),
-            Body("i4", "inventory.updated", "2026-11-29T13:00:00Z",
-                 Product("p1", ",\"on_hand\":1"), "7")},
-           {},
-           "\"on_hand\":2"});
+  RunCase("stale inventory report", {{Body("i1", "inventory.updated", "2026-11-29T10:00:00Z",
+                                           Product("p1", ",\"on_hand\":5"), "5"),
+                                      Body("i2", "inventory.updated", "2026-11-29T11:00:00Z",
+                                           Product("p1", ",\"on_hand\":9"), "3"),
+                                      Body("i3", "inventory.updated", "2026-11-29T12:00:00Z",
+                                           Product("p1", ",\"on_hand\":2"), "7"),
+                                      Body("i4", "inventory.updated", "2026-11-29T13:00:00Z",
+                                           Product("p1", ",\"on_hand\":1"), "7")},
+                                     {},
+                                     "\"on_hand\":2"});
 }
 
 TEST(ConvergenceEdges, ImpossibleTransitions) {
-  RunCase("update before create, update after delete, never created",
-          {{Body("p0", "product.updated", "2026-11-29T09:00:00Z",
-                 Product("p1", ",\"price\":1"), "0"),
-            Body("p1", "product.created", "2026-11-29T10:00:00Z",
-                 Product("p1", ",\"price\":2"), "1"),
-            Body("p2", "product.deleted", "2026-11-29T11:00:00Z", Product("p1"),
-                 "2"),
-            Body("p3", "product.updated", "2026-11-29T12:00:00Z",
-                 Product("p1", ",\"price\":3"), "3"),
-            Body("q1", "product.deleted", "2026-11-29T12:00:00Z", Product("p2"),
-                 "1"),
-            Body("r9", "receipt.refunded", "2026-11-29T12:00:00Z",
-                 Receipt("r-none"))},
-           {},
-           "impossible transition deleted -> active"});
   RunCase(
-      "issued again after the refund",
-      {{Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r1")),
-        Body("e2", "receipt.refunded", "2026-11-29T11:00:00Z", Receipt("r1")),
-        Body("e3", "receipt.issued", "2026-11-29T12:00:00Z",
-             Receipt("r1", ",\"again\":true")),
-        Body("e4", "receipt.refunded", "2026-11-29T13:00:00Z", Receipt("r1"))},
+      "update before create, update after delete, never created",
+      {{Body("p0", "product.updated", "2026-11-29T09:00:00Z", Product("p1", ",\"price\":1"), "0"),
+        Body("p1", "product.created", "2026-11-29T10:00:00Z", Product("p1", ",\"price\":2"), "1"),
+        Body("p2", "product.deleted", "2026-11-29T11:00:00Z", Product("p1"), "2"),
+        Body("p3", "product.updated", "2026-11-29T12:00:00Z", Product("p1", ",\"price\":3"), "3"),
+        Body("q1", "product.deleted", "2026-11-29T12:00:00Z", Product("p2"), "1"),
+        Body("r9", "receipt.refunded", "2026-11-29T12:00:00Z", Receipt("r-none"))},
        {},
-       "impossible transition refunded -> issued"});
+       "impossible transition deleted -> active"});
+  RunCase("issued again after the refund",
+          {{Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r1")),
+            Body("e2", "receipt.refunded", "2026-11-29T11:00:00Z", Receipt("r1")),
+            Body("e3", "receipt.issued", "2026-11-29T12:00:00Z", Receipt("r1", ",\"again\":true")),
+            Body("e4", "receipt.refunded", "2026-11-29T13:00:00Z", Receipt("r1"))},
+           {},
+           "impossible transition refunded -> issued"});
 }
 
 TEST(ConvergenceEdges, KeysFieldsAndUnroutedEvents) {
@@ -558,8 +524,7 @@ TEST(ConvergenceEdges, KeysFieldsAndUnroutedEvents) {
                  "{\"receipt_id\":42,\"note\":\"a\",\"n\":{\"x\":[1,2]}}"),
             Body("k2", "receipt.refunded", "2026-11-29T10:00:01Z",
                  "{\"receipt_id\":\"42\",\"note\":\"b\",\"extra\":null}"),
-            Body("k3", "customer.created", "2026-11-29T10:00:02Z",
-                 "{\"customer_id\":\"c1\"}")},
+            Body("k3", "customer.created", "2026-11-29T10:00:02Z", "{\"customer_id\":\"c1\"}")},
            {},
            "\"fields\":{\"receipt_id\":\"42\",\"note\":\"b\",\"n\":{\"x\":[1,2]"
            "},\"extra\":null}"});
@@ -567,32 +532,25 @@ TEST(ConvergenceEdges, KeysFieldsAndUnroutedEvents) {
 
 TEST(ConvergenceEdges, ExtremeTimesAndVersions) {
   RunCase("year 1 to year 9999, version 0 to int64 max",
-          {{Body("x1", "product.created", "0001-01-01T00:00:00Z", Product("p1"),
-                 "0"),
-            Body("x2", "product.updated", "1969-12-31T23:59:59.999999Z",
-                 Product("p1"), "1"),
-            Body("x3", "product.updated", "2026-11-29T10:00:00-12:00",
-                 Product("p1"), "5"),
-            Body("x4", "product.updated", "2027-01-01T00:00:00Z", Product("p1"),
-                 "3"),
-            Body("x5", "product.updated", "9999-12-31T23:59:59.999999Z",
-                 Product("p1"), "9223372036854775807")},
+          {{Body("x1", "product.created", "0001-01-01T00:00:00Z", Product("p1"), "0"),
+            Body("x2", "product.updated", "1969-12-31T23:59:59.999999Z", Product("p1"), "1"),
+            Body("x3", "product.updated", "2026-11-29T10:00:00-12:00", Product("p1"), "5"),
+            Body("x4", "product.updated", "2027-01-01T00:00:00Z", Product("p1"), "3"),
+            Body("x5", "product.updated", "9999-12-31T23:59:59.999999Z", Product("p1"),
+                 "9223372036854775807")},
            {},
            "\"version\":9223372036854775807,\"applied\":4,"});
 }
 
 TEST(ConvergenceEdges, NonAsciiKeysListBytewise) {
-  Case c{
-      {Body("u1", "receipt.issued", "2026-11-29T10:00:00Z",
-            "{\"receipt_id\":\"rcp_\u00e9\"}"),
-       Body("u2", "receipt.refunded", "2026-11-29T11:00:00Z",
-            Receipt("rcp_\xc3\xa9")),
-       Body("u3", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("rcp_z")),
-       Body("u4", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("rcp_Z"))},
-      {Delivery{{},
-                Body("u5", "receipt.issued", "2026-11-29T10:00:00Z",
-                     "{\"receipt_id\":\"rcp_\u0000\"}")}},
-      "\"id\":\"rcp_Z\",\"state\":\"issued\""};
+  Case c{{Body("u1", "receipt.issued", "2026-11-29T10:00:00Z", "{\"receipt_id\":\"rcp_\u00e9\"}"),
+          Body("u2", "receipt.refunded", "2026-11-29T11:00:00Z", Receipt("rcp_\xc3\xa9")),
+          Body("u3", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("rcp_z")),
+          Body("u4", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("rcp_Z"))},
+         {Delivery{{},
+                   Body("u5", "receipt.issued", "2026-11-29T10:00:00Z",
+                        "{\"receipt_id\":\"rcp_\u0000\"}")}},
+         "\"id\":\"rcp_Z\",\"state\":\"issued\""};
   RunCase("escaped and raw UTF-8 name one entity; ids list bytewise", c);
   MemStore store;
   ASSERT_TRUE(store);
@@ -609,23 +567,14 @@ TEST(ConvergenceEdges, NonAsciiKeysListBytewise) {
 }
 
 TEST(ConvergenceEdges, MalformedAndConflictsMixedIn) {
-  const std::string e1 =
-      Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r1"));
-  Case c{
-      {e1,
-       Body("e2", "receipt.refunded", "2026-11-29T11:00:00Z", Receipt("r1"))},
-      {Delivery{{},
-                Body("e2", "receipt.refunded", "2026-11-29T11:30:00Z",
-                     Receipt("r1"))},
-       Delivery{
-           {},
-           Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r2"))},
-       Delivery{
-           {},
-           Body("e3", "receipt.issued", "2026-02-30T10:00:00Z", Receipt("r3"))},
-       Delivery{{}, Body("e4", "receipt.issued", "2026-11-29T10:00:00Z", "{}")},
-       Delivery{{{"X-RR-Event-Id", "e9"}}, e1}},
-      "\"state\":\"refunded\""};
+  const std::string e1 = Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r1"));
+  Case c{{e1, Body("e2", "receipt.refunded", "2026-11-29T11:00:00Z", Receipt("r1"))},
+         {Delivery{{}, Body("e2", "receipt.refunded", "2026-11-29T11:30:00Z", Receipt("r1"))},
+          Delivery{{}, Body("e1", "receipt.issued", "2026-11-29T10:00:00Z", Receipt("r2"))},
+          Delivery{{}, Body("e3", "receipt.issued", "2026-02-30T10:00:00Z", Receipt("r3"))},
+          Delivery{{}, Body("e4", "receipt.issued", "2026-11-29T10:00:00Z", "{}")},
+          Delivery{{{"X-RR-Event-Id", "e9"}}, e1}},
+         "\"state\":\"refunded\""};
   RunCase("conflicts, a bad date, a missing key, a forged header", c);
 }
 

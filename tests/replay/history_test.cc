@@ -20,8 +20,7 @@ namespace {
 using testing::ListAll;
 using testing::MemStore;
 
-bool SameDeliveries(const std::vector<Delivery>& a,
-                    const std::vector<Delivery>& b) {
+bool SameDeliveries(const std::vector<Delivery>& a, const std::vector<Delivery>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].body != b[i].body || a[i].headers != b[i].headers) return false;
@@ -35,24 +34,21 @@ int64_t ParseGenerated(const std::string& s) {
   int y, mo, d, h, mi, sec, off_h = 0, off_m = 0;
   long long frac;
   char zone = 0;
-  EXPECT_EQ(std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%6lld%c", &y, &mo,
-                        &d, &h, &mi, &sec, &frac, &zone),
+  EXPECT_EQ(std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%6lld%c", &y, &mo, &d, &h, &mi, &sec,
+                        &frac, &zone),
             8)
       << s;
   if (zone == '+') {
     EXPECT_EQ(std::sscanf(s.c_str() + 27, "%2d:%2d", &off_h, &off_m), 2) << s;
   }
   // Days since the epoch, the slow way.
-  auto leap = [](int yy) {
-    return (yy % 4 == 0 && yy % 100 != 0) || yy % 400 == 0;
-  };
+  auto leap = [](int yy) { return (yy % 4 == 0 && yy % 100 != 0) || yy % 400 == 0; };
   const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   int64_t days = 0;
   for (int yy = 1970; yy < y; ++yy) days += leap(yy) ? 366 : 365;
   for (int mm = 1; mm < mo; ++mm) days += mdays[mm - 1] + (mm == 2 && leap(y));
   days += d - 1;
-  const int64_t secs =
-      days * 86400 + h * 3600 + mi * 60 + sec - (off_h * 3600 + off_m * 60);
+  const int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - (off_h * 3600 + off_m * 60);
   return secs * 1000000 + frac;
 }
 
@@ -90,8 +86,7 @@ TEST(History, EventsAreValidUniqueAndRealistic) {
     const sim::HistoryStats& s = h.stats;
     EXPECT_EQ(s.receipts, 200u);
     EXPECT_EQ(s.products, 50u);
-    EXPECT_EQ(s.receipt_events + s.product_events + s.inventory_events,
-              h.events.size());
+    EXPECT_EQ(s.receipt_events + s.product_events + s.inventory_events, h.events.size());
     EXPECT_GE(s.inventory_events, 150u);
 
     std::set<std::string> ids;
@@ -103,8 +98,7 @@ TEST(History, EventsAreValidUniqueAndRealistic) {
       Result<DecodedEvent> e = DecodeEvent(body, Profile::ReceiptRoller());
       ASSERT_TRUE(e.ok()) << e.status().ToString() << ": " << body;
       ASSERT_TRUE(e->entity.has_value()) << body;
-      EXPECT_TRUE(ids.insert(e->event.event_id).second)
-          << "event_id reused: " << body;
+      EXPECT_TRUE(ids.insert(e->event.event_id).second) << "event_id reused: " << body;
       ++types[e->event.type];
       bytes += body.size();
       const std::string at = Field(body, "occurred_at");
@@ -117,23 +111,19 @@ TEST(History, EventsAreValidUniqueAndRealistic) {
         EXPECT_GE(e->event.occurred_at, it->second);
         it->second = e->event.occurred_at;
       }
-      for (const char* extra :
-           {"\"api_version\":", "\"account\":", "\"metadata\":"}) {
-        EXPECT_NE(body.find(extra), std::string::npos)
-            << extra << " in " << body;
+      for (const char* extra : {"\"api_version\":", "\"account\":", "\"metadata\":"}) {
+        EXPECT_NE(body.find(extra), std::string::npos) << extra << " in " << body;
       }
     }
-    for (const char* t :
-         {"receipt.issued", "receipt.refunded", "product.created",
-          "product.updated", "product.deleted", "inventory.updated"}) {
+    for (const char* t : {"receipt.issued", "receipt.refunded", "product.created",
+                          "product.updated", "product.deleted", "inventory.updated"}) {
       EXPECT_GT(types[t], 0) << t;
     }
     EXPECT_EQ(types["receipt.issued"] >= 200, true);
     const size_t mean = bytes / h.events.size();
     EXPECT_GE(mean, 450u);
     EXPECT_LE(mean, 900u);
-    EXPECT_GT(ties, 20u)
-        << "sync runs should stamp many events with one instant";
+    EXPECT_GT(ties, 20u) << "sync runs should stamp many events with one instant";
     EXPECT_GT(offsets, 100u) << "receipts are stamped in store-local time";
   }
 }
@@ -163,8 +153,7 @@ TEST(History, DeliveriesCoverEveryEventAndIngestAsPromised) {
     EXPECT_GT(h.stats.late, 0u);
     // The arrival order is not the production order.
     size_t in_place = 0;
-    for (size_t i = 0; i < std::min(h.events.size(), h.deliveries.size());
-         ++i) {
+    for (size_t i = 0; i < std::min(h.events.size(), h.deliveries.size()); ++i) {
       in_place += h.deliveries[i].body == h.events[i];
     }
     EXPECT_LT(in_place, h.events.size() / 10);
@@ -181,9 +170,8 @@ TEST(History, DeliveriesCoverEveryEventAndIngestAsPromised) {
     EXPECT_EQ(outcomes[Outcome::kAccepted], h.events.size());
     EXPECT_EQ(outcomes[Outcome::kInvalid], h.malformed);
     EXPECT_EQ(outcomes[Outcome::kConflict], h.conflicts);
-    EXPECT_EQ(
-        outcomes[Outcome::kDuplicate],
-        h.deliveries.size() - h.events.size() - h.malformed - h.conflicts);
+    EXPECT_EQ(outcomes[Outcome::kDuplicate],
+              h.deliveries.size() - h.events.size() - h.malformed - h.conflicts);
 
     // Each impossible event is rejected, and nothing else is.
     size_t rejected = 0;
@@ -219,9 +207,8 @@ TEST(History, EveryMalformedKindIsRefusedWith400) {
     EXPECT_EQ(r.http_status(), 400);
     fields.insert(r.message.substr(0, r.message.find(':')));
   }
-  EXPECT_EQ(fields,
-            (std::set<std::string>{"body", "occurred_at", "X-RR-Event-Id",
-                                   "data.receipt_id", "version", "data"}));
+  EXPECT_EQ(fields, (std::set<std::string>{"body", "occurred_at", "X-RR-Event-Id",
+                                           "data.receipt_id", "version", "data"}));
 }
 
 TEST(History, TinyAndEmptyHistories) {
@@ -239,8 +226,7 @@ TEST(History, TinyAndEmptyHistories) {
         accepted += r.outcome == Outcome::kAccepted;
       }
       EXPECT_EQ(accepted, h.events.size());
-      EXPECT_EQ(testing::ReferenceModel(h.deliveries).list,
-                ListAll(store.get()));
+      EXPECT_EQ(testing::ReferenceModel(h.deliveries).list, ListAll(store.get()));
     }
   }
 }

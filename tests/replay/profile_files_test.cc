@@ -107,9 +107,8 @@ class PaymentsProfile : public ::testing::Test {
   // {"event_id":..,"type":..,"occurred_at":..,"data":{"object":{..}}}
   static std::string Event(const std::string& event_id, const std::string& type,
                            const std::string& occurred_at, const std::string& object) {
-    return R"({"event_id":")" + event_id + R"(","type":")" + type +
-           R"(","occurred_at":")" + occurred_at + R"(","livemode":false,"data":{"object":)" +
-           object + "}}";
+    return R"({"event_id":")" + event_id + R"(","type":")" + type + R"(","occurred_at":")" +
+           occurred_at + R"(","livemode":false,"data":{"object":)" + object + "}}";
   }
 
   IngestResult Ingest(const std::string& body) { return store_->Ingest(body); }
@@ -161,12 +160,13 @@ TEST_F(PaymentsProfile, RoutesByTheNestedObjectId) {
   EXPECT_EQ(Get("customer", "cus_1").state, "active");
 
   // A known type without its nested key is refused (400), naming the path.
-  r = Ingest(Event("evt_nokey", "payment_intent.created", "2026-11-29T10:00:00Z",
-                   R"({"amount":1})"));
+  r = Ingest(
+      Event("evt_nokey", "payment_intent.created", "2026-11-29T10:00:00Z", R"({"amount":1})"));
   EXPECT_EQ(r.outcome, Outcome::kInvalid);
   EXPECT_EQ(r.http_status(), 400);
   EXPECT_NE(r.message.find("data.object.id"), std::string::npos) << r.message;
-  r = Ingest(R"({"event_id":"evt_noobj","type":"charge.succeeded","occurred_at":"2026-11-29T10:00:00Z","data":{"id":"ch_9"}})");
+  r = Ingest(
+      R"({"event_id":"evt_noobj","type":"charge.succeeded","occurred_at":"2026-11-29T10:00:00Z","data":{"id":"ch_9"}})");
   EXPECT_EQ(r.outcome, Outcome::kInvalid) << r.message;
 
   // An integer id is taken as its decimal text.
@@ -182,12 +182,12 @@ TEST_F(PaymentsProfile, RoutesByTheNestedObjectId) {
 }
 
 TEST_F(PaymentsProfile, SucceededBeforeCreatedEndsSucceeded) {
-  const std::string created = Event(
-      "evt_pi_created", "payment_intent.created", "2026-11-29T10:00:00Z",
-      R"({"id":"pi_1","amount":2000,"currency":"usd","status":"requires_payment_method"})");
-  const std::string succeeded = Event(
-      "evt_pi_succeeded", "payment_intent.succeeded", "2026-11-29T10:00:05Z",
-      R"({"id":"pi_1","amount":2000,"currency":"usd","status":"succeeded"})");
+  const std::string created =
+      Event("evt_pi_created", "payment_intent.created", "2026-11-29T10:00:00Z",
+            R"({"id":"pi_1","amount":2000,"currency":"usd","status":"requires_payment_method"})");
+  const std::string succeeded =
+      Event("evt_pi_succeeded", "payment_intent.succeeded", "2026-11-29T10:00:05Z",
+            R"({"id":"pi_1","amount":2000,"currency":"usd","status":"succeeded"})");
   ASSERT_EQ(Ingest(succeeded).outcome, Outcome::kAccepted);
   Projection p = Get("payment_intent", "pi_1");
   EXPECT_EQ(p.state, "none");

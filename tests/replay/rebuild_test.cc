@@ -26,8 +26,8 @@
 
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
-#include "tests/replay/replay_util.h"
 #include "tests/common/invoice_profile.h"
+#include "tests/replay/replay_util.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
 
@@ -167,8 +167,7 @@ std::string Refunded(const std::string& event_id, const std::string& rid, int64_
               "{\"receipt_id\":\"" + rid + "\"}");
 }
 
-std::string InvoicePaid(const std::string& event_id, const std::string& invoice_id,
-                        int64_t at) {
+std::string InvoicePaid(const std::string& event_id, const std::string& invoice_id, int64_t at) {
   return Body(event_id, "invoice.paid", FormatTimestamp(at),
               "{\"invoice_id\":\"" + invoice_id + "\",\"total\":99}");
 }
@@ -241,7 +240,7 @@ TEST(Rebuild, BlueGreenWhileIngestAndReadsGoOn) {
   for (const auto& e : before) entries.push_back(&e);
 
   constexpr int kRounds = 2;
-  constexpr size_t kLivePerRound = 4000;  // receipts the writer may create
+  constexpr size_t kLivePerRound = 4000;    // receipts the writer may create
   constexpr uint64_t kDuringRebuild = 150;  // ingested before progress returns
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
@@ -280,8 +279,7 @@ TEST(Rebuild, BlueGreenWhileIngestAndReadsGoOn) {
         for (const std::string& b : bodies) {
           IngestResult r = store->Ingest(b);
           if (r.outcome != Outcome::kAccepted) {
-            fail("live ingest refused: " + std::string(OutcomeName(r.outcome)) + " " +
-                 r.message);
+            fail("live ingest refused: " + std::string(OutcomeName(r.outcome)) + " " + r.message);
             return;
           }
         }
@@ -316,14 +314,15 @@ TEST(Rebuild, BlueGreenWhileIngestAndReadsGoOn) {
                         std::to_string(before.size()) + " old projections");
           }
           if (live_seen < live_floor) {
-            return fail("List missed accepted live receipts: " + std::to_string(live_seen) +
-                        " < " + std::to_string(live_floor));
+            return fail("List missed accepted live receipts: " + std::to_string(live_seen) + " < " +
+                        std::to_string(live_floor));
           }
           ++lists;
         } else {
           const auto& [ref, json] = *entries[rng() % entries.size()];
           Result<Projection> p = store->Get(ref.entity, ref.id);
-          if (!p.ok()) return fail("Get " + ref.entity + "/" + ref.id + ": " + p.status().ToString());
+          if (!p.ok())
+            return fail("Get " + ref.entity + "/" + ref.id + ": " + p.status().ToString());
           if (ProjectionToJson(*p) != json) {
             return fail("Get " + ref.entity + "/" + ref.id + " changed: " + ProjectionToJson(*p));
           }
@@ -368,11 +367,12 @@ TEST(Rebuild, BlueGreenWhileIngestAndReadsGoOn) {
     stop = true;
     getter.join();
     lister.join();
-    std::printf("round %d: rebuild %.3f s, %llu receipts ingested during it, %llu gets, "
-                "%llu lists\n",
-                round, seconds, static_cast<unsigned long long>(during),
-                static_cast<unsigned long long>(reads.load()),
-                static_cast<unsigned long long>(lists.load()));
+    std::printf(
+        "round %d: rebuild %.3f s, %llu receipts ingested during it, %llu gets, "
+        "%llu lists\n",
+        round, seconds, static_cast<unsigned long long>(during),
+        static_cast<unsigned long long>(reads.load()),
+        static_cast<unsigned long long>(lists.load()));
     ASSERT_TRUE(failure.empty()) << failure;
     ASSERT_TRUE(sum.ok()) << sum.status().ToString();
     EXPECT_GE(progress_calls.load(), 1);
@@ -706,7 +706,8 @@ TEST(Rebuild, SnapshotsAreOnlyACache) {
   // More late events into the same entities.
   const Counters c_lost = lost->counters(), c_kept = kept->counters(), c_none = none->counters();
   std::vector<std::vector<Outcome>> outcomes;
-  for (MemStore* s : {&lost, &kept, &none}) outcomes.push_back(IngestChunked(s->get(), second, seed + 3));
+  for (MemStore* s : {&lost, &kept, &none})
+    outcomes.push_back(IngestChunked(s->get(), second, seed + 3));
   EXPECT_EQ(outcomes[0], outcomes[1]);
   EXPECT_EQ(outcomes[0], outcomes[2]);
   const std::string after = ListAll(lost.get());
@@ -755,11 +756,10 @@ TEST(Rebuild, LateEventIntoAHundredThousandEventEntityRefoldsOneInterval) {
   const auto start = SteadyClock::now();
   std::vector<Delivery> chunk;
   for (int64_t i = 1; i <= kEvents; ++i) {
-    chunk.push_back(Delivery{{}, Body("inv_" + std::to_string(i), "inventory.updated",
-                                      FormatTimestamp(at(i)),
-                                      "{\"product_id\":\"prd_big\",\"qty\":" +
-                                          std::to_string(i % 1000) + "}",
-                                      i)});
+    chunk.push_back(
+        Delivery{{},
+                 Body("inv_" + std::to_string(i), "inventory.updated", FormatTimestamp(at(i)),
+                      "{\"product_id\":\"prd_big\",\"qty\":" + std::to_string(i % 1000) + "}", i)});
     if (chunk.size() == 5000 || i == kEvents) {
       MustAcceptAll(store.get(), chunk, chunk.size());
       chunk.clear();
@@ -778,9 +778,9 @@ TEST(Rebuild, LateEventIntoAHundredThousandEventEntityRefoldsOneInterval) {
   // Late, between #99,500 and #99,501, without a version (never stale): the
   // nearest snapshot before it is the one after #99,000.
   const auto late_start = SteadyClock::now();
-  IngestResult r = store->Ingest(Body("inv_late_1", "inventory.updated",
-                                      FormatTimestamp(at(99500) + 500),
-                                      R"({"product_id":"prd_big","qty":-1,"note":"late"})"));
+  IngestResult r =
+      store->Ingest(Body("inv_late_1", "inventory.updated", FormatTimestamp(at(99500) + 500),
+                         R"({"product_id":"prd_big","qty":-1,"note":"late"})"));
   const double late_s = std::chrono::duration<double>(SteadyClock::now() - late_start).count();
   ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
   Counters c1 = store->counters();
@@ -817,11 +817,11 @@ TEST(Rebuild, LateEventIntoAHundredThousandEventEntityRefoldsOneInterval) {
   ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
   EXPECT_LE(store->counters().refolded - c2.refolded, kInterval + 5);
   EXPECT_EQ(VerifyDifferences(store.get()), 0u);
-  std::printf("ingest of %lld events %.2f s; near-end late event %.4f s refolded %llu; "
-              "near-start late event refolded %llu\n",
-              static_cast<long long>(kEvents), ingest_s, late_s,
-              static_cast<unsigned long long>(near_end),
-              static_cast<unsigned long long>(near_start));
+  std::printf(
+      "ingest of %lld events %.2f s; near-end late event %.4f s refolded %llu; "
+      "near-start late event refolded %llu\n",
+      static_cast<long long>(kEvents), ingest_s, late_s, static_cast<unsigned long long>(near_end),
+      static_cast<unsigned long long>(near_start));
 }
 
 // A profile change: events the old profile did not route are projected by a
@@ -881,8 +881,7 @@ TEST(Rebuild, AProfileChangeProjectsUnroutedEventsAndIsRemembered) {
   // identity is re-routed), and new ones are projected as they arrive.
   EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv3", "inv_3", kT0 + 3000000)).outcome,
             Outcome::kDuplicate);
-  EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_new", "inv_new", kT0)).outcome,
-            Outcome::kAccepted);
+  EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_new", "inv_new", kT0)).outcome, Outcome::kAccepted);
   EXPECT_EQ(store->Get("invoice", "inv_new")->state, "paid");
   const std::string listing_b = ListAll(store.get());
   store.reset();

@@ -10,10 +10,10 @@
 // EVENTFOLD_CRASH_ITERATIONS sets the kills per test (default 20);
 // EVENTFOLD_TEST_SEED replays a run.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
 #include <leveldb/env.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -141,9 +141,9 @@ void Note(int fd, Mark m) {
 }
 
 struct ChildRun {
-  bool killed = false;     // SIGKILLed by us (else it exited by itself)
-  int exit_code = -1;      // when it exited
-  std::string marks;       // what it reported
+  bool killed = false;          // SIGKILLed by us (else it exited by itself)
+  int exit_code = -1;           // when it exited
+  std::string marks;            // what it reported
   double open_seconds = -1;     // from fork to its store being open (-1: never)
   double rebuild_seconds = -1;  // from then to its end
 };
@@ -228,9 +228,9 @@ std::string ListAll(Store* store) {
 
 // What the raw LevelDB of a closed store holds about generations.
 struct RawState {
-  uint32_t live = 0;                      // m/generation
-  bool marker = false;                    // m/rebuild present
-  std::map<uint32_t, uint64_t> other;     // keys of other generations, by gen
+  uint32_t live = 0;                   // m/generation
+  bool marker = false;                 // m/rebuild present
+  std::map<uint32_t, uint64_t> other;  // keys of other generations, by gen
   uint64_t live_keys = 0;
 };
 
@@ -258,8 +258,10 @@ RawState ReadRaw(const std::string& dir) {
     }
     uint32_t gen = 0;
     for (int i = 0; i < 4; ++i) gen = gen << 8 | static_cast<unsigned char>(k[family.size() + i]);
-    if (gen == out.live) ++out.live_keys;
-    else ++out.other[gen];
+    if (gen == out.live)
+      ++out.live_keys;
+    else
+      ++out.other[gen];
   }
   EXPECT_TRUE(it->status().ok()) << it->status().ToString();
   return out;
@@ -288,10 +290,11 @@ void Populate(const std::string& dir, uint64_t seed, bool invoices) {
       const std::string n = std::to_string(i);
       deliveries.push_back(Delivery{
           {},
-          storage_test::Body("evt_inv_" + n, "invoice.paid",
-                             FormatTimestamp(1795000000000000 + static_cast<int64_t>(rng() % 86400000000ull)),
-                             "{\"invoice_id\":\"inv_" + std::to_string(i % 1500) + "\",\"total\":" +
-                                 std::to_string(rng() % 1000) + "}")});
+          storage_test::Body(
+              "evt_inv_" + n, "invoice.paid",
+              FormatTimestamp(1795000000000000 + static_cast<int64_t>(rng() % 86400000000ull)),
+              "{\"invoice_id\":\"inv_" + std::to_string(i % 1500) +
+                  "\",\"total\":" + std::to_string(rng() % 1000) + "}")});
     }
     sim::Shuffle(&deliveries, seed + 1);
   }
@@ -321,10 +324,10 @@ std::string ListingAfterRebuild(const std::string& dir, const Profile& target) {
 }
 
 struct Tally {
-  int building = 0;        // killed before the build's last progress report
-  int after_build = 0;     // killed after it, before the switch
-  int after_switch = 0;    // killed after the switch (dropping the old generation)
-  int completed = 0;       // not killed: the rebuild finished
+  int building = 0;      // killed before the build's last progress report
+  int after_build = 0;   // killed after it, before the switch
+  int after_switch = 0;  // killed after the switch (dropping the old generation)
+  int completed = 0;     // not killed: the rebuild finished
 };
 
 struct AfterCrash {
@@ -373,8 +376,7 @@ AfterCrash CheckAfterCrash(const std::string& dir,
 
 // A subsequent rebuild (to `profile`) succeeds and lists `listing`; returns
 // the generation after it.
-uint32_t RebuildAgain(const std::string& dir, const Profile& profile,
-                      const std::string& listing) {
+uint32_t RebuildAgain(const std::string& dir, const Profile& profile, const std::string& listing) {
   std::unique_ptr<Store> store = MustOpen(dir);
   if (!store) return 0;
   Result<RebuildSummary> r = store->Rebuild(&profile);
@@ -403,10 +405,11 @@ void Record(const ChildRun& run, bool switched, Tally* t) {
 }
 
 void PrintTally(const char* name, const Tally& t, const ChildRun& full, double seconds) {
-  std::printf("%s: child open %.3f s, rebuild %.3f s; kills while building %d, after the "
-              "build %d, after the switch %d; not killed %d; %.1f s in all\n",
-              name, full.open_seconds, full.rebuild_seconds, t.building, t.after_build,
-              t.after_switch, t.completed, seconds);
+  std::printf(
+      "%s: child open %.3f s, rebuild %.3f s; kills while building %d, after the "
+      "build %d, after the switch %d; not killed %d; %.1f s in all\n",
+      name, full.open_seconds, full.rebuild_seconds, t.building, t.after_build, t.after_switch,
+      t.completed, seconds);
 }
 
 // Same profile: whatever the kill interrupts, the content is the same.

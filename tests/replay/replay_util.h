@@ -80,8 +80,8 @@ inline std::string ListAll(Store* store) {
 
 // Ingests `deliveries` in order, in batches of random sizes (some single
 // Ingest calls), returning each delivery's outcome.
-inline std::vector<Outcome> IngestChunked(
-    Store* store, const std::vector<Delivery>& deliveries, uint64_t seed) {
+inline std::vector<Outcome> IngestChunked(Store* store, const std::vector<Delivery>& deliveries,
+                                          uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Outcome> out;
   size_t i = 0;
@@ -90,11 +90,9 @@ inline std::vector<Outcome> IngestChunked(
     if (n == 1 && rng() % 2) {
       out.push_back(store->Ingest(deliveries[i]).outcome);
     } else {
-      std::vector<Delivery> batch(
-          deliveries.begin() + static_cast<ptrdiff_t>(i),
-          deliveries.begin() + static_cast<ptrdiff_t>(i + n));
-      for (const IngestResult& r : store->IngestBatch(batch))
-        out.push_back(r.outcome);
+      std::vector<Delivery> batch(deliveries.begin() + static_cast<ptrdiff_t>(i),
+                                  deliveries.begin() + static_cast<ptrdiff_t>(i + n));
+      for (const IngestResult& r : store->IngestBatch(batch)) out.push_back(r.outcome);
     }
     i += n;
   }
@@ -110,12 +108,10 @@ struct Identity {
 };
 
 // A valid delivery's decoded event (nullopt when it must be refused 400).
-inline std::optional<DecodedEvent> DecodeValid(const Delivery& d,
-                                               const Profile& profile) {
+inline std::optional<DecodedEvent> DecodeValid(const Delivery& d, const Profile& profile) {
   Result<DecodedEvent> e = DecodeEvent(d.body, profile);
   if (!e.ok()) return std::nullopt;
-  if (!CheckEventIdHeader(d.headers, e->event.event_id).ok())
-    return std::nullopt;
+  if (!CheckEventIdHeader(d.headers, e->event.event_id).ok()) return std::nullopt;
   return std::move(*e);
 }
 
@@ -127,9 +123,8 @@ struct Reference {
   size_t rejected = 0;
 };
 
-inline Reference ReferenceModel(
-    const std::vector<Delivery>& arrival,
-    const Profile& profile = Profile::ReceiptRoller()) {
+inline Reference ReferenceModel(const std::vector<Delivery>& arrival,
+                                const Profile& profile = Profile::ReceiptRoller()) {
   struct Routed {
     Event event;
     uint32_t rank = 0;
@@ -148,34 +143,31 @@ inline Reference ReferenceModel(
     auto it = stored.find(e->event.event_id);
     if (it != stored.end()) {
       // Same id again: first one wins, whatever this one says.
-      ref.outcomes.push_back(it->second == id ? Outcome::kDuplicate
-                                              : Outcome::kConflict);
+      ref.outcomes.push_back(it->second == id ? Outcome::kDuplicate : Outcome::kConflict);
       continue;
     }
     stored.emplace(e->event.event_id, id);
     ref.outcomes.push_back(Outcome::kAccepted);
     if (!e->entity) continue;  // unrouted: stored, never projected
     const Route* route = profile.Find(e->event.type);
-    entities[*e->entity].push_back(
-        Routed{e->event, route->rank, route->transition});
+    entities[*e->entity].push_back(Routed{e->event, route->rank, route->transition});
   }
 
   for (auto& [key, events] : entities) {
     // SPEC §4 order: occurred_at, version (absent first), rank, event_id.
-    std::sort(
-        events.begin(), events.end(), [](const Routed& a, const Routed& b) {
-          if (a.event.occurred_at != b.event.occurred_at) {
-            return a.event.occurred_at < b.event.occurred_at;
-          }
-          if (a.event.version.has_value() != b.event.version.has_value()) {
-            return !a.event.version.has_value();
-          }
-          if (a.event.version && *a.event.version != *b.event.version) {
-            return *a.event.version < *b.event.version;
-          }
-          if (a.rank != b.rank) return a.rank < b.rank;
-          return a.event.event_id < b.event.event_id;
-        });
+    std::sort(events.begin(), events.end(), [](const Routed& a, const Routed& b) {
+      if (a.event.occurred_at != b.event.occurred_at) {
+        return a.event.occurred_at < b.event.occurred_at;
+      }
+      if (a.event.version.has_value() != b.event.version.has_value()) {
+        return !a.event.version.has_value();
+      }
+      if (a.event.version && *a.event.version != *b.event.version) {
+        return *a.event.version < *b.event.version;
+      }
+      if (a.rank != b.rank) return a.rank < b.rank;
+      return a.event.event_id < b.event.event_id;
+    });
     Projection p;
     p.entity = key.entity;
     p.id = key.id;
@@ -185,10 +177,9 @@ inline Reference ReferenceModel(
       std::string reason;
       if (std::find(t.from.begin(), t.from.end(), p.state) == t.from.end()) {
         reason = "impossible transition " + p.state + " -> " + t.to;
-      } else if (r.event.version && p.version &&
-                 *p.version >= *r.event.version) {
-        reason = "stale version " + std::to_string(*r.event.version) +
-                 " (entity is at version " + std::to_string(*p.version) + ")";
+      } else if (r.event.version && p.version && *p.version >= *r.event.version) {
+        reason = "stale version " + std::to_string(*r.event.version) + " (entity is at version " +
+                 std::to_string(*p.version) + ")";
       }
       if (!reason.empty()) {
         p.rejected.push_back(Rejection{r.event.event_id, r.event.type, reason});
@@ -220,17 +211,15 @@ inline Reference ReferenceModel(
 // identity differs from the original in `originals`) that arrives before its
 // original's first delivery to a random place after it: then every arrival
 // order stores the same set of events.
-inline void ConflictsAfterOriginals(
-    const std::vector<std::string>& originals,
-    std::vector<Delivery>* deliveries, uint64_t seed,
-    const Profile& profile = Profile::ReceiptRoller()) {
+inline void ConflictsAfterOriginals(const std::vector<std::string>& originals,
+                                    std::vector<Delivery>* deliveries, uint64_t seed,
+                                    const Profile& profile = Profile::ReceiptRoller()) {
   std::map<std::string, Identity> identity;
   for (const std::string& body : originals) {
     Result<DecodedEvent> e = DecodeEvent(body, profile);
     EXPECT_TRUE(e.ok()) << e.status().ToString() << " in " << body;
     if (e.ok())
-      identity[e->event.event_id] =
-          Identity{e->event.type, e->event.occurred_at, e->entity};
+      identity[e->event.event_id] = Identity{e->event.type, e->event.occurred_at, e->entity};
   }
   std::set<std::string> seen;
   std::vector<Delivery> kept, held;
@@ -240,10 +229,8 @@ inline void ConflictsAfterOriginals(
     if (e) {
       const std::string& id = e->event.event_id;
       auto it = identity.find(id);
-      const bool original =
-          it != identity.end() &&
-          it->second ==
-              Identity{e->event.type, e->event.occurred_at, e->entity};
+      const bool original = it != identity.end() &&
+                            it->second == Identity{e->event.type, e->event.occurred_at, e->entity};
       if (it != identity.end() && !original && !seen.count(id)) {
         held.push_back(std::move(d));
         held_ids.push_back(id);
@@ -259,8 +246,7 @@ inline void ConflictsAfterOriginals(
     for (; first < kept.size(); ++first) {
       std::optional<DecodedEvent> e = DecodeValid(kept[first], profile);
       if (e && e->event.event_id == held_ids[h] &&
-          identity[held_ids[h]] ==
-              Identity{e->event.type, e->event.occurred_at, e->entity}) {
+          identity[held_ids[h]] == Identity{e->event.type, e->event.occurred_at, e->entity}) {
         break;
       }
     }

@@ -2,6 +2,8 @@
 // parallel ingest of distinct entities, racing events of one entity (the
 // result must equal the sequential fold), and group commit on a real disk.
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -12,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "eventfold/store.h"
 #include "tests/storage/storage_test_util.h"
@@ -55,9 +55,9 @@ TEST(storage_concurrency, OneEventIdFromEightThreadsIsAcceptedOnce) {
       for (int round = 0; round < kRounds; ++round) {
         // Every round half the ids share a receipt with the previous round,
         // so the entity stripe is contended as well as the event_id one.
-        const std::string body = Issued("evt_" + std::to_string(round),
-                                        "rcp_" + std::to_string(round / 2),
-                                        round % 2 ? "2026-11-29T11:00:00Z" : "2026-11-29T10:00:00Z");
+        const std::string body =
+            Issued("evt_" + std::to_string(round), "rcp_" + std::to_string(round / 2),
+                   round % 2 ? "2026-11-29T11:00:00Z" : "2026-11-29T10:00:00Z");
         start.arrive_and_wait();
         outcomes[round][t] = store->Ingest(body).outcome;
       }
@@ -65,8 +65,10 @@ TEST(storage_concurrency, OneEventIdFromEightThreadsIsAcceptedOnce) {
   }
   for (auto& th : threads) th.join();
   for (int round = 0; round < kRounds; ++round) {
-    const auto accepted = std::count(outcomes[round].begin(), outcomes[round].end(), Outcome::kAccepted);
-    const auto duplicate = std::count(outcomes[round].begin(), outcomes[round].end(), Outcome::kDuplicate);
+    const auto accepted =
+        std::count(outcomes[round].begin(), outcomes[round].end(), Outcome::kAccepted);
+    const auto duplicate =
+        std::count(outcomes[round].begin(), outcomes[round].end(), Outcome::kDuplicate);
     EXPECT_EQ(accepted, 1) << "round " << round;
     EXPECT_EQ(duplicate, kThreads - 1) << "round " << round;
   }
@@ -117,13 +119,16 @@ TEST(storage_concurrency, DistinctEntitiesInParallel) {
   EXPECT_EQ(c.duplicate, 0u);
   EXPECT_EQ(c.storage_error, 0u);
   size_t listed = 0;
-  ASSERT_TRUE(store->List("receipt", [&](const Projection& p) {
-    ++listed;
-    EXPECT_EQ(p.state, "refunded") << p.id;
-    EXPECT_EQ(p.applied, 2u) << p.id;
-    EXPECT_TRUE(p.rejected.empty()) << p.id;
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("receipt",
+                         [&](const Projection& p) {
+                           ++listed;
+                           EXPECT_EQ(p.state, "refunded") << p.id;
+                           EXPECT_EQ(p.applied, 2u) << p.id;
+                           EXPECT_TRUE(p.rejected.empty()) << p.id;
+                           return true;
+                         })
+                  .ok());
   EXPECT_EQ(listed, size_t{kThreads} * kReceiptsPerThread);
 }
 
@@ -276,9 +281,9 @@ TEST(storage_concurrency, RebuildWhileIngestingAndReading) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerWriter; ++i) {
         const std::string id = std::to_string(t) + "_" + std::to_string(i);
-        const IngestResult r = store->Ingest(storage_test::Body(
-            "prd_" + id, "product.created", "2026-11-29T10:00:00Z",
-            "{\"product_id\":\"p" + id + "\"}"));
+        const IngestResult r =
+            store->Ingest(storage_test::Body("prd_" + id, "product.created", "2026-11-29T10:00:00Z",
+                                             "{\"product_id\":\"p" + id + "\"}"));
         if (r.outcome != Outcome::kAccepted) ++refused;
       }
     });
@@ -328,11 +333,11 @@ TEST(storage_concurrency, VerifyWhileIngesting) {
     }
   });
   for (int k = 0; k < 3; ++k) {
-    Result<VerifySummary> v = store->Verify([](const std::optional<Projection>& live,
-                                               const std::optional<Projection>& rebuilt) {
-      ADD_FAILURE() << "difference: " << (live ? ProjectionToJson(*live) : "none") << " vs "
-                    << (rebuilt ? ProjectionToJson(*rebuilt) : "none");
-    });
+    Result<VerifySummary> v = store->Verify(
+        [](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
+          ADD_FAILURE() << "difference: " << (live ? ProjectionToJson(*live) : "none") << " vs "
+                        << (rebuilt ? ProjectionToJson(*rebuilt) : "none");
+        });
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(v->differences, 0u);
   }
@@ -359,8 +364,7 @@ TEST(storage_concurrency, GroupCommitWithSyncOnDisk) {
           // refund commit in different groups.
           const std::string rid = "rcp_" + std::to_string((t / 2) * kPerThread + i);
           const std::string id = std::to_string(t) + "_" + std::to_string(i);
-          const std::string body =
-              t % 2 ? Refunded("r_" + id, rid) : Issued("i_" + id, rid);
+          const std::string body = t % 2 ? Refunded("r_" + id, rid) : Issued("i_" + id, rid);
           if (store->Ingest(body).outcome != Outcome::kAccepted) ++failures;
         }
       });
@@ -376,12 +380,15 @@ TEST(storage_concurrency, GroupCommitWithSyncOnDisk) {
   auto store = OpenOrDie(dir.path(), o);
   ASSERT_TRUE(store);
   size_t listed = 0;
-  ASSERT_TRUE(store->List("receipt", [&](const Projection& p) {
-    ++listed;
-    EXPECT_EQ(p.state, "refunded") << p.id;
-    EXPECT_EQ(p.applied, 2u) << p.id;
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("receipt",
+                         [&](const Projection& p) {
+                           ++listed;
+                           EXPECT_EQ(p.state, "refunded") << p.id;
+                           EXPECT_EQ(p.applied, 2u) << p.id;
+                           return true;
+                         })
+                  .ok());
   EXPECT_EQ(listed, size_t{kThreads / 2} * kPerThread);
 }
 

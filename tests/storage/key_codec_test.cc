@@ -3,14 +3,14 @@
 
 #include "storage/key_codec.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/storage/storage_test_util.h"
 
@@ -21,15 +21,15 @@ using storage_test::TestSeed;
 
 // LevelDB's default comparator: unsigned bytewise.
 bool Bytewise(const std::string& a, const std::string& b) {
-  return std::lexicographical_compare(
-      a.begin(), a.end(), b.begin(), b.end(),
-      [](char x, char y) { return static_cast<unsigned char>(x) < static_cast<unsigned char>(y); });
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return static_cast<unsigned char>(x) < static_cast<unsigned char>(y);
+  });
 }
 
 // Occurred_at values around the interesting boundaries, and random ones.
 int64_t RandomTime(std::mt19937_64& rng) {
-  static const int64_t kEdges[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1,
-                                   1795947330123000, std::numeric_limits<int64_t>::max()};
+  static const int64_t kEdges[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1, 1795947330123000,
+                                   std::numeric_limits<int64_t>::max()};
   if (rng() % 4 == 0) return kEdges[rng() % 6];
   return static_cast<int64_t>(rng()) >> (rng() % 64);
 }
@@ -70,8 +70,13 @@ TEST(storage_key_codec, FamiliesHaveTheirPrefixes) {
 TEST(storage_key_codec, SeqKeysSortNumerically) {
   const uint64_t seed = TestSeed("SeqKeysSortNumerically", 20261129);
   std::mt19937_64 rng(seed);
-  std::vector<uint64_t> seqs = {0, 1, 2, 255, 256, 257, 65535, 65536, 1ull << 32,
-                                (1ull << 56) - 1, 1ull << 56, UINT64_MAX - 1, UINT64_MAX};
+  std::vector<uint64_t> seqs = {0,          1,
+                                2,          255,
+                                256,        257,
+                                65535,      65536,
+                                1ull << 32, (1ull << 56) - 1,
+                                1ull << 56, UINT64_MAX - 1,
+                                UINT64_MAX};
   for (int i = 0; i < 2000; ++i) {
     // Mix magnitudes so numeric and naive little-endian/text orders disagree.
     seqs.push_back(rng() >> (rng() % 64));
@@ -138,8 +143,8 @@ TEST(storage_key_codec, LogKeysOfOneEntityAreContiguousAndInFoldOrder) {
   std::mt19937_64 rng(seed);
   // Entities chosen to be prefixes of each other, with ids that are too.
   const std::vector<EntityRef> refs = {
-      {"a", "b"},    {"a", "bc"}, {"a", "b0"},   {"ab", "b"},  {"ab", ""},
-      {"a", "a"},    {"a", "\x01"}, {"a", "\xff"}, {"b", "b"}, {"a", "b\xff"},
+      {"a", "b"}, {"a", "bc"},   {"a", "b0"},   {"ab", "b"}, {"ab", ""},
+      {"a", "a"}, {"a", "\x01"}, {"a", "\xff"}, {"b", "b"},  {"a", "b\xff"},
   };
   struct Item {
     std::string key;
@@ -183,8 +188,8 @@ TEST(storage_key_codec, ProjectionKeysSortByEntityThenIdBytewise) {
   // "a" is a prefix of "ab": with a plain concatenation p/a + "z" would sort
   // after p/ab + "b". The NUL separator keeps (entity, id) order.
   const std::vector<EntityRef> refs = {
-      {"ab", "a"}, {"a", "zzz"}, {"a", ""},  {"a", "\xff"}, {"b", "0"},
-      {"ab", "\x01"}, {"a", "z"}, {"aa", "x"}, {"a", "za"},  {"a", "Z"},
+      {"ab", "a"},    {"a", "zzz"}, {"a", ""},   {"a", "\xff"}, {"b", "0"},
+      {"ab", "\x01"}, {"a", "z"},   {"aa", "x"}, {"a", "za"},   {"a", "Z"},
   };
   std::vector<std::string> keys;
   for (const EntityRef& r : refs) keys.push_back(ProjectionKey(1, r));
@@ -232,8 +237,8 @@ TEST(storage_key_codec, GenerationsDoNotInterleave) {
     }
   }
   // Generation keys stay out of every other family.
-  for (std::string_view other : {kMetaPrefix, kEventPrefix, kDedupPrefix, kConflictPrefix,
-                                 kQuarantinePrefix}) {
+  for (std::string_view other :
+       {kMetaPrefix, kEventPrefix, kDedupPrefix, kConflictPrefix, kQuarantinePrefix}) {
     EXPECT_FALSE(GenerationPrefix(1).starts_with(other));
   }
 }
@@ -262,15 +267,16 @@ TEST(storage_key_codec, ParseRoundTrips) {
   }
   // Generations whose bytes are NUL or '/' still parse.
   for (uint32_t gen : {0u, 0x2f2f2f2fu, 0x00002f00u}) {
-    EXPECT_EQ(ParseProjectionKey(ProjectionKey(gen, {"receipt", "r"})), (EntityRef{"receipt", "r"}));
+    EXPECT_EQ(ParseProjectionKey(ProjectionKey(gen, {"receipt", "r"})),
+              (EntityRef{"receipt", "r"}));
     EXPECT_EQ(ParseLogKey(LogKey(gen, {"receipt", "r"}, FoldKey{}))->first,
               (EntityRef{"receipt", "r"}));
   }
 }
 
 TEST(storage_key_codec, ParseRefusesMalformedKeys) {
-  EXPECT_FALSE(ParseSeqKey(EventKey(5), kConflictPrefix).has_value());  // wrong family
-  EXPECT_FALSE(ParseSeqKey("a/1234567", kEventPrefix).has_value());     // too short
+  EXPECT_FALSE(ParseSeqKey(EventKey(5), kConflictPrefix).has_value());     // wrong family
+  EXPECT_FALSE(ParseSeqKey("a/1234567", kEventPrefix).has_value());        // too short
   EXPECT_FALSE(ParseSeqKey(EventKey(5) + "x", kEventPrefix).has_value());  // too long
   EXPECT_FALSE(ParseSeqKey("", kEventPrefix).has_value());
   const EntityRef ref{"receipt", "r1"};

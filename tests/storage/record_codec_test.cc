@@ -3,13 +3,13 @@
 
 #include "storage/record_codec.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "storage/key_codec.h"
 
@@ -30,8 +30,8 @@ TEST(storage_record_codec, StoredEventRoundTrips) {
   StoredEvent e;
   e.seq = 0x0102030405060708ull;
   e.event = SampleEvent();
-  e.event.data.clear();  // the body holds the data
-  e.received_at = -5;    // before the epoch still round-trips
+  e.event.data.clear();                                     // the body holds the data
+  e.received_at = -5;                                       // before the epoch still round-trips
   e.body = std::string("{\"binary\":\"\0\xff\x01\"}", 17);  // verbatim bytes, NULs too
   e.entity = EntityRef{"receipt", "rcp_1"};
   const std::string key = EventKey(e.seq);
@@ -132,7 +132,8 @@ TEST(storage_record_codec, ProjectionRoundTrips) {
   ProjectionState empty;
   empty.projection.entity = "receipt";
   empty.projection.id = "rcp_1";
-  empty.projection.rejected = {{"evt_2", "receipt.refunded", "impossible transition none -> refunded"}};
+  empty.projection.rejected = {
+      {"evt_2", "receipt.refunded", "impossible transition none -> refunded"}};
   empty.events = 1;
   empty.last = FoldKey{5, 3, 1, "evt_2"};
   d = DecodeProjection(key, EncodeProjection(empty));
@@ -220,30 +221,29 @@ std::vector<Family> Families() {
   ev.event = SampleEvent();
   ev.body = "{\"event_id\":\"evt_1\"}";
   ev.entity = EntityRef{"receipt", "rcp_1"};
-  out.push_back({"event", EventKey(1), "", EncodeEvent(ev),
-                 Recode(DecodeStoredEvent, EncodeEvent)});
+  out.push_back(
+      {"event", EventKey(1), "", EncodeEvent(ev), Recode(DecodeStoredEvent, EncodeEvent)});
   LogEntry log{RankedEvent{SampleEvent(), 1}, 9, 10};
   out.push_back({"log", LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 1)), "",
                  EncodeLog(log), Recode(DecodeLog, EncodeLog)});
   DedupEntry dedup{9, "receipt.issued", 5, EntityRef{"receipt", "rcp_1"}, 2};
-  out.push_back({"dedup", DedupKey("evt_1"), "", EncodeDedup(dedup),
-                 Recode(DecodeDedup, EncodeDedup)});
+  out.push_back(
+      {"dedup", DedupKey("evt_1"), "", EncodeDedup(dedup), Recode(DecodeDedup, EncodeDedup)});
   ProjectionState ps;
   ps.projection.state = "issued";
   ps.projection.fields = {{"amount", "1"}};
   ps.projection.rejected = {{"e", "receipt.issued", "r"}};
   ps.events = 2;
   ps.last.event_id = "evt_1";
-  out.push_back({"projection", ProjectionKey(1, {"receipt", "rcp_1"}), "",
-                 EncodeProjection(ps),
+  out.push_back({"projection", ProjectionKey(1, {"receipt", "rcp_1"}), "", EncodeProjection(ps),
                  Recode(DecodeProjection, EncodeProjection)});
   ConflictEntry c;
   c.event_id = "evt_1";
   c.type = "receipt.issued";
   c.reason = "because";
   c.body = "{}";
-  out.push_back({"conflict", ConflictKey(3), "", EncodeConflict(c),
-                 Recode(DecodeConflict, EncodeConflict)});
+  out.push_back(
+      {"conflict", ConflictKey(3), "", EncodeConflict(c), Recode(DecodeConflict, EncodeConflict)});
   RefusedDelivery q;
   q.outcome = Outcome::kConflict;
   q.status = 409;
@@ -251,8 +251,8 @@ std::vector<Family> Families() {
   q.headers = {{"X-RR-Event-Id", "evt_1"}};
   q.body_prefix = "{\"event_id\":\"evt_1\"}";
   q.body_bytes = 20;
-  out.push_back({"quarantine", QuarantineKey(4), "", EncodeRefused(q),
-                 Recode(DecodeRefused, EncodeRefused)});
+  out.push_back(
+      {"quarantine", QuarantineKey(4), "", EncodeRefused(q), Recode(DecodeRefused, EncodeRefused)});
   for (Family& f : out) {
     // As documented: each non-printable byte of the key shows as '.'.
     for (char ch : f.key) f.printable_key += (ch >= 0x20 && ch < 0x7F) ? ch : '.';
@@ -276,8 +276,8 @@ TEST(storage_record_codec, TruncatedValuesAreCorruptionNamingTheKeyNeverMisread)
     for (size_t n = 0; n < f.value.size(); ++n) {
       recoded.clear();
       Status st = f.decode(f.key, std::string_view(f.value).substr(0, n), &recoded);
-      const std::string what = "truncated to " + std::to_string(n) + " of " +
-                               std::to_string(f.value.size());
+      const std::string what =
+          "truncated to " + std::to_string(n) + " of " + std::to_string(f.value.size());
       if (st.ok()) {
         // FlatBuffers ends a buffer with alignment padding; losing only
         // padding loses no information. Anything else must be refused.
@@ -296,8 +296,7 @@ TEST(storage_record_codec, GarbageValuesAreCorruptionNamingTheKey) {
   for (const Family& f : Families()) {
     // Not a FlatBuffer at all.
     std::string ignored;
-    ExpectCorruptionNamingKey(f.decode(f.key, "not a flatbuffer, just text", &ignored), f,
-                              "text");
+    ExpectCorruptionNamingKey(f.decode(f.key, "not a flatbuffer, just text", &ignored), f, "text");
     // The root offset pointing far outside the buffer.
     std::string bad_root = f.value;
     bad_root[0] = bad_root[1] = bad_root[2] = bad_root[3] = '\xff';

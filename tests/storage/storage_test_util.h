@@ -5,25 +5,23 @@
 #ifndef EVENTFOLD_TESTS_STORAGE_STORAGE_TEST_UTIL_H_
 #define EVENTFOLD_TESTS_STORAGE_STORAGE_TEST_UTIL_H_
 
+#include <leveldb/env.h>
+#include <leveldb/helpers/memenv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
-
-#include <algorithm>
-#include <functional>
 #include <vector>
-
-#include <leveldb/env.h>
-#include <leveldb/helpers/memenv.h>
 
 #include "eventfold/projection.h"
 #include "eventfold/store.h"
@@ -49,8 +47,7 @@ inline std::string Body(const std::string& event_id, const std::string& type,
 // receipt.issued / receipt.refunded for receipt `rid`.
 inline std::string Issued(const std::string& event_id, const std::string& rid,
                           const std::string& at = "2026-11-29T10:15:30.123Z",
-                          std::optional<int64_t> version = std::nullopt,
-                          int amount = 1500) {
+                          std::optional<int64_t> version = std::nullopt, int amount = 1500) {
   return Body(event_id, "receipt.issued", at,
               "{\"receipt_id\":\"" + rid + "\",\"amount\":" + std::to_string(amount) +
                   ",\"currency\":\"THB\"}",
@@ -60,8 +57,7 @@ inline std::string Issued(const std::string& event_id, const std::string& rid,
 inline std::string Refunded(const std::string& event_id, const std::string& rid,
                             const std::string& at = "2026-11-29T11:00:00Z",
                             std::optional<int64_t> version = std::nullopt) {
-  return Body(event_id, "receipt.refunded", at, "{\"receipt_id\":\"" + rid + "\"}",
-              version);
+  return Body(event_id, "receipt.refunded", at, "{\"receipt_id\":\"" + rid + "\"}", version);
 }
 
 // An in-memory LevelDB environment; files live as long as the object.
@@ -83,9 +79,11 @@ inline std::vector<std::string> GenerateEvents(uint64_t seed, int receipts, int 
   for (int r = 0; r < receipts; ++r) {
     const std::string rid = "rcp_" + std::to_string(r);
     const int64_t issued = t0 + static_cast<int64_t>(rng() % 86400000000ull);
-    out.push_back(Issued(id(), rid, at(issued), std::nullopt, 100 + static_cast<int>(rng() % 9000)));
+    out.push_back(
+        Issued(id(), rid, at(issued), std::nullopt, 100 + static_cast<int>(rng() % 9000)));
     if (rng() % 2 == 0) {
-      out.push_back(Refunded(id(), rid, at(issued + 1 + static_cast<int64_t>(rng() % 3600000000ull))));
+      out.push_back(
+          Refunded(id(), rid, at(issued + 1 + static_cast<int64_t>(rng() % 3600000000ull))));
     }
     if (rng() % 20 == 0) {  // impossible: issued again later
       out.push_back(Issued(id(), rid, at(issued + 7200000000ll), std::nullopt, 1));

@@ -4,21 +4,21 @@
 
 #include "eventfold/store.h"
 
+#include <gtest/gtest.h>
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <memory>
-#include <random>
+#include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <leveldb/db.h>
-#include <leveldb/env.h>
 
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
@@ -104,9 +104,9 @@ TEST_F(storage_store, IngestThenGet) {
   EXPECT_EQ(p->entity, "receipt");
   EXPECT_EQ(p->id, "rcp_1");
   EXPECT_EQ(p->state, "issued");
-  EXPECT_EQ(p->fields, (std::vector<Field>{{"receipt_id", "\"rcp_1\""},
-                                           {"amount", "1500"},
-                                           {"currency", "\"THB\""}}));
+  EXPECT_EQ(p->fields,
+            (std::vector<Field>{
+                {"receipt_id", "\"rcp_1\""}, {"amount", "1500"}, {"currency", "\"THB\""}}));
   EXPECT_EQ(p->version, 1);
   EXPECT_EQ(p->applied, 1u);
   EXPECT_TRUE(p->rejected.empty());
@@ -202,7 +202,8 @@ TEST_F(storage_store, InvalidIs400AndNamesTheField) {
       {Body("evt_1", "receipt.issued", "yesterday", data), "occurred_at"},
       {Body("evt_1", "receipt.issued", "2026-11-29 10:15:30", data), "occurred_at"},
       {Body("evt_1", "receipt.issued", at, data, -1), "version"},
-      {R"({"event_id":"evt_1","type":"receipt.issued","occurred_at":"2026-11-29T10:15:30Z"})", "data"},
+      {R"({"event_id":"evt_1","type":"receipt.issued","occurred_at":"2026-11-29T10:15:30Z"})",
+       "data"},
       {Body("evt_1", "receipt.issued", at, "[1]"), "data"},
       {Body("evt_1", "receipt.issued", at, R"({"amount":1})"), "data.receipt_id"},
       {Body("evt_1", "receipt.issued", at, R"({"receipt_id":true})"), "data.receipt_id"},
@@ -299,8 +300,8 @@ TEST_F(storage_store, LateEventRefolds) {
   EXPECT_FALSE(p->occurred_at.has_value());
   EXPECT_FALSE(p->version.has_value());
   ASSERT_EQ(p->rejected.size(), 1u);
-  EXPECT_EQ(p->rejected[0], (Rejection{"evt_2", "receipt.refunded",
-                                       "impossible transition none -> refunded"}));
+  EXPECT_EQ(p->rejected[0],
+            (Rejection{"evt_2", "receipt.refunded", "impossible transition none -> refunded"}));
   // Then the issue, which sorts before it: both applied.
   MustAccept(store.get(), Issued("evt_1", "rcp_1", "2026-11-29T10:15:30.123Z"));
   p = store->Get("receipt", "rcp_1");
@@ -378,8 +379,9 @@ TEST_F(storage_store, LogShowsArrivalAndFoldOrderWithVerdicts) {
   EXPECT_LT(pos(arrival, "evt_9"), pos(arrival, "evt_1"));
   EXPECT_LT(pos(fold, "evt_1"), pos(fold, "evt_2"));
   EXPECT_LT(pos(fold, "evt_2"), pos(fold, "evt_9"));
-  EXPECT_NE(json.find("\"verdict\":\"rejected\",\"reason\":\"impossible transition refunded -> issued\""),
-            std::string::npos)
+  EXPECT_NE(
+      json.find("\"verdict\":\"rejected\",\"reason\":\"impossible transition refunded -> issued\""),
+      std::string::npos)
       << json;
   EXPECT_NE(json.find("\"received_at\":\"" + FormatTimestamp(kStart + 40) + "\""),
             std::string::npos)
@@ -404,29 +406,35 @@ TEST_F(storage_store, ListOrdersByEntityThenIdBytewiseAndFilters) {
   for (const std::string& id : receipts) {
     MustAccept(store.get(), Issued("evt_r" + std::to_string(n++), id));
   }
-  MustAccept(store.get(), Body("evt_p1", "product.created", "2026-11-29T10:00:00Z",
-                               R"({"product_id":"z"})"));
+  MustAccept(store.get(),
+             Body("evt_p1", "product.created", "2026-11-29T10:00:00Z", R"({"product_id":"z"})"));
   MustAccept(store.get(), Body("evt_i1", "inventory.updated", "2026-11-29T10:00:00Z",
                                R"({"product_id":"z","qty":1})"));
   std::vector<std::pair<std::string, std::string>> seen;
-  ASSERT_TRUE(store->List("", [&](const Projection& p) {
-    seen.emplace_back(p.entity, p.id);
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("",
+                         [&](const Projection& p) {
+                           seen.emplace_back(p.entity, p.id);
+                           return true;
+                         })
+                  .ok());
   const std::vector<std::pair<std::string, std::string>> want = {
-      {"inventory", "z"}, {"product", "z"}, {"receipt", "10"}, {"receipt", "9"},
-      {"receipt", "B"},   {"receipt", "a"}, {"receipt", "a-"}, {"receipt", "aa"},
+      {"inventory", "z"}, {"product", "z"},        {"receipt", "10"}, {"receipt", "9"},
+      {"receipt", "B"},   {"receipt", "a"},        {"receipt", "a-"}, {"receipt", "aa"},
       {"receipt", "b"},   {"receipt", "\xc3\xa9"},
   };
   EXPECT_EQ(seen, want);
 
   seen.clear();
-  ASSERT_TRUE(store->List("receipt", [&](const Projection& p) {
-    seen.emplace_back(p.entity, p.id);
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("receipt",
+                         [&](const Projection& p) {
+                           seen.emplace_back(p.entity, p.id);
+                           return true;
+                         })
+                  .ok());
   const std::vector<std::pair<std::string, std::string>> receipts_only(want.begin() + 2,
-                                                                      want.end());
+                                                                       want.end());
   EXPECT_EQ(seen, receipts_only);
   EXPECT_EQ(ListAll(store.get(), "product").size(), 1u);
   EXPECT_TRUE(ListAll(store.get(), "invoice").empty());
@@ -454,16 +462,22 @@ TEST_F(storage_store, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
   MustAccept(store.get(), Body("e3", "a.created", at, R"({"id":"b"})"));
   MustAccept(store.get(), Body("e4", "ab.created", at, R"({"id":"\u0001"})"));
   std::vector<std::string> order;
-  ASSERT_TRUE(store->List("", [&](const Projection& p) {
-    order.push_back(p.entity + "/" + p.id);
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("",
+                         [&](const Projection& p) {
+                           order.push_back(p.entity + "/" + p.id);
+                           return true;
+                         })
+                  .ok());
   EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z", "ab/\x01", "ab/a"}));
   order.clear();
-  ASSERT_TRUE(store->List("a", [&](const Projection& p) {
-    order.push_back(p.entity + "/" + p.id);
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("a",
+                         [&](const Projection& p) {
+                           order.push_back(p.entity + "/" + p.id);
+                           return true;
+                         })
+                  .ok());
   EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z"}));
 }
 
@@ -556,21 +570,21 @@ TEST_F(storage_store, ErrorIfExistsAndCreateIfMissing) {
 
 TEST_F(storage_store, IngestBatchGivesPerDeliveryResultsInOrder) {
   const std::vector<Delivery> batch = {
-      {{}, Issued("evt_1", "rcp_1")},                                   // accepted
-      {{}, Issued("evt_1", "rcp_1")},                                   // duplicate in batch
-      {{}, Refunded("evt_1", "rcp_1")},                                 // conflict in batch
-      {{}, "{oops"},                                                    // invalid
-      {{{"X-RR-Event-Id", "nope"}}, Issued("evt_5", "rcp_5")},          // invalid header
-      {{}, InvoicePaid("evt_inv", "inv_1")},                            // unrouted
-      {{}, Refunded("evt_2", "rcp_1")},                                 // accepted, same entity
-      {{}, std::string((1 << 20) + 1, ' ')},                            // too large
-      {{}, Refunded("evt_3", "rcp_3")},                                 // accepted, rejected in fold
-      {{}, Issued("evt_4", "rcp_3", "2026-11-29T09:00:00Z")},           // late: re-fold in batch
-      {{}, Refunded("evt_2", "rcp_1")},                                 // duplicate of in-batch
+      {{}, Issued("evt_1", "rcp_1")},                           // accepted
+      {{}, Issued("evt_1", "rcp_1")},                           // duplicate in batch
+      {{}, Refunded("evt_1", "rcp_1")},                         // conflict in batch
+      {{}, "{oops"},                                            // invalid
+      {{{"X-RR-Event-Id", "nope"}}, Issued("evt_5", "rcp_5")},  // invalid header
+      {{}, InvoicePaid("evt_inv", "inv_1")},                    // unrouted
+      {{}, Refunded("evt_2", "rcp_1")},                         // accepted, same entity
+      {{}, std::string((1 << 20) + 1, ' ')},                    // too large
+      {{}, Refunded("evt_3", "rcp_3")},                         // accepted, rejected in fold
+      {{}, Issued("evt_4", "rcp_3", "2026-11-29T09:00:00Z")},   // late: re-fold in batch
+      {{}, Refunded("evt_2", "rcp_1")},                         // duplicate of in-batch
   };
   const std::vector<Outcome> want = {
-      Outcome::kAccepted, Outcome::kDuplicate, Outcome::kConflict, Outcome::kInvalid,
-      Outcome::kInvalid,  Outcome::kAccepted,  Outcome::kAccepted, Outcome::kTooLarge,
+      Outcome::kAccepted, Outcome::kDuplicate, Outcome::kConflict,  Outcome::kInvalid,
+      Outcome::kInvalid,  Outcome::kAccepted,  Outcome::kAccepted,  Outcome::kTooLarge,
       Outcome::kAccepted, Outcome::kAccepted,  Outcome::kDuplicate,
   };
   auto store = Open();
@@ -613,8 +627,8 @@ TEST_F(storage_store, IngestBatchGivesPerDeliveryResultsInOrder) {
   results = store->IngestBatch(batch);
   for (size_t i = 0; i < results.size(); ++i) {
     const Outcome o2 = results[i].outcome;
-    EXPECT_TRUE(o2 == Outcome::kDuplicate || o2 == Outcome::kConflict ||
-                o2 == Outcome::kInvalid || o2 == Outcome::kTooLarge)
+    EXPECT_TRUE(o2 == Outcome::kDuplicate || o2 == Outcome::kConflict || o2 == Outcome::kInvalid ||
+                o2 == Outcome::kTooLarge)
         << "delivery " << i << ": " << OutcomeName(o2);
   }
   EXPECT_EQ(ListAll(store.get()), batched);
@@ -637,11 +651,14 @@ TEST_F(storage_store, RebuildWithTheSameProfileKeepsProjections) {
   EXPECT_EQ(sum->events, events.size() + 1);
   EXPECT_EQ(sum->unrouted, 1u);
   uint64_t applied = 0, rejected = 0;
-  ASSERT_TRUE(store->List("", [&](const Projection& p) {
-    applied += p.applied;
-    rejected += p.rejected.size();
-    return true;
-  }).ok());
+  ASSERT_TRUE(store
+                  ->List("",
+                         [&](const Projection& p) {
+                           applied += p.applied;
+                           rejected += p.rejected.size();
+                           return true;
+                         })
+                  .ok());
   EXPECT_EQ(sum->applied, applied);
   EXPECT_EQ(sum->rejected, rejected);
   EXPECT_EQ(sum->applied + sum->rejected + sum->unrouted, sum->events);
@@ -721,16 +738,17 @@ TEST_F(storage_store, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
   ASSERT_TRUE(receipts_only.ok());
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
-  MustAccept(store.get(), Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
-                               R"({"product_id":"p1"})"));
+  MustAccept(store.get(),
+             Body("evt_p", "product.created", "2026-11-29T10:00:00Z", R"({"product_id":"p1"})"));
   Result<RebuildSummary> sum = store->Rebuild(&*receipts_only);
   ASSERT_TRUE(sum.ok()) << sum.status().ToString();
   EXPECT_EQ(sum->unrouted, 1u);
   EXPECT_TRUE(store->Get("product", "p1").status().IsNotFound());
   EXPECT_EQ(ListAll(store.get()).size(), 1u);
   // Stored, not dropped: a duplicate still, now unrouted.
-  EXPECT_EQ(store->Ingest(Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
-                               R"({"product_id":"p1"})"))
+  EXPECT_EQ(store
+                ->Ingest(Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
+                              R"({"product_id":"p1"})"))
                 .outcome,
             Outcome::kDuplicate);
   // And switching back brings it back.
@@ -763,11 +781,11 @@ std::vector<std::string> LongLogs(uint64_t seed) {
     }
     out.push_back(body);
   }
-  out.push_back(Body("lp_d", "product.deleted", FormatTimestamp(t0 + 15000000),
-                     R"({"product_id":"long"})"));
+  out.push_back(
+      Body("lp_d", "product.deleted", FormatTimestamp(t0 + 15000000), R"({"product_id":"long"})"));
   // A second, very late creation: impossible in any state but none.
-  out.push_back(Body("lp_c2", "product.created", FormatTimestamp(t0 + 30000000),
-                     R"({"product_id":"long"})"));
+  out.push_back(
+      Body("lp_c2", "product.created", FormatTimestamp(t0 + 30000000), R"({"product_id":"long"})"));
   return out;
 }
 
@@ -777,7 +795,8 @@ std::vector<std::string> LogsOf(Store* store) {
     Result<EntityLog> log = store->Log(p.entity, p.id);
     std::string line = log.ok() ? EntityLogToJson(*log) : log.status().ToString();
     // received_at and seq depend on arrival, not on the set of events.
-    out.push_back(p.entity + "/" + p.id + ":" + std::to_string(log.ok() ? log->fold_order.size() : 0));
+    out.push_back(p.entity + "/" + p.id + ":" +
+                  std::to_string(log.ok() ? log->fold_order.size() : 0));
     if (log.ok()) {
       for (const LoggedEvent& e : log->fold_order) {
         out.back() += " " + e.event.event_id + (e.applied ? "+" : "-" + e.reason);
@@ -952,8 +971,8 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
   MustAccept(store.get(), Issued("evt_3", "rcp_2"));
-  MustAccept(store.get(), Body("evt_p", "product.created", "2026-11-29T10:00:00Z",
-                               R"({"product_id":"p1"})"));
+  MustAccept(store.get(),
+             Body("evt_p", "product.created", "2026-11-29T10:00:00Z", R"({"product_id":"p1"})"));
   store.reset();
   // Damage two receipts' projections and the product's behind the store's back.
   {
@@ -966,8 +985,7 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
     for (const EntityRef& ref : {EntityRef{"receipt", "rcp_1"}, EntityRef{"receipt", "rcp_2"},
                                  EntityRef{"product", "p1"}}) {
-      const std::string key =
-          storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), ref);
+      const std::string key = storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), ref);
       std::string value;
       ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
       Result<storage::ProjectionState> st = storage::DecodeProjection(key, value);
@@ -1142,8 +1160,8 @@ TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
     // The live generation is recorded in m/generation (decimal).
     std::string gen;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
-    const std::string key = storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)),
-                                                   {"receipt", "rcp_tamper"});
+    const std::string key =
+        storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), {"receipt", "rcp_tamper"});
     std::string value;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
     Result<storage::ProjectionState> state = storage::DecodeProjection(key, value);

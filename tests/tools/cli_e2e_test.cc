@@ -1,6 +1,7 @@
 // End-to-end tests of the `eventfold` command (SPEC §5) through the real
 // binary: exit codes, stdout JSON byte for byte, stderr diagnostics.
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/common/invoice_profile.h"
 #include "tests/common/run_cli.h"
@@ -30,8 +29,8 @@ using eventfold::test_util::WriteFile;
 // A JSON event body.
 std::string Body(const std::string& id, const std::string& type, const std::string& at,
                  const std::string& data, const std::string& version = "") {
-  std::string b = "{\"event_id\":\"" + id + "\",\"type\":\"" + type + "\",\"occurred_at\":\"" +
-                  at + "\"";
+  std::string b =
+      "{\"event_id\":\"" + id + "\",\"type\":\"" + type + "\",\"occurred_at\":\"" + at + "\"";
   if (!version.empty()) b += ",\"version\":" + version;
   return b + ",\"data\":" + data + "}";
 }
@@ -49,8 +48,8 @@ std::string Envelope(const std::string& headers_json, const std::string& body) {
 // The SPEC §5 example, in the order of arrival that makes arrival and fold
 // orders differ: the refund (version 2) first, then the issue (version 1)
 // at the same instant, then an impossible re-issue later.
-const std::string kRefund = Body("evt_2", "receipt.refunded", "2026-11-29T10:15:30.123Z",
-                                 R"({"receipt_id":"rcp_1"})", "2");
+const std::string kRefund =
+    Body("evt_2", "receipt.refunded", "2026-11-29T10:15:30.123Z", R"({"receipt_id":"rcp_1"})", "2");
 const std::string kIssue = Body("evt_1", "receipt.issued", "2026-11-29T10:15:30.123Z",
                                 R"({"receipt_id":"rcp_1","amount":1500,"currency":"THB"})", "1");
 const std::string kReissue = Body("evt_9", "receipt.issued", "2026-11-29T10:20:00Z",
@@ -64,8 +63,8 @@ const std::string kSpecProjection =
     R"("occurred_at":"2026-11-29T10:15:30.123000Z"})";
 
 // A receipt whose only event is impossible: listed with state none.
-const std::string kOrphanRefund = Body("evt_o", "receipt.refunded", "2026-11-29T09:00:00Z",
-                                       R"({"receipt_id":"rcp_0"})");
+const std::string kOrphanRefund =
+    Body("evt_o", "receipt.refunded", "2026-11-29T09:00:00Z", R"({"receipt_id":"rcp_0"})");
 const std::string kOrphanProjection =
     R"({"entity":"receipt","id":"rcp_0","state":"none","fields":{},"version":null,)"
     R"("applied":0,"rejected":[{"event_id":"evt_o","type":"receipt.refunded",)"
@@ -78,17 +77,16 @@ const std::string kProductProjection =
     R"("fields":{"product_id":"sku_1","name":"Tea"},"version":1,"applied":1,"rejected":[],)"
     R"("occurred_at":"2026-11-29T08:00:00.000000Z"})";
 
-const std::string kInvoice = Body("evt_inv", "invoice.paid", "2026-11-29T12:00:00Z",
-                                  R"({"invoice_id":"inv_1","total":99})");
+const std::string kInvoice =
+    Body("evt_inv", "invoice.paid", "2026-11-29T12:00:00Z", R"({"invoice_id":"inv_1","total":99})");
 
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     static std::atomic<int> counter{0};
     root_ = (fs::temp_directory_path() /
-             ("eventfold-cli-test-" + std::to_string(::getpid()) + "-" +
-              std::to_string(counter++) + "-" +
-              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
+             ("eventfold-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
+              "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
                 .string();
     fs::create_directories(root_);
     data_ = root_ + "/data";
@@ -99,8 +97,7 @@ class CliTest : public ::testing::Test {
   }
 
   // Runs the binary with `args`, stdin from `stdin_path`.
-  CliResult Run(const std::vector<std::string>& args,
-                const std::string& stdin_path = "/dev/null") {
+  CliResult Run(const std::vector<std::string>& args, const std::string& stdin_path = "/dev/null") {
     CliResult r = eventfold::test_util::RunCli(EVENTFOLD_CLI, args, root_ + "/cli", stdin_path);
     if (!r.started) ADD_FAILURE() << r.err;
     return r;
@@ -117,8 +114,8 @@ class CliTest : public ::testing::Test {
 
   // Ingests the SPEC example and a few others; every line is good.
   void IngestGood() {
-    const std::string f = File("good.ndjson", {kRefund, kIssue, kReissue, kOrphanRefund,
-                                               kProduct, kInvoice});
+    const std::string f =
+        File("good.ndjson", {kRefund, kIssue, kReissue, kOrphanRefund, kProduct, kInvoice});
     CliResult r = Run({"ingest", "--data", data_, f});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ASSERT_EQ(r.out,
@@ -132,39 +129,40 @@ class CliTest : public ::testing::Test {
 // Suite name: the area prefix lets `ctest -R cli` select these.
 using cli_e2e = CliTest;
 
-
 TEST_F(cli_e2e, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
-  const std::string f = File(
-      "mixed.ndjson",
-      {
-          kRefund,                                                         // 1
-          kIssue,                                                          // 2
-          "this is not json",                                              // 3
-          R"({"event_id":"evt_m","type":"receipt.issued","data":{"receipt_id":"r"}})",  // 4
-          "",                                                              // 5 blank
-          Body("evt_d", "receipt.issued", "2026-02-30T10:00:00Z",
-               R"({"receipt_id":"rcp_d"})"),                               // 6 bad date
-          Envelope(R"({"X-RR-Event-Id":"evt_other"})",
-                   Body("evt_h", "receipt.issued", "2026-11-29T10:00:00Z",
-                        R"({"receipt_id":"rcp_h"})")),                     // 7 id mismatch
-          Envelope(R"({"X-RR-Event-Id":"evt_9","Content-Type":"application/json"})",
-                   kReissue),                                              // 8 good envelope
-          kProduct,                                                        // 9
-          Body("evt_1", "receipt.refunded", "2026-11-29T10:15:30.123Z",
-               R"({"receipt_id":"rcp_1"})"),                               // 10 conflict
-          kOrphanRefund,                                                   // 11
-      });
+  const std::string f =
+      File("mixed.ndjson",
+           {
+               kRefund,                                                                      // 1
+               kIssue,                                                                       // 2
+               "this is not json",                                                           // 3
+               R"({"event_id":"evt_m","type":"receipt.issued","data":{"receipt_id":"r"}})",  // 4
+               "",  // 5 blank
+               Body("evt_d", "receipt.issued", "2026-02-30T10:00:00Z",
+                    R"({"receipt_id":"rcp_d"})"),  // 6 bad date
+               Envelope(R"({"X-RR-Event-Id":"evt_other"})",
+                        Body("evt_h", "receipt.issued", "2026-11-29T10:00:00Z",
+                             R"({"receipt_id":"rcp_h"})")),  // 7 id mismatch
+               Envelope(R"({"X-RR-Event-Id":"evt_9","Content-Type":"application/json"})",
+                        kReissue),  // 8 good envelope
+               kProduct,            // 9
+               Body("evt_1", "receipt.refunded", "2026-11-29T10:15:30.123Z",
+                    R"({"receipt_id":"rcp_1"})"),  // 10 conflict
+               kOrphanRefund,                      // 11
+           });
   CliResult r = Run({"ingest", "--data", data_, f});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.out,
             "{\"accepted\":5,\"duplicate\":0,\"conflict\":1,\"invalid\":4,\"unauthorized\":0}\n");
   for (int bad : {3, 4, 6, 7, 10}) {
     EXPECT_NE(r.err.find("line " + std::to_string(bad) + ":"), std::string::npos)
-        << "line " << bad << " not reported:\n" << r.err;
+        << "line " << bad << " not reported:\n"
+        << r.err;
   }
   for (int good : {1, 2, 5, 8, 9, 11}) {
     EXPECT_EQ(r.err.find("line " + std::to_string(good) + ":"), std::string::npos)
-        << "line " << good << " reported:\n" << r.err;
+        << "line " << good << " reported:\n"
+        << r.err;
   }
   // Each report names the reason.
   const std::vector<std::pair<std::string, std::string>> reasons = {
@@ -203,8 +201,8 @@ TEST_F(cli_e2e, ReingestingTheSameFileIsAllDuplicates) {
 }
 
 TEST_F(cli_e2e, IngestFromStandardInput) {
-  const std::string f = File("stdin.ndjson",
-                             {kIssue, Envelope(R"({"x-rr-event-id":"evt_2"})", kRefund), kReissue});
+  const std::string f =
+      File("stdin.ndjson", {kIssue, Envelope(R"({"x-rr-event-id":"evt_2"})", kRefund), kReissue});
   CliResult r = Run({"ingest", "--data", data_, "-"}, f);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
@@ -251,8 +249,7 @@ TEST_F(cli_e2e, ListIsOrderedByEntityThenIdAndFilters) {
   std::vector<std::string> more;
   int n = 0;
   for (const char* id : {"rcp_10", "rcp_9", "RCP_1", "rcp_1a"}) {
-    more.push_back(Body("evt_more_" + std::to_string(n++), "receipt.issued",
-                        "2026-11-29T07:00:00Z",
+    more.push_back(Body("evt_more_" + std::to_string(n++), "receipt.issued", "2026-11-29T07:00:00Z",
                         std::string(R"({"receipt_id":")") + id + "\"}"));
   }
   ASSERT_EQ(Run({"ingest", "--data", data_, File("more.ndjson", more)}).exit_code, 0);
@@ -329,8 +326,9 @@ TEST_F(cli_e2e, ReplayKeepsListIdenticalAndVerifies) {
   const std::vector<std::string> out = Lines(r.out);
   ASSERT_EQ(out.size(), 1u) << r.out;
   const std::string& s = out[0];
-  EXPECT_TRUE(s.starts_with("{\"entities\":3,\"events\":6,\"applied\":3,\"rejected\":2,"
-                            "\"unrouted\":1,"))
+  EXPECT_TRUE(
+      s.starts_with("{\"entities\":3,\"events\":6,\"applied\":3,\"rejected\":2,"
+                    "\"unrouted\":1,"))
       << s;
   EXPECT_TRUE(s.ends_with("}")) << s;
   EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "replay must not change projections";
@@ -367,10 +365,10 @@ TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
   EXPECT_EQ(only.out, invoice + "\n");
   // The store remembers its new profile: verify uses it, and new invoices route.
   EXPECT_EQ(Run({"replay", "--data", data_, "--verify"}).exit_code, 0);
-  CliResult more = Run({"ingest", "--data", data_,
-                        File("inv2.ndjson", {Body("evt_inv2", "invoice.paid",
-                                                  "2026-11-29T13:00:00Z",
-                                                  R"({"invoice_id":"inv_2"})")})});
+  CliResult more =
+      Run({"ingest", "--data", data_,
+           File("inv2.ndjson", {Body("evt_inv2", "invoice.paid", "2026-11-29T13:00:00Z",
+                                     R"({"invoice_id":"inv_2"})")})});
   EXPECT_EQ(more.exit_code, 0) << more.err;
   EXPECT_EQ(Run({"show", "--data", data_, "invoice", "inv_2"}).exit_code, 0);
 }

@@ -20,10 +20,9 @@
 
 namespace {
 
-constexpr std::string_view kBody =
-    R"({"event_id":"evt_1","type":"receipt.issued",)"
-    R"("occurred_at":"2026-11-29T10:15:30Z",)"
-    R"("data":{"receipt_id":"rcp_1","amount":1500}})";
+constexpr std::string_view kBody = R"({"event_id":"evt_1","type":"receipt.issued",)"
+                                   R"("occurred_at":"2026-11-29T10:15:30Z",)"
+                                   R"("data":{"receipt_id":"rcp_1","amount":1500}})";
 
 int Fail(const std::string& what) {
   std::cerr << "consumer: FAIL: " << what << "\n";
@@ -34,8 +33,7 @@ int Fail(const std::string& what) {
 int CheckProjection(eventfold::Store& store, std::string_view when) {
   eventfold::Result<eventfold::Projection> got = store.Get("receipt", "rcp_1");
   if (!got.ok()) {
-    return Fail(std::string(when) +
-                ": Get(receipt, rcp_1): " + got.status().ToString());
+    return Fail(std::string(when) + ": Get(receipt, rcp_1): " + got.status().ToString());
   }
   const eventfold::Projection& p = *got;
   if (p.entity != "receipt" || p.id != "rcp_1") {
@@ -43,12 +41,10 @@ int CheckProjection(eventfold::Store& store, std::string_view when) {
                 ", want receipt/rcp_1");
   }
   if (p.state != "issued") {
-    return Fail(std::string(when) + ": state is \"" + p.state +
-                "\", want \"issued\"");
+    return Fail(std::string(when) + ": state is \"" + p.state + "\", want \"issued\"");
   }
   if (p.applied != 1) {
-    return Fail(std::string(when) + ": applied is " +
-                std::to_string(p.applied) + ", want 1");
+    return Fail(std::string(when) + ": applied is " + std::to_string(p.applied) + ", want 1");
   }
   return 0;
 }
@@ -63,14 +59,12 @@ int Run(const std::string& dir) {
 
     eventfold::IngestResult first = store->Ingest(kBody);
     if (first.outcome != eventfold::Outcome::kAccepted) {
-      return Fail("first Ingest: " +
-                  std::string(eventfold::OutcomeName(first.outcome)) + " " +
+      return Fail("first Ingest: " + std::string(eventfold::OutcomeName(first.outcome)) + " " +
                   first.message + ", want accepted");
     }
     eventfold::IngestResult again = store->Ingest(kBody);
     if (again.outcome != eventfold::Outcome::kDuplicate) {
-      return Fail("second Ingest: " +
-                  std::string(eventfold::OutcomeName(again.outcome)) + " " +
+      return Fail("second Ingest: " + std::string(eventfold::OutcomeName(again.outcome)) + " " +
                   again.message + ", want duplicate");
     }
     if (int rc = CheckProjection(*store, "after ingest")) return rc;
@@ -94,8 +88,7 @@ int main(int argc, char** argv) {
     dir = argv[1];
   } else {
     auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    dir = fs::temp_directory_path() /
-          ("eventfold-consumer-" + std::to_string(stamp));
+    dir = fs::temp_directory_path() / ("eventfold-consumer-" + std::to_string(stamp));
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
