@@ -90,7 +90,7 @@ Store* FilledStore(uint64_t n) {
       batch.clear();
     }
   }
-  if (f.store->LastChangeSeq() != n) Die("fill: unexpected change count");
+  if (f.store->feed().LastSeq() != n) Die("fill: unexpected change count");
   return f.store.get();
 }
 
@@ -137,7 +137,8 @@ void BM_ReadFeedScan(benchmark::State& state) {
     std::vector<Change> page;
     for (;;) {
       page.clear();
-      if (Status st = store->ReadFeed(after, 1024, &page); !st.ok()) Die(st.ToString());
+      if (Status st = store->feed().Read(after, 1024, AppendTo<Change>(&page)); !st.ok())
+        Die(st.ToString());
       if (page.empty()) break;
       after = page.back().seq;
     }

@@ -11,6 +11,9 @@
 //       holds N events (in-memory LevelDB Env, Durability::kBuffered).
 //   BM_InOrderIngest                one in-order event, same store: the
 //       direct-apply baseline a late arrival is compared with.
+//   BM_RebuildSwitchPause/events:N/ingest_per_s:R   a full rebuild of N
+//       events while a writer ingests R synced events a second: the pause
+//       the switch stops ingest for, and the writer's slowest answer.
 //
 // Filled stores are built once per size and process (the 1M-event one takes
 // a while) and removed at exit — unless EVENTFOLD_REPLAY_BENCH_DIR names a
@@ -27,6 +30,7 @@
 #include <malloc.h>
 #include <simdjson.h>
 
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -38,6 +42,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -198,7 +203,7 @@ void BM_Rebuild(benchmark::State& state) {
 
     RssSampler sampler;
     const auto start = SteadyClock::now();
-    Result<RebuildSummary> sum = (*store)->Rebuild(ro);
+    Result<RebuildSummary> sum = (*store)->maintenance().Rebuild(ro);
     const double seconds = Seconds(SteadyClock::now() - start);
     sampler.Stop();
 
@@ -448,6 +453,80 @@ void BM_InOrderIngest(benchmark::State& state) {
 }
 
 // ---------------------------------------------------------------------------
+// 4. The rebuild's switch pause under ingest load.
+
+// A full rebuild of N events while a writer ingests fresh inventory events at
+// a steady `rate` per second (synced, one per call). Reports the pause the
+// switch stopped ingest for (RebuildSummary::pause_seconds), how many events
+// it caught up in rounds while ingest went on and how many with ingest
+// stopped, and the writer's slowest acknowledgement during the rebuild (what
+// a sender saw of the pause).
+void BM_RebuildSwitchPause(benchmark::State& state) {
+  const uint64_t n = static_cast<uint64_t>(state.range(0));
+  const int64_t rate = state.range(1);
+  const FilledStore& f = Filled(n);
+  double pause_s = 0, worst_ack_s = 0;
+  uint64_t caught_up = 0, caught_up_paused = 0, written = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const fs::path work = WorkCopy(f);
+    Options o;  // synced writes: what a receiver runs with
+    Result<std::unique_ptr<Store>> store = Store::Open(work.string(), o);
+    if (!store.ok()) {
+      state.SkipWithError(store.status().ToString().c_str());
+      break;
+    }
+    state.ResumeTiming();
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> refused{0};
+    double worst = 0;
+    uint64_t count = 0;
+    std::thread writer([&] {
+      const auto period = std::chrono::nanoseconds(1000000000LL / rate);
+      auto next = SteadyClock::now();
+      while (!done) {
+        next += period;
+        std::this_thread::sleep_until(next);
+        const std::string id = "prd_pause_" + std::to_string(count % 997);
+        const Delivery d{{},
+                         InventoryBody("evt_pause_" + std::to_string(count), id,
+                                       kLateStart + static_cast<int64_t>(count) * kSecond,
+                                       std::nullopt, static_cast<int64_t>(count % 50))};
+        const auto start = SteadyClock::now();
+        const IngestResult r = (*store)->Ingest(d);
+        worst = std::max(worst, Seconds(SteadyClock::now() - start));
+        if (r.outcome != Outcome::kAccepted) refused.fetch_add(1);
+        ++count;
+      }
+    });
+    Result<RebuildSummary> sum = (*store)->maintenance().Rebuild(RebuildOptions{});
+    done = true;
+    writer.join();
+    state.PauseTiming();
+    if (!sum.ok() || refused.load() > 0) {
+      state.SkipWithError(sum.ok() ? "the writer's ingest was refused"
+                                   : sum.status().ToString().c_str());
+      break;
+    }
+    pause_s += sum->pause_seconds;
+    caught_up += sum->events_caught_up;
+    caught_up_paused += sum->events_caught_up_paused;
+    worst_ack_s = std::max(worst_ack_s, worst);
+    written += count;
+    store->reset();
+    fs::remove_all(work);
+    state.ResumeTiming();
+  }
+  const double iters =
+      static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+  state.counters["pause_ms"] = pause_s / iters * 1e3;
+  state.counters["caught_up_in_rounds"] = static_cast<double>(caught_up) / iters;
+  state.counters["caught_up_paused"] = static_cast<double>(caught_up_paused) / iters;
+  state.counters["worst_ack_ms"] = worst_ack_s * 1e3;
+  state.counters["ingested_during"] = static_cast<double>(written) / iters;
+}
+
+// ---------------------------------------------------------------------------
 
 void RegisterAll() {
   for (int64_t n : {100000, 1000000}) {
@@ -476,6 +555,12 @@ void RegisterAll() {
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark("BM_RebuildSwitchPause", BM_RebuildSwitchPause)
+      ->ArgNames({"events", "ingest_per_s"})
+      ->Args({100000, 5000})
+      ->Iterations(3)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_InOrderIngest", BM_InOrderIngest)
       ->Iterations(2000)
       ->UseRealTime()

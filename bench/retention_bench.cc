@@ -74,7 +74,7 @@ struct Filled {
   void Compact() {
     GcOptions g;
     g.compact_after_micros = 7 * kDay;
-    Result<GcSummary> sum = store->Gc(g);
+    Result<GcSummary> sum = store->maintenance().Gc(g);
     if (!sum.ok()) Die(sum.status().ToString());
     if (sum->events_compacted == 0) Die("nothing compacted");
   }
@@ -108,7 +108,7 @@ void BM_Rebuild(benchmark::State& state) {
   for (auto _ : state) {
     RebuildOptions ro;
     ro.threads = 1;
-    Result<RebuildSummary> r = f.store->Rebuild(ro);
+    Result<RebuildSummary> r = f.store->maintenance().Rebuild(ro);
     if (!r.ok()) Die(r.status().ToString());
     if (r->entities != n) Die("rebuilt " + std::to_string(r->entities) + " entities");
   }

@@ -135,7 +135,7 @@ int main() {
 
     // Everything is finished (handled or parked) once the checkpoint
     // reaches the newest change.
-    const uint64_t last = store->LastChangeSeq();
+    const uint64_t last = store->feed().LastSeq();
     if (!(*sub)->WaitForCheckpoint(last, 10'000'000)) {
       std::fprintf(stderr, "the worker did not catch up\n");
       rc = 1;
@@ -145,7 +145,7 @@ int main() {
         static_cast<unsigned long long>(last));
 
     Say("dead letters of %s:", so.name.c_str());
-    Status st = store->ListParked(so.name, [](const eventfold::ParkedChange& p) {
+    Status st = store->feed().ListParked(so.name, [](const eventfold::ParkedChange& p) {
       std::printf("  %s\n", eventfold::ParkedChangeToJson(p).c_str());
       return true;
     });
@@ -160,7 +160,7 @@ int main() {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     size_t left = 0;
-    st = store->ListParked(so.name, [&](const eventfold::ParkedChange&) {
+    st = store->feed().ListParked(so.name, [&](const eventfold::ParkedChange&) {
       ++left;
       return true;
     });

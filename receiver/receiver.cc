@@ -90,7 +90,8 @@ class ReceiverImpl final : public Receiver {
     out += "eventfold_in_flight " + std::to_string(in_flight_.load()) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
-    out += "eventfold_store_bytes " + std::to_string(store_->ApproximateBytes()) + "\n";
+    out +=
+        "eventfold_store_bytes " + std::to_string(store_->maintenance().ApproximateBytes()) + "\n";
     return out;
   }
 
@@ -137,7 +138,7 @@ class ReceiverImpl final : public Receiver {
     refused.headers = headers;
     refused.body_prefix = body.substr(0, kQuarantineBodyBytes);
     refused.body_bytes = body_bytes;
-    (void)store_->Quarantine(std::move(refused));
+    (void)store_->quarantine().Add(std::move(refused));
   }
 
   static IngestResult Overloaded(std::string_view why) {

@@ -39,7 +39,7 @@ Status StoreImpl::RecoverQuarantine() {
   return FromLevelDb(it->status(), "scanning quarantine");
 }
 
-Status StoreImpl::Quarantine(RefusedDelivery r) {
+Status StoreImpl::Add(RefusedDelivery r) {
   if (options_.quarantine_max_entries == 0) return Status::OK();
   r.received_at = clock_->NowMicros();
   r.status = HttpStatus(r.outcome);
@@ -62,7 +62,7 @@ Status StoreImpl::Quarantine(RefusedDelivery r) {
   return st;
 }
 
-Status StoreImpl::ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) {
+Status StoreImpl::List(const std::function<bool(const RefusedDelivery&)>& fn) {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   const std::string prefix(kQuarantinePrefix);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -84,7 +84,7 @@ void StoreImpl::QuarantineRefusals(const Delivery* const* deliveries,
     r.headers = deliveries[i]->headers;
     r.body_prefix = deliveries[i]->body.substr(0, kQuarantineBodyBytes);
     r.body_bytes = deliveries[i]->body.size();
-    (void)Quarantine(std::move(r));
+    (void)Add(std::move(r));
   }
 }
 

@@ -212,7 +212,8 @@ Status StoreImpl::RecoverFeed() {
   return Status::OK();
 }
 
-Status StoreImpl::ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) {
+Status StoreImpl::Read(uint64_t after_seq, size_t max,
+                       const std::function<bool(const Change&)>& fn) {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   const std::string prefix(kFeedPrefix);
   size_t n = 0;
@@ -220,12 +221,12 @@ Status StoreImpl::ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* 
        it->Next(), ++n) {
     Result<Change> c = DecodeChange(View(it->key()), View(it->value()));
     if (!c.ok()) return c.status();
-    out->push_back(std::move(*c));
+    if (!fn(*c)) break;
   }
   return FromLevelDb(it->status(), "reading the change feed");
 }
 
-uint64_t StoreImpl::LastChangeSeq() { return commit_queue_->last_seq(); }
+uint64_t StoreImpl::LastSeq() { return commit_queue_->last_seq(); }
 
 uint64_t StoreImpl::WaitForChanges(uint64_t after_seq, int64_t timeout_micros) {
   return commit_queue_->WaitBeyond(after_seq, timeout_micros);
@@ -638,12 +639,23 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   db_->ReleaseSnapshot(input);
   if (!summary.ok()) return summary;
 
-  // 3. Briefly stop ingest: fold in what arrived meanwhile, then switch.
+  // 3. Catch up with what arrived meanwhile in rounds while ingest goes on,
+  // so that the exclusive lock below only covers the last round's few
+  // events. A round's upper end is read under a momentary exclusive lock:
+  // every ingest holds the lock shared from taking its seq to its commit, so
+  // every event below that seq is stored by then.
+  st = CatchUpInRounds(&boundary, next, *target, &*summary);
+  if (!st.ok()) return st;
+
+  // 4. Briefly stop ingest: fold in the last few arrivals, then switch.
   uint32_t old = 0;
   {
     std::unique_lock guard(rebuild_mu_);
-    st = CatchUp(boundary, next, *target, &*summary);
+    const int64_t paused_at = clock_->NowMicros();
+    const uint64_t before = summary->events;
+    st = CatchUp(boundary, /*to_seq=*/0, next, *target, &*summary);
     if (!st.ok()) return st;
+    summary->events_caught_up_paused = summary->events - before;
     const bool rerouted = target->Fingerprint() != profile_.Fingerprint();
     leveldb::WriteBatch flip;
     flip.Put(MetaKey("profile"), target->ToJson());
@@ -656,15 +668,34 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     gen_ = next;
     if (rerouted) ++routing_epoch_;
     profile_ = std::move(*target);
+    summary->pause_seconds = static_cast<double>(clock_->NowMicros() - paused_at) / 1e6;
   }
 
-  // 4. Nobody reads the old generation any more (open snapshots keep theirs).
+  // 5. Nobody reads the old generation any more (open snapshots keep theirs).
   st = DropGeneration(db_.get(), old);
   if (!st.ok()) return st.WithContext("rebuilt, but dropping the old generation failed");
   return summary;
 }
 
-Status StoreImpl::CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile,
+Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profile& profile,
+                                  RebuildSummary* summary) {
+  for (int round = 0; round < kMaxCatchUpRounds; ++round) {
+    uint64_t to_seq = 0;
+    {
+      std::unique_lock guard(rebuild_mu_);  // a barrier: in-flight ingests finish
+      to_seq = next_seq_.load();
+    }
+    if (to_seq - *from_seq <= kPausedCatchUpEvents) return Status::OK();
+    const uint64_t before = summary->events;
+    Status st = CatchUp(*from_seq, to_seq, gen, profile, summary);
+    if (!st.ok()) return st;
+    summary->events_caught_up += summary->events - before;
+    *from_seq = to_seq;
+  }
+  return Status::OK();  // ingest outpaces the rounds: the pause takes the rest
+}
+
+Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, const Profile& profile,
                           RebuildSummary* summary) {
   IngestTxn txn(this, gen, &profile, /*record_changes=*/false);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
@@ -672,6 +703,7 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profil
   for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<StoredEvent> stored = DecodeStoredEvent(View(it->key()), View(it->value()));
     if (!stored.ok()) return stored.status();
+    if (to_seq != 0 && stored->seq >= to_seq) break;
     ++summary->events;
     Result<DecodedEvent> decoded = DecodeEvent(stored->body, profile);
     if (!decoded.ok() || !decoded->entity) {

@@ -40,26 +40,39 @@ namespace eventfold::storage {
 class CommitQueue;
 class IngestTxn;
 
-class StoreImpl final : public Store {
+class StoreImpl final : public Store, public Maintenance, public ChangeFeed, public Quarantine {
  public:
   static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
   ~StoreImpl() override;
 
+  // Store.
   IngestResult Ingest(const Delivery& delivery) override;
   std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) override;
   Result<Projection> Get(std::string_view entity, std::string_view id) override;
   Status List(std::string_view entity, const std::function<bool(const Projection&)>& fn) override;
   Result<EntityLog> Log(std::string_view entity, std::string_view id) override;
-  using Store::Rebuild;
+  StoreStats Stats() override;
+  Maintenance& maintenance() override { return *this; }
+  ChangeFeed& feed() override { return *this; }
+  Quarantine& quarantine() override { return *this; }
+  const Profile& profile() const override { return profile_; }
+  Counters counters() const override;
+
+  // Maintenance.
+  using Maintenance::Rebuild;
   Result<RebuildSummary> Rebuild(const RebuildOptions& options) override;
   Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
   Result<CheckSummary> Check(const CheckProblemFn& on_problem) override;
-  Status Quarantine(RefusedDelivery refused) override;
-  Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
+  Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
+  Result<GcSummary> Gc(const GcOptions& options) override;
+  Status Compact() override;
   uint64_t ApproximateBytes() override;
-  StoreStats Stats() override;
-  Status ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) override;
-  uint64_t LastChangeSeq() override;
+
+  // ChangeFeed.
+  Status Read(uint64_t after_seq, size_t max,
+              const std::function<bool(const Change&)>& fn) override;
+  uint64_t LastSeq() override;
+  uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) override;
   Result<uint64_t> GetCheckpoint(std::string_view subscription) override;
   Status SetCheckpoint(std::string_view subscription, uint64_t seq) override;
   Status ListSubscriptions(const std::function<bool(const std::string&, uint64_t)>& fn) override;
@@ -67,13 +80,16 @@ class StoreImpl final : public Store {
   Status ListParked(std::string_view subscription,
                     const std::function<bool(const ParkedChange&)>& fn) override;
   Status Unpark(std::string_view subscription, uint64_t seq) override;
-  uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) override;
-  Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
-  Status Compact() override;
-  Result<GcSummary> Gc(const GcOptions& options) override;
-  uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros, Result<GcSummary>* last) override;
-  const Profile& profile() const override { return profile_; }
-  Counters counters() const override;
+
+  // Quarantine.
+  Status Add(RefusedDelivery refused) override;
+  Status List(const std::function<bool(const RefusedDelivery&)>& fn) override;
+
+  // Background gc (Options::gc_interval_micros), for tests: blocks until
+  // more than `after` passes have finished or the timeout (real time)
+  // passes; returns the passes finished so far. `last`, when given,
+  // receives the latest pass's result.
+  uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros, Result<GcSummary>* last = nullptr);
 
  private:
   friend class IngestTxn;
@@ -90,8 +106,20 @@ class StoreImpl final : public Store {
   Result<RebuildSummary> RebuildAll(const RebuildOptions& options);
   // Rebuild with filters: re-folds the matching entities in place.
   Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options);
-  // Projects the events stored from `from_seq` on into generation `gen`.
-  Status CatchUp(uint64_t from_seq, uint32_t gen, const Profile& profile, RebuildSummary* summary);
+  // Projects the events stored with from_seq <= seq < to_seq (to_seq 0: all
+  // from from_seq on) into generation `gen`.
+  Status CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, const Profile& profile,
+                 RebuildSummary* summary);
+  // Catches up in rounds without holding `rebuild_mu_` (each round's end is
+  // read under a momentary exclusive lock) until at most
+  // kPausedCatchUpEvents events remain or kMaxCatchUpRounds have run;
+  // advances *from_seq past what it projected.
+  Status CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profile& profile,
+                         RebuildSummary* summary);
+  // What the rebuild's switch may re-decode while ingest is stopped: at a
+  // few µs an event, 256 events keep the pause to about a millisecond.
+  static constexpr uint64_t kPausedCatchUpEvents = 256;
+  static constexpr int kMaxCatchUpRounds = 16;
 
   // Ingest and IngestBatch: one transaction over n deliveries.
   std::vector<IngestResult> IngestAll(const Delivery* const* deliveries, size_t n);

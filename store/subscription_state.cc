@@ -92,7 +92,7 @@ Result<FeedTrimSummary> StoreImpl::TrimFeed(uint64_t grace_changes) {
   // meanwhile (a new subscription registering) waits, then sees the result.
   std::lock_guard trim_guard(trim_mu_);
   FeedTrimSummary sum;
-  sum.last_seq = LastChangeSeq();
+  sum.last_seq = LastSeq();
   uint64_t min_checkpoint = UINT64_MAX;
   Status st = ListSubscriptions([&](const std::string&, uint64_t checkpoint) {
     ++sum.subscriptions;

@@ -107,7 +107,7 @@ std::set<std::pair<const Store*, std::string>>& Registry() {
 
 Result<std::vector<ParkedChange>> AllParked(Store* store, std::string_view subscription) {
   std::vector<ParkedChange> all;
-  Status st = store->ListParked(subscription, [&](const ParkedChange& p) {
+  Status st = store->feed().ListParked(subscription, [&](const ParkedChange& p) {
     all.push_back(p);
     return true;
   });
@@ -358,7 +358,7 @@ bool SubscriptionImpl::Step(std::unique_lock<std::mutex>& lock) {
     // Handled: the dead letter goes. Under dlq_mu_ so a rescan cannot
     // resurrect it in the mirror meanwhile.
     std::lock_guard dlq(dlq_mu_);
-    Status removed = store_->Unpark(options_.name, seq);
+    Status removed = store_->feed().Unpark(options_.name, seq);
     lock.lock();
     if (removed.ok() || removed.IsNotFound()) {  // NotFound: dropped meanwhile
       entities_.at(item.key).parked.erase(seq);
@@ -415,7 +415,7 @@ void SubscriptionImpl::Park(uint64_t seq) {
   }
   ParkedChange parked{options_.name, item.change, item.attempts, /*redrive=*/false};
   lock.unlock();
-  const Status st = store_->Park(parked);
+  const Status st = store_->feed().Park(parked);
   lock.lock();
   if (!st.ok()) {
     // Not parked, so not finished: try again after a backoff.
@@ -443,10 +443,10 @@ size_t SubscriptionImpl::Fill() {
     after = read_seq_;
     room = std::min(options_.max_in_flight - live_.size(), kFeedPage);
   }
-  if (store_->LastChangeSeq() <= after) return 0;
+  if (store_->feed().LastSeq() <= after) return 0;
   std::vector<Change> page;
   page.reserve(room);
-  Status st = store_->ReadFeed(after, room, &page);
+  Status st = store_->feed().Read(after, room, AppendTo<Change>(&page));
   std::lock_guard lock(mu_);
   if (!st.ok()) {
     RecordErrorLocked(st);
@@ -486,7 +486,7 @@ size_t SubscriptionImpl::Fill() {
 Status SubscriptionImpl::Rescan() {
   std::lock_guard dlq(dlq_mu_);
   std::unordered_map<std::string, std::map<uint64_t, std::optional<ParkedChange>>> fresh;
-  Status st = store_->ListParked(options_.name, [&](const ParkedChange& p) {
+  Status st = store_->feed().ListParked(options_.name, [&](const ParkedChange& p) {
     auto& slot = fresh[EntityKey(p.change)][p.change.seq];
     if (p.redrive) slot = p;
     return true;
@@ -548,7 +548,7 @@ void SubscriptionImpl::SaveCheckpoint() {
     checkpoint = CheckpointLocked();
     if (checkpoint <= saved_) return;
   }
-  const Status st = store_->SetCheckpoint(options_.name, checkpoint);
+  const Status st = store_->feed().SetCheckpoint(options_.name, checkpoint);
   std::lock_guard lock(mu_);
   if (!st.ok()) {
     RecordErrorLocked(st);
@@ -584,7 +584,7 @@ void SubscriptionImpl::FeederLoop() {
     if (live_.size() < options_.max_in_flight && !feed_broken_) {
       const uint64_t after = read_seq_;
       lock.unlock();
-      store_->WaitForChanges(after, kPollMicros);
+      store_->feed().WaitForChanges(after, kPollMicros);
       lock.lock();
     } else {
       cv_.wait_for(lock, std::chrono::microseconds(kPollMicros));
@@ -596,19 +596,19 @@ void SubscriptionImpl::FeederLoop() {
 
 Status SubscriptionImpl::Init() {
   bool known = false;
-  Status st = store_->ListSubscriptions([&](const std::string& name, uint64_t) {
+  Status st = store_->feed().ListSubscriptions([&](const std::string& name, uint64_t) {
     known = name == options_.name;
     return !known;
   });
   if (!st.ok()) return st;
   uint64_t checkpoint = 0;
   if (known) {
-    Result<uint64_t> cp = store_->GetCheckpoint(options_.name);
+    Result<uint64_t> cp = store_->feed().GetCheckpoint(options_.name);
     if (!cp.ok()) return cp.status();
     checkpoint = *cp;
-    if (store_->LastChangeSeq() > checkpoint) {
+    if (store_->feed().LastSeq() > checkpoint) {
       std::vector<Change> next;
-      st = store_->ReadFeed(checkpoint, 1, &next);
+      st = store_->feed().Read(checkpoint, 1, AppendTo<Change>(&next));
       if (!st.ok()) return st;
       if (next.empty() || next.front().seq != checkpoint + 1) {
         return Status::Corruption("subscription " + options_.name + ": its checkpoint " +
@@ -622,13 +622,13 @@ Status SubscriptionImpl::Init() {
     // checking again after the write tells whether it moved the start.
     for (int round = 0;; ++round) {
       std::vector<Change> first;
-      st = store_->ReadFeed(0, 1, &first);
+      st = store_->feed().Read(0, 1, AppendTo<Change>(&first));
       if (!st.ok()) return st;
-      checkpoint = first.empty() ? store_->LastChangeSeq() : first.front().seq - 1;
-      st = store_->SetCheckpoint(options_.name, checkpoint);
+      checkpoint = first.empty() ? store_->feed().LastSeq() : first.front().seq - 1;
+      st = store_->feed().SetCheckpoint(options_.name, checkpoint);
       if (!st.ok()) return st;
       first.clear();
-      st = store_->ReadFeed(checkpoint, 1, &first);
+      st = store_->feed().Read(checkpoint, 1, AppendTo<Change>(&first));
       if (!st.ok()) return st;
       if (first.empty() || first.front().seq == checkpoint + 1) break;
       if (round == 10) return Status::Busy("subscription: the feed keeps being trimmed");
@@ -684,7 +684,8 @@ Status SubscriptionImpl::RunUntilIdle() {
       // Run until idle or there is room to read more.
       while (Step(lock)) {
         ran = true;
-        if (live_.size() < options_.max_in_flight / 2 && store_->LastChangeSeq() > read_seq_) break;
+        if (live_.size() < options_.max_in_flight / 2 && store_->feed().LastSeq() > read_seq_)
+          break;
       }
     }
     if (read == 0 && !ran) break;
@@ -780,20 +781,20 @@ Result<size_t> MarkForRedrive(Store* store, std::string_view subscription, uint6
     ++marked;
     if (p.redrive) continue;
     p.redrive = true;
-    if (Status st = store->Park(p); !st.ok()) return st;
+    if (Status st = store->feed().Park(p); !st.ok()) return st;
   }
   return marked;
 }
 
 Result<size_t> DropParked(Store* store, std::string_view subscription, uint64_t seq) {
   if (seq != 0) {
-    if (Status st = store->Unpark(subscription, seq); !st.ok()) return st;
+    if (Status st = store->feed().Unpark(subscription, seq); !st.ok()) return st;
     return size_t{1};
   }
   Result<std::vector<ParkedChange>> all = AllParked(store, subscription);
   if (!all.ok()) return all.status();
   for (const ParkedChange& p : *all) {
-    if (Status st = store->Unpark(subscription, p.change.seq); !st.ok()) return st;
+    if (Status st = store->feed().Unpark(subscription, p.change.seq); !st.ok()) return st;
   }
   return all->size();
 }

@@ -74,7 +74,7 @@ int CheckCmd(const std::string& dir) {
     PrintSummary(s, false);
     return kExitRefused;
   }
-  Result<CheckSummary> summary = (*store)->Check([](const CheckProblem& p) {
+  Result<CheckSummary> summary = (*store)->maintenance().Check([](const CheckProblem& p) {
     std::cerr << "eventfold: check: " << (p.key.empty() ? "" : p.key + ": ") << p.message << "\n";
   });
   if (!summary.ok()) {

@@ -25,7 +25,7 @@ struct DlqArgs {
 // Exit 1 for an unknown subscription: the name is the input a check refused.
 int CheckKnown(Store* store, const std::string& name) {
   bool known = false;
-  Status st = store->ListSubscriptions([&](const std::string& n, uint64_t) {
+  Status st = store->feed().ListSubscriptions([&](const std::string& n, uint64_t) {
     known = n == name;
     return !known;
   });
@@ -62,7 +62,7 @@ int Dlq(const std::string& verb, const DlqArgs& a) {
   if (verb == "retry") return Report(MarkForRedrive(store.get(), a.subscription, a.seq), "marked");
   if (verb == "drop") return Report(DropParked(store.get(), a.subscription, a.seq), "dropped");
   bool found = a.seq == 0;
-  Status st = store->ListParked(a.subscription, [&](const ParkedChange& p) {
+  Status st = store->feed().ListParked(a.subscription, [&](const ParkedChange& p) {
     if (a.seq != 0 && p.change.seq != a.seq) return true;
     found = true;
     std::cout << ParkedChangeToJson(p) << "\n";

@@ -25,7 +25,7 @@ int Feed(const std::string& dir, uint64_t from, bool follow) {
   constexpr size_t kPage = 1000;
   while (true) {
     std::vector<Change> page;
-    Status st = store->ReadFeed(after, kPage, &page);
+    Status st = store->feed().Read(after, kPage, AppendTo<Change>(&page));
     if (!st.ok()) {
       std::cerr << "eventfold: " << st.ToString() << "\n";
       return kExitError;
@@ -40,7 +40,7 @@ int Feed(const std::string& dir, uint64_t from, bool follow) {
     if (page.size() == kPage) continue;
     if (!follow || stop_following.load()) return kExitOk;
     // Wakes for new changes, and at least every 200 ms to notice a signal.
-    store->WaitForChanges(after, 200000);
+    store->feed().WaitForChanges(after, 200000);
     if (stop_following.load()) return kExitOk;
   }
 }

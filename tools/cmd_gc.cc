@@ -29,7 +29,7 @@ int Gc(const std::string& dir, uint64_t grace, double compact_after_days, double
   o.compact_after_micros = std::llround(compact_after_days * kDayMicros);
   o.tombstone_micros = std::llround(tombstone_days * kDayMicros);
   o.compact_storage = true;
-  Result<GcSummary> gc = store->Gc(o);
+  Result<GcSummary> gc = store->maintenance().Gc(o);
   if (!gc.ok()) {
     std::cerr << "eventfold: " << gc.status().ToString() << "\n";
     return kExitError;

@@ -119,7 +119,7 @@ int Run(const IngestArgs& args) {
         r.reason = st.message();
         r.headers = d->headers;
         r.body_prefix = d->body;
-        (void)store->Quarantine(std::move(r));
+        (void)store->quarantine().Add(std::move(r));
         continue;
       }
     }

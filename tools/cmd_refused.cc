@@ -11,7 +11,7 @@ namespace {
 int Refused(const std::string& dir) {
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
   if (!store) return kExitError;
-  Status st = store->ListRefused([](const RefusedDelivery& r) {
+  Status st = store->quarantine().List([](const RefusedDelivery& r) {
     JsonWriter w;
     w.BeginObject()
         .Key("seq")

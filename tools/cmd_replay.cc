@@ -14,7 +14,7 @@ namespace eventfold::cli {
 namespace {
 
 int Verify(Store* store) {
-  Result<VerifySummary> sum = store->Verify(
+  Result<VerifySummary> sum = store->maintenance().Verify(
       [](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
         const Projection& any = live ? *live : *rebuilt;
         JsonWriter w;
@@ -104,7 +104,7 @@ int Replay(const ReplayArgs& a) {
   options.id = a.id;
   options.threads = a.threads;
   if (!a.quiet) options.progress = ProgressPrinter();
-  Result<RebuildSummary> sum = store->Rebuild(options);
+  Result<RebuildSummary> sum = store->maintenance().Rebuild(options);
   if (!a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
   if (!sum.ok()) {
     std::cerr << "eventfold: " << sum.status().ToString() << "\n";
@@ -126,6 +126,8 @@ int Replay(const ReplayArgs& a) {
       .Double(sum->seconds)
       .Key("events_per_second")
       .Double(sum->seconds > 0 ? static_cast<double>(sum->events) / sum->seconds : 0)
+      .Key("pause_seconds")
+      .Double(sum->pause_seconds)
       .EndObject();
   std::cout << w.str() << "\n";
   return kExitOk;

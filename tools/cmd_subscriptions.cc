@@ -12,22 +12,22 @@ namespace {
 int Subscriptions(const std::string& dir) {
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
   if (!store) return kExitError;
-  const uint64_t last = store->LastChangeSeq();
+  const uint64_t last = store->feed().LastSeq();
   const int64_t now = SystemClock()->NowMicros();
   Status inner;
-  Status st = store->ListSubscriptions([&](const std::string& name, uint64_t checkpoint) {
+  Status st = store->feed().ListSubscriptions([&](const std::string& name, uint64_t checkpoint) {
     // Lag in time: how long the oldest change not yet finished has waited.
     double lag_seconds = 0;
     if (last > checkpoint) {
       std::vector<Change> next;
-      inner = store->ReadFeed(checkpoint, 1, &next);
+      inner = store->feed().Read(checkpoint, 1, AppendTo<Change>(&next));
       if (!inner.ok()) return false;
       if (!next.empty()) {
         lag_seconds = std::max<int64_t>(0, now - next.front().changed_at) / 1e6;
       }
     }
     uint64_t parked = 0, marked = 0;
-    inner = store->ListParked(name, [&](const ParkedChange& p) {
+    inner = store->feed().ListParked(name, [&](const ParkedChange& p) {
       ++parked;
       if (p.redrive) ++marked;
       return true;

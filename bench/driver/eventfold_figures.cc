@@ -361,7 +361,7 @@ int ChildRebuild(const std::string& dir, int threads) {
   const auto start = SteadyClock::now();
   const CpuTimes cpu0 = ProcessCpu();
   std::optional<ProfileScope> profile(std::in_place, "rebuild");
-  Result<RebuildSummary> sum = store->Rebuild(ro);
+  Result<RebuildSummary> sum = store->maintenance().Rebuild(ro);
   profile.reset();
   // The whole call: the build, the catch-up and switch, and the drop of the
   // old generation (RebuildSummary::seconds covers the build only). CPU time

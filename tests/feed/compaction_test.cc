@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "store/store_impl.h"
 #include "tests/feed/feed_test_util.h"
 
 namespace eventfold::feed_test {
@@ -30,7 +31,7 @@ GcOptions CompactAfterDays(int64_t days) {
 }
 
 GcSummary MustGc(Store* store, const GcOptions& options) {
-  Result<GcSummary> g = store->Gc(options);
+  Result<GcSummary> g = store->maintenance().Gc(options);
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? *g : GcSummary{};
 }
@@ -43,12 +44,12 @@ void Ingest(Store* store, const std::string& body, Outcome expected) {
 // Check (which includes a rebuild aside) finds nothing, and Verify agrees.
 void ExpectIntact(Store* store) {
   std::string problems;
-  Result<CheckSummary> c =
-      store->Check([&](const CheckProblem& p) { problems += p.key + ": " + p.message + "\n"; });
+  Result<CheckSummary> c = store->maintenance().Check(
+      [&](const CheckProblem& p) { problems += p.key + ": " + p.message + "\n"; });
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->problems, 0u) << problems;
   EXPECT_GT(c->verified, 0u);
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->differences, 0u);
 }
@@ -57,12 +58,12 @@ void ExpectIntact(Store* store) {
 // the same projections.
 void ExpectReplaysAgree(MemStore* m) {
   const std::vector<std::string> before = ListAll(m->store());
-  ASSERT_TRUE(m->store()->Rebuild(nullptr).ok());
+  ASSERT_TRUE(m->store()->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(ListAll(m->store()), before);
   for (const EntityType& type : m->store()->profile().entities()) {
     RebuildOptions ro;
     ro.entity = type.name;
-    Result<RebuildSummary> r = m->store()->Rebuild(ro);
+    Result<RebuildSummary> r = m->store()->maintenance().Rebuild(ro);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   EXPECT_EQ(ListAll(m->store()), before);
@@ -135,7 +136,7 @@ TEST(CompactionTest, ResendWithinTheTombstoneTimeIsDuplicateOrConflict) {
   EXPECT_EQ(ListAll(m.store()), before);
   ExpectIntact(m.store());
   // A rebuild re-routes nothing of a tombstone: still duplicates after it.
-  ASSERT_TRUE(m.store()->Rebuild(nullptr).ok());
+  ASSERT_TRUE(m.store()->maintenance().Rebuild(nullptr).ok());
   Ingest(m.store(), Refunded("e2", "r1"), Outcome::kDuplicate);
 
   // 35 days after the compaction, not before, the tombstones go, and the
@@ -197,7 +198,7 @@ TEST(CompactionTest, ProfileChangesKeepCompactedEntities) {
       R"({"name":"products","entities":[{"name":"product","key":"data.product_id",)"
       R"("transitions":[{"type":"product.created","from":["none"],"to":"active"}]}]})");
   ASSERT_TRUE(no_receipts.ok()) << no_receipts.status().ToString();
-  Result<RebuildSummary> r = m.store()->Rebuild(&*no_receipts);
+  Result<RebuildSummary> r = m.store()->maintenance().Rebuild(&*no_receipts);
   EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(ListAll(m.store()), before);
 
@@ -209,7 +210,7 @@ TEST(CompactionTest, ProfileChangesKeepCompactedEntities) {
                         R"({"type":"receipt.refunded","from":["issued"],"to":"refunded"},)"
                         R"({"type":"receipt.voided","from":["issued"],"to":"voided"}]}]})");
   ASSERT_TRUE(more.ok()) << more.status().ToString();
-  r = m.store()->Rebuild(&*more);
+  r = m.store()->maintenance().Rebuild(&*more);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(ListAll(m.store()), before);
   Ingest(m.store(), Refunded("e2", "r1"), Outcome::kDuplicate);
@@ -272,7 +273,7 @@ TEST(CompactionTest, TombstoneTimeHasAFloor) {
   MemStore m;
   GcOptions o = CompactAfterDays(1);
   o.tombstone_micros = 30 * kDay;
-  EXPECT_EQ(m.store()->Gc(o).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(m.store()->maintenance().Gc(o).status().code(), Status::Code::kInvalidArgument);
 }
 
 TEST(CompactionTest, NonTerminalAndRecentEntitiesAreKept) {
@@ -383,7 +384,8 @@ TEST(CompactionTest, TheStoreShrinks) {
     Ingest(m.store(), padded(Issued("i" + std::to_string(i), rid)), Outcome::kAccepted);
     Ingest(m.store(), padded(Refunded("f" + std::to_string(i), rid)), Outcome::kAccepted);
   }
-  ASSERT_TRUE(m.store()->Compact().ok());  // everything in tables: sizes are measurable
+  ASSERT_TRUE(
+      m.store()->maintenance().Compact().ok());  // everything in tables: sizes are measurable
   m.clock()->Advance(8 * kDay);
   GcOptions o = CompactAfterDays(7);
   o.compact_storage = true;
@@ -391,8 +393,12 @@ TEST(CompactionTest, TheStoreShrinks) {
   EXPECT_EQ(g.entities_compacted, 200u);
   EXPECT_GT(g.bytes_before, 400u * 1500);
   EXPECT_LT(g.bytes_after * 4, g.bytes_before) << g.bytes_before << " -> " << g.bytes_after;
-  EXPECT_EQ(m.store()->ApproximateBytes(), g.bytes_after);
+  EXPECT_EQ(m.store()->maintenance().ApproximateBytes(), g.bytes_after);
 }
+
+// The background pass's wait is a test hook of the implementation, not part
+// of the public API.
+storage::StoreImpl* GcHook(Store* store) { return static_cast<storage::StoreImpl*>(store); }
 
 TEST(CompactionTest, BackgroundPassRunsOnTheClock) {
   MemStore m([](Options* o) {
@@ -401,20 +407,20 @@ TEST(CompactionTest, BackgroundPassRunsOnTheClock) {
   });
   Ingest(m.store(), Issued("e1", "r1"), Outcome::kAccepted);
   Ingest(m.store(), Refunded("e2", "r1"), Outcome::kAccepted);
-  EXPECT_EQ(m.store()->WaitForGcPass(0, 0), 0u);  // the clock has not moved
+  EXPECT_EQ(GcHook(m.store())->WaitForGcPass(0, 0), 0u);  // the clock has not moved
 
   m.clock()->Advance(8 * kDay);
   Result<GcSummary> last = GcSummary{};
-  const uint64_t passes = m.store()->WaitForGcPass(0, 60 * kSecond, &last);
+  const uint64_t passes = GcHook(m.store())->WaitForGcPass(0, 60 * kSecond, &last);
   EXPECT_EQ(passes, 1u);
   ASSERT_TRUE(last.ok()) << last.status().ToString();
   EXPECT_EQ(last->entities_compacted, 1u);
   EXPECT_FALSE(HasLog(m.store(), "receipt", "r1"));
   EXPECT_EQ(m.store()->Get("receipt", "r1")->state, "refunded");
   // No second pass before another interval on the clock.
-  EXPECT_EQ(m.store()->WaitForGcPass(1, 0), 1u);
+  EXPECT_EQ(GcHook(m.store())->WaitForGcPass(1, 0), 1u);
   m.clock()->Advance(3600 * kSecond);
-  EXPECT_EQ(m.store()->WaitForGcPass(1, 60 * kSecond), 2u);
+  EXPECT_EQ(GcHook(m.store())->WaitForGcPass(1, 60 * kSecond), 2u);
   m.Close();  // stops the thread
 }
 

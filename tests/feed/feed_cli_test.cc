@@ -153,10 +153,10 @@ TEST_F(FeedCliTest, SubscriptionsDeadLettersAndGc) {
     c.seq = 4;
     c.entity = "receipt";
     c.id = "r3";
-    ASSERT_TRUE(store->Park(ParkedChange{"audit", c, {}, false}).ok());
+    ASSERT_TRUE(store->feed().Park(ParkedChange{"audit", c, {}, false}).ok());
     c.seq = 3;
     c.id = "r1";
-    ASSERT_TRUE(store->Park(ParkedChange{"audit", c, {}, false}).ok());
+    ASSERT_TRUE(store->feed().Park(ParkedChange{"audit", c, {}, false}).ok());
   }
   r = Run({"dlq", "drop", "--data", dir_.path(), "--subscription", "audit", "--seq", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -44,7 +44,7 @@ TEST(FeedTest, SeqIsGapFreeAndOrderedUnderConcurrentIngest) {
     ids.insert(feed[i].id);
   }
   EXPECT_EQ(ids.size(), feed.size());  // each receipt exactly once
-  EXPECT_EQ(m.store()->LastChangeSeq(), feed.size());
+  EXPECT_EQ(m.store()->feed().LastSeq(), feed.size());
 }
 
 TEST(FeedTest, OneChangePerChangedEntityAndNoneForDuplicates) {
@@ -68,11 +68,11 @@ TEST(FeedTest, OneChangePerChangedEntityAndNoneForDuplicates) {
   EXPECT_EQ(m.store()->Ingest(Issued("e1", "r1")).outcome, Outcome::kDuplicate);
   EXPECT_EQ(m.store()->Ingest(Refunded("e3", "r1")).outcome, Outcome::kDuplicate);
   EXPECT_EQ(ReadAll(m.store()).size(), 2u);
-  EXPECT_EQ(m.store()->LastChangeSeq(), 2u);
+  EXPECT_EQ(m.store()->feed().LastSeq(), 2u);
 
   // The next change continues the numbering, also after a reopen.
   m.Reopen();
-  EXPECT_EQ(m.store()->LastChangeSeq(), 2u);
+  EXPECT_EQ(m.store()->feed().LastSeq(), 2u);
   ASSERT_EQ(m.store()->Ingest(Issued("e4", "r3")).outcome, Outcome::kAccepted);
   feed = ReadAll(m.store());
   ASSERT_EQ(feed.size(), 3u);
@@ -88,7 +88,7 @@ TEST(FeedTest, ReadFeedPages) {
   std::vector<size_t> sizes;
   for (;;) {
     std::vector<Change> page;
-    ASSERT_TRUE(m.store()->ReadFeed(after, 10, &page).ok());
+    ASSERT_TRUE(m.store()->feed().Read(after, 10, AppendTo<Change>(&page)).ok());
     if (page.empty()) break;
     sizes.push_back(page.size());
     for (const Change& c : page) {
@@ -99,7 +99,7 @@ TEST(FeedTest, ReadFeedPages) {
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{10, 10, 5}));
   std::vector<Change> tail;
-  ASSERT_TRUE(m.store()->ReadFeed(20, 100, &tail).ok());
+  ASSERT_TRUE(m.store()->feed().Read(20, 100, AppendTo<Change>(&tail)).ok());
   ASSERT_EQ(tail.size(), 5u);
   EXPECT_EQ(tail.front().seq, 21u);
 }
@@ -107,12 +107,12 @@ TEST(FeedTest, ReadFeedPages) {
 TEST(FeedTest, WaitForChangesWakesOnANewChange) {
   MemStore m;
   // Times out (briefly) when nothing comes.
-  EXPECT_EQ(m.store()->WaitForChanges(0, 1000), 0u);
+  EXPECT_EQ(m.store()->feed().WaitForChanges(0, 1000), 0u);
   uint64_t seen = 0;
   std::chrono::steady_clock::duration waited{};
   std::thread waiter([&] {
     const auto start = std::chrono::steady_clock::now();
-    seen = m.store()->WaitForChanges(0, 30'000'000);
+    seen = m.store()->feed().WaitForChanges(0, 30'000'000);
     waited = std::chrono::steady_clock::now() - start;
   });
   ASSERT_EQ(m.store()->Ingest(Issued("e1", "r1")).outcome, Outcome::kAccepted);
@@ -120,7 +120,7 @@ TEST(FeedTest, WaitForChangesWakesOnANewChange) {
   EXPECT_EQ(seen, 1u);
   EXPECT_LT(waited, std::chrono::seconds(10));  // woken, not timed out
   // Already beyond: returns at once.
-  EXPECT_EQ(m.store()->WaitForChanges(0, 30'000'000), 1u);
+  EXPECT_EQ(m.store()->feed().WaitForChanges(0, 30'000'000), 1u);
 }
 
 }  // namespace

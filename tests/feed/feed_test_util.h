@@ -80,7 +80,7 @@ class ChangeMaker {
     IngestResult r =
         store_->Ingest(InventoryUpdate("evt_" + pid + "_" + std::to_string(v), pid, v));
     EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-    const uint64_t seq = store_->LastChangeSeq();
+    const uint64_t seq = store_->feed().LastSeq();
     entity_of_[seq] = pid;
     return seq;
   }
@@ -102,14 +102,14 @@ class ChangeMaker {
 
 inline std::vector<Change> ReadAll(Store* store) {
   std::vector<Change> out;
-  Status st = store->ReadFeed(0, SIZE_MAX, &out);
+  Status st = store->feed().Read(0, SIZE_MAX, AppendTo<Change>(&out));
   EXPECT_TRUE(st.ok()) << st.ToString();
   return out;
 }
 
 inline std::vector<ParkedChange> Parked(Store* store, const std::string& subscription) {
   std::vector<ParkedChange> out;
-  Status st = store->ListParked(subscription, [&](const ParkedChange& p) {
+  Status st = store->feed().ListParked(subscription, [&](const ParkedChange& p) {
     out.push_back(p);
     return true;
   });
@@ -118,7 +118,7 @@ inline std::vector<ParkedChange> Parked(Store* store, const std::string& subscri
 }
 
 inline uint64_t Checkpoint(Store* store, const std::string& subscription) {
-  Result<uint64_t> cp = store->GetCheckpoint(subscription);
+  Result<uint64_t> cp = store->feed().GetCheckpoint(subscription);
   EXPECT_TRUE(cp.ok()) << cp.status().ToString();
   return cp.ok() ? *cp : 0;
 }

@@ -118,7 +118,7 @@ Status IngestBatches(Store* store, int run, int batches) {
   if (!sub.ok()) _exit(4);
   // New changes arrive while it delivers, so kills also land mid-ingest.
   if (!IngestBatches(store->get(), run, batches).ok()) _exit(7);
-  const bool caught_up = (*sub)->WaitForCheckpoint((*store)->LastChangeSeq(), 60'000'000);
+  const bool caught_up = (*sub)->WaitForCheckpoint((*store)->feed().LastSeq(), 60'000'000);
   (*sub)->Stop();
   _exit(caught_up ? 0 : 6);
 }
@@ -206,7 +206,7 @@ TEST(SubscriptionCrashTest, EveryChangeIsHandledAtLeastOnceAndNoneIsSkipped) {
     for (const auto& [r, s] : ReadHandled(handled_path)) done.insert(s);
     Result<std::unique_ptr<Store>> store = Store::Open(dir.path(), Options());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    Result<uint64_t> cp = (*store)->GetCheckpoint(kName);
+    Result<uint64_t> cp = (*store)->feed().GetCheckpoint(kName);
     ASSERT_TRUE(cp.ok());
     ASSERT_LE(*cp, ContiguousPrefix(done))
         << "iteration " << it << " killed after " << kill_after << " s";
@@ -221,11 +221,11 @@ TEST(SubscriptionCrashTest, EveryChangeIsHandledAtLeastOnceAndNoneIsSkipped) {
 
   Result<std::unique_ptr<Store>> store = Store::Open(dir.path(), Options());
   ASSERT_TRUE(store.ok());
-  const uint64_t last = (*store)->LastChangeSeq();
+  const uint64_t last = (*store)->feed().LastSeq();
   // Whole batches only: a batch is one atomic write, killed or not.
   EXPECT_EQ(last % kProducts, 0u);
   EXPECT_GT(last, static_cast<uint64_t>(kProducts) * 21);
-  EXPECT_EQ(*(*store)->GetCheckpoint(kName), last);
+  EXPECT_EQ(*(*store)->feed().GetCheckpoint(kName), last);
   EXPECT_TRUE(Parked(store->get(), kName).empty());
   std::map<uint64_t, std::string> entity_of;
   for (const Change& c : ReadAll(store->get())) entity_of[c.seq] = c.id;

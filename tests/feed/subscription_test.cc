@@ -147,11 +147,11 @@ TEST(SubscriptionTest, AtLeastOnceWithAContiguousCheckpoint) {
     std::optional<int64_t> next = sub->NextRetryMicros();
     if (next) {
       m.clock()->Set(std::max(*next, m.clock()->NowMicros()));
-    } else if (cp == m.store()->LastChangeSeq()) {
+    } else if (cp == m.store()->feed().LastSeq()) {
       break;
     }
   }
-  const uint64_t last = m.store()->LastChangeSeq();
+  const uint64_t last = m.store()->feed().LastSeq();
   ASSERT_EQ(last, 300u);
   EXPECT_EQ(Checkpoint(m.store(), "worker"), last);
   EXPECT_EQ(rec.ContiguousHandled(), last);
@@ -524,9 +524,9 @@ TEST(SubscriptionTest, ALaggingCheckpointKeepsDeadLettersAndOrder) {
   // the checkpoint still at s[1].
   ParkedChange a5{"w", feed[4], {{kT0, "earlier failure"}}, /*redrive=*/true};
   ParkedChange c7{"w", feed[6], {{kT0, "c failure"}}, /*redrive=*/false};
-  ASSERT_TRUE(m.store()->Park(a5).ok());
-  ASSERT_TRUE(m.store()->Park(c7).ok());
-  ASSERT_TRUE(m.store()->SetCheckpoint("w", s[1]).ok());
+  ASSERT_TRUE(m.store()->feed().Park(a5).ok());
+  ASSERT_TRUE(m.store()->feed().Park(c7).ok());
+  ASSERT_TRUE(m.store()->feed().SetCheckpoint("w", s[1]).ok());
 
   Recorder rec(m.clock());
   SubscriptionOptions o = DrivenOptions("w", m.clock());
@@ -582,7 +582,7 @@ TEST(SubscriptionTest, ThreadedDeliveryKeepsEntitiesSerialAndInOrder) {
     for (int i = 0; i < 1500; ++i) maker.Touch("p" + std::to_string(prng() % kProducts));
   });
   producer.join();
-  const uint64_t last = m.store()->LastChangeSeq();
+  const uint64_t last = m.store()->feed().LastSeq();
   ASSERT_EQ(last, 3000u);
   ASSERT_TRUE(sub->WaitForCheckpoint(last, 60'000'000)) << sub->Stats().checkpoint;
   sub->Stop();
@@ -653,7 +653,8 @@ TEST(SubscriptionTest, StartRefusesBadOptionsAndASecondInstance) {
   // A new subscription registers its checkpoint at once.
   std::set<std::string> names;
   ASSERT_TRUE(m.store()
-                  ->ListSubscriptions([&](const std::string& n, uint64_t) {
+                  ->feed()
+                  .ListSubscriptions([&](const std::string& n, uint64_t) {
                     names.insert(n);
                     return true;
                   })

@@ -174,7 +174,7 @@ class receiver_handle : public ::testing::Test {
 
   std::vector<RefusedDelivery> Refused() {
     std::vector<RefusedDelivery> out;
-    Status st = store_->ListRefused([&](const RefusedDelivery& r) {
+    Status st = store_->quarantine().List([&](const RefusedDelivery& r) {
       out.push_back(r);
       return true;
     });
@@ -646,7 +646,7 @@ TEST_F(receiver_handle, QuarantinesRefusalsWithoutCredentials) {
     EXPECT_FALSE(store_->Get("receipt", rid).ok()) << rid;
   }
   // Nor after a rebuild from the stored events.
-  ASSERT_TRUE(store_->Rebuild(nullptr).ok());
+  ASSERT_TRUE(store_->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(ListedIds(), std::vector<std::string>{"receipt/rcp_1"});
 }
 

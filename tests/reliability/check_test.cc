@@ -94,7 +94,8 @@ std::string Value(leveldb::DB* db, const std::string& key) {
 
 std::vector<CheckProblem> Problems(Store* store, CheckSummary* summary = nullptr) {
   std::vector<CheckProblem> out;
-  Result<CheckSummary> r = store->Check([&](const CheckProblem& p) { out.push_back(p); });
+  Result<CheckSummary> r =
+      store->maintenance().Check([&](const CheckProblem& p) { out.push_back(p); });
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (r.ok()) {
     EXPECT_EQ(r->problems, out.size());
@@ -168,11 +169,11 @@ TEST_F(CheckTest, CleanStorePasses) {
     EXPECT_GT(s.projections, 50u);
     EXPECT_GT(s.snapshots, 0u);
     EXPECT_EQ(s.first_change, 1u);
-    EXPECT_EQ(s.last_change, store->LastChangeSeq());
+    EXPECT_EQ(s.last_change, store->feed().LastSeq());
     EXPECT_EQ(s.verified, s.projections);
     EXPECT_GT(s.records, s.events + s.dedup + s.log_entries);
     // A rebuild (a new generation, the old one dropped) stays clean.
-    Result<RebuildSummary> r = store->Rebuild(nullptr);
+    Result<RebuildSummary> r = store->maintenance().Rebuild(nullptr);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     const std::vector<CheckProblem> after = Problems(store.get());
     EXPECT_TRUE(after.empty()) << Describe(after);

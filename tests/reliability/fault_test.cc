@@ -85,8 +85,8 @@ struct Visible {
 Visible See(Store* store) {
   Visible v;
   v.projections = storage_test::ListAll(store);
-  EXPECT_TRUE(store->ReadFeed(0, 1 << 20, &v.feed).ok());
-  v.last_change = store->LastChangeSeq();
+  EXPECT_TRUE(store->feed().Read(0, 1 << 20, AppendTo<Change>(&v.feed)).ok());
+  v.last_change = store->feed().LastSeq();
   Result<EntityLog> log = store->Log("receipt", "rcp_1");
   v.log = log.ok() ? EntityLogToJson(*log) : log.status().ToString();
   return v;
@@ -261,7 +261,8 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
     if (fault == Fault::kClose) {
       // Close is called when a file is finished: force a memtable switch.
       env.SetCloseError(true);
-      [[maybe_unused]] const Status compacted = store->Compact();  // the armed fault may fail it
+      [[maybe_unused]] const Status compacted =
+          store->maintenance().Compact();  // the armed fault may fail it
     }
     const std::string fresh = Issued("evt_new", "rcp_new");
     const std::string refund = Refunded("evt_ref", "rcp_1");
@@ -405,7 +406,7 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
         Status st = store->List("", [&](const Projection&) { return true; });
         if (st.ok() || st.IsIOError()) {
           std::vector<Change> feed;
-          st = store->ReadFeed(0, 1 << 20, &feed);
+          st = store->feed().Read(0, 1 << 20, AppendTo<Change>(&feed));
           for (const Change& c : feed) gap |= c.seq != ++last;
         }
         EXPECT_TRUE(st.ok() || st.IsIOError()) << st.ToString();

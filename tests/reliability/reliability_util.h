@@ -96,12 +96,12 @@ inline void ExpectFeedWithoutGap(Store* store) {
   std::vector<Change> feed;
   for (uint64_t after = 0;;) {
     const size_t before = feed.size();
-    Status st = store->ReadFeed(after, 10000, &feed);
+    Status st = store->feed().Read(after, 10000, AppendTo<Change>(&feed));
     ASSERT_TRUE(st.ok()) << st.ToString();
     if (feed.size() == before) break;
     after = feed.back().seq;
   }
-  const uint64_t last = store->LastChangeSeq();
+  const uint64_t last = store->feed().LastSeq();
   ASSERT_EQ(feed.size(), last) << "the feed holds " << feed.size() << " changes, LastChangeSeq "
                                << last;
   for (size_t i = 0; i < feed.size(); ++i) {
@@ -147,7 +147,7 @@ inline void ExpectInLogs(Store* store, const Acked& acked,
 
 inline void ExpectVerifyClean(Store* store) {
   uint64_t shown = 0;
-  Result<VerifySummary> v = store->Verify([&](const auto& live, const auto& rebuilt) {
+  Result<VerifySummary> v = store->maintenance().Verify([&](const auto& live, const auto& rebuilt) {
     if (++shown <= 3) {
       ADD_FAILURE() << "projection differs: live "
                     << (live ? ProjectionToJson(*live) : std::string("none")) << " rebuilt "
@@ -160,7 +160,7 @@ inline void ExpectVerifyClean(Store* store) {
 
 inline CheckSummary ExpectCheckClean(Store* store) {
   uint64_t shown = 0;
-  Result<CheckSummary> c = store->Check([&](const CheckProblem& p) {
+  Result<CheckSummary> c = store->maintenance().Check([&](const CheckProblem& p) {
     if (++shown <= 5) ADD_FAILURE() << "check: " << p.key << ": " << p.message;
   });
   EXPECT_TRUE(c.ok()) << c.status().ToString();

@@ -61,7 +61,7 @@ Checked IngestAndCheck(const std::vector<Delivery>& arrival, uint64_t seed,
   EXPECT_EQ(out.outcomes, ref.outcomes) << "per-delivery outcomes differ from the reference";
   EXPECT_EQ(out.list, ref.list) << "live projections differ from the reference fold";
 
-  Result<VerifySummary> v = store->Verify(
+  Result<VerifySummary> v = store->maintenance().Verify(
       [](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
         ADD_FAILURE() << "verify difference: live "
                       << (live ? ProjectionToJson(*live) : std::string("none")) << " rebuilt "
@@ -72,7 +72,7 @@ Checked IngestAndCheck(const std::vector<Delivery>& arrival, uint64_t seed,
     EXPECT_EQ(v->differences, 0u);
   }
 
-  Result<RebuildSummary> r = store->Rebuild(nullptr);
+  Result<RebuildSummary> r = store->maintenance().Rebuild(nullptr);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (r.ok()) {
     EXPECT_EQ(r->rejected, ref.rejected);
@@ -219,7 +219,7 @@ TEST(Convergence, ReopeningMidwayChangesNothing) {
     const Reference ref = ReferenceModel(arrival);
     EXPECT_EQ(outcomes, ref.outcomes);
     EXPECT_EQ(ListAll(store.get()), ref.list);
-    Result<VerifySummary> v = store->Verify([](auto&, auto&) {});
+    Result<VerifySummary> v = store->maintenance().Verify([](auto&, auto&) {});
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(v->differences, 0u);
     // Everything again, after one more reopen: all duplicates or refusals.
@@ -274,7 +274,7 @@ TEST(Convergence, ConcurrentIngestConverges) {
     EXPECT_EQ(accepted, h.events.size());
     EXPECT_EQ(invalid, h.malformed);
     EXPECT_EQ(ListAll(store.get()), ref.list);
-    Result<VerifySummary> v = store->Verify([](auto&, auto&) {});
+    Result<VerifySummary> v = store->maintenance().Verify([](auto&, auto&) {});
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(v->differences, 0u);
     if (::testing::Test::HasFailure()) return;
@@ -304,10 +304,10 @@ TEST(Convergence, LargerHistoryThroughTableFiles) {
     EXPECT_EQ(list, ref.list);
     if (order == 0) first = list;
     EXPECT_EQ(list, first);
-    Result<VerifySummary> v = store->Verify([](auto&, auto&) {});
+    Result<VerifySummary> v = store->maintenance().Verify([](auto&, auto&) {});
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(v->differences, 0u);
-    ASSERT_TRUE(store->Rebuild(nullptr).ok());
+    ASSERT_TRUE(store->maintenance().Rebuild(nullptr).ok());
     EXPECT_EQ(ListAll(store.get()), list);
   }
 }
@@ -351,7 +351,7 @@ TEST(Convergence, VerifyReportsATamperedProjectionAndRebuildHealsIt) {
   ASSERT_TRUE(store);
   EXPECT_NE(ListAll(store.get()), good);
   int reported = 0;
-  Result<VerifySummary> v = store->Verify(
+  Result<VerifySummary> v = store->maintenance().Verify(
       [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
         ++reported;
         ASSERT_TRUE(live && rebuilt);
@@ -362,9 +362,9 @@ TEST(Convergence, VerifyReportsATamperedProjectionAndRebuildHealsIt) {
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->differences, 1u);
   EXPECT_EQ(reported, 1);
-  ASSERT_TRUE(store->Rebuild(nullptr).ok());
+  ASSERT_TRUE(store->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(ListAll(store.get()), good);
-  v = store->Verify([](auto&, auto&) {});
+  v = store->maintenance().Verify([](auto&, auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 0u);
 }

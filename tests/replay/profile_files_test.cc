@@ -273,7 +273,7 @@ TEST_F(PaymentsProfile, UpdatedAfterDeletedIsAnImpossibleTransition) {
 
   // A full rebuild agrees.
   const std::string live = ProjectionToJson(p);
-  ASSERT_TRUE(store_->Rebuild(nullptr).ok());
+  ASSERT_TRUE(store_->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(ProjectionToJson(Get("customer", "cus_1")), live);
   EXPECT_EQ(store_->Stats().profile_name, "payments");
 }

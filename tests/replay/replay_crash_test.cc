@@ -134,7 +134,7 @@ void Note(int fd, Mark m) {
     ro.profile = target ? &*target : nullptr;
     ro.threads = 2;
     ro.progress = [fd](const RebuildProgress&) { Note(fd, kProgress); };
-    Result<RebuildSummary> r = (*store)->Rebuild(ro);
+    Result<RebuildSummary> r = (*store)->maintenance().Rebuild(ro);
     Note(fd, r.ok() ? kRebuilt : kRebuildFailed);
     _exit(r.ok() ? 0 : 4);
   }
@@ -318,7 +318,7 @@ std::string ListingAfterRebuild(const std::string& dir, const Profile& target) {
   std::filesystem::copy(dir, copy.path(), std::filesystem::copy_options::recursive);
   std::unique_ptr<Store> store = MustOpen(copy.path());
   if (!store) return "";
-  Result<RebuildSummary> r = store->Rebuild(&target);
+  Result<RebuildSummary> r = store->maintenance().Rebuild(&target);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return ListAll(store.get());
 }
@@ -357,7 +357,7 @@ AfterCrash CheckAfterCrash(const std::string& dir,
     }
     EXPECT_TRUE(stats.generation == gen_before || stats.generation == gen_before + 1)
         << "generation " << stats.generation << " after a rebuild from " << gen_before;
-    Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+    Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     if (v.ok()) {
       EXPECT_EQ(v->differences, 0u);
@@ -379,7 +379,7 @@ AfterCrash CheckAfterCrash(const std::string& dir,
 uint32_t RebuildAgain(const std::string& dir, const Profile& profile, const std::string& listing) {
   std::unique_ptr<Store> store = MustOpen(dir);
   if (!store) return 0;
-  Result<RebuildSummary> r = store->Rebuild(&profile);
+  Result<RebuildSummary> r = store->maintenance().Rebuild(&profile);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(store->Stats().profile_name, profile.name());
   EXPECT_TRUE(ListAll(store.get()) == listing) << "the rebuild after the crash lists otherwise";

@@ -195,7 +195,7 @@ TEST(storage_concurrency, RacingEventsOfOneEntityGiveTheSequentialFold) {
     for (size_t i = 0; i < want.size(); ++i) {
       EXPECT_EQ(got[i], want[i]) << "trial " << trial << ", projection " << i;
     }
-    Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+    Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
     ASSERT_TRUE(v.ok());
     EXPECT_EQ(v->differences, 0u) << "trial " << trial;
   }
@@ -300,7 +300,8 @@ TEST(storage_concurrency, RebuildWhileIngestingAndReading) {
     }
   });
   for (int k = 0; k < 8; ++k) {
-    Result<RebuildSummary> r = store->Rebuild(k % 2 ? &Profile::ReceiptRoller() : &*receipts_only);
+    Result<RebuildSummary> r =
+        store->maintenance().Rebuild(k % 2 ? &Profile::ReceiptRoller() : &*receipts_only);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   for (int t = 0; t < kWriters; ++t) threads[t].join();
@@ -311,9 +312,9 @@ TEST(storage_concurrency, RebuildWhileIngestingAndReading) {
   EXPECT_EQ(missing.load(), 0) << "an entity with events read as not found";
   EXPECT_EQ(short_lists.load(), 0) << "List missed projections";
   // Under the built-in profile again, every product is projected.
-  ASSERT_TRUE(store->Rebuild(&Profile::ReceiptRoller()).ok());
+  ASSERT_TRUE(store->maintenance().Rebuild(&Profile::ReceiptRoller()).ok());
   EXPECT_EQ(ListAll(store.get(), "product").size(), size_t{kWriters} * kPerWriter);
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 0u);
 }
@@ -333,7 +334,7 @@ TEST(storage_concurrency, VerifyWhileIngesting) {
     }
   });
   for (int k = 0; k < 3; ++k) {
-    Result<VerifySummary> v = store->Verify(
+    Result<VerifySummary> v = store->maintenance().Verify(
         [](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
           ADD_FAILURE() << "difference: " << (live ? ProjectionToJson(*live) : "none") << " vs "
                         << (rebuilt ? ProjectionToJson(*rebuilt) : "none");

@@ -644,7 +644,7 @@ TEST_F(storage_store, RebuildWithTheSameProfileKeepsProjections) {
   MustAccept(store.get(), InvoicePaid("evt_inv", "inv_1"));
   const std::vector<std::string> before = ListAll(store.get());
 
-  Result<RebuildSummary> sum = store->Rebuild(nullptr);
+  Result<RebuildSummary> sum = store->maintenance().Rebuild(nullptr);
   ASSERT_TRUE(sum.ok()) << sum.status().ToString();
   EXPECT_EQ(ListAll(store.get()), before);
   EXPECT_EQ(sum->entities, before.size());
@@ -666,7 +666,7 @@ TEST_F(storage_store, RebuildWithTheSameProfileKeepsProjections) {
   // Ingest still works and dedups after a rebuild.
   EXPECT_EQ(store->Ingest(events[0]).outcome, Outcome::kDuplicate);
   EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv", "inv_1")).outcome, Outcome::kDuplicate);
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 0u);
 }
@@ -682,7 +682,7 @@ TEST_F(storage_store, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered)
     EXPECT_EQ(store->counters().unrouted, 2u);
     EXPECT_TRUE(store->Get("invoice", "inv_1").status().IsNotFound());
 
-    Result<RebuildSummary> sum = store->Rebuild(&*invoices);
+    Result<RebuildSummary> sum = store->maintenance().Rebuild(&*invoices);
     ASSERT_TRUE(sum.ok()) << sum.status().ToString();
     EXPECT_EQ(sum->events, 3u);
     EXPECT_EQ(sum->entities, 3u);
@@ -740,7 +740,7 @@ TEST_F(storage_store, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
   MustAccept(store.get(),
              Body("evt_p", "product.created", "2026-11-29T10:00:00Z", R"({"product_id":"p1"})"));
-  Result<RebuildSummary> sum = store->Rebuild(&*receipts_only);
+  Result<RebuildSummary> sum = store->maintenance().Rebuild(&*receipts_only);
   ASSERT_TRUE(sum.ok()) << sum.status().ToString();
   EXPECT_EQ(sum->unrouted, 1u);
   EXPECT_TRUE(store->Get("product", "p1").status().IsNotFound());
@@ -752,7 +752,7 @@ TEST_F(storage_store, RebuildToAProfileThatDropsAnEntityUnroutesItsEvents) {
                 .outcome,
             Outcome::kDuplicate);
   // And switching back brings it back.
-  ASSERT_TRUE(store->Rebuild(&Profile::ReceiptRoller()).ok());
+  ASSERT_TRUE(store->maintenance().Rebuild(&Profile::ReceiptRoller()).ok());
   EXPECT_EQ(store->Get("product", "p1")->state, "active");
 }
 
@@ -859,7 +859,7 @@ TEST(storage_snapshot, FoldSnapshotsNeverChangeTheResult) {
       }
       EXPECT_EQ(ListAll(store->get()), want);
       EXPECT_EQ(LogsOf(store->get()), want_logs);
-      Result<VerifySummary> v = (*store)->Verify([](const auto&, const auto&) {});
+      Result<VerifySummary> v = (*store)->maintenance().Verify([](const auto&, const auto&) {});
       ASSERT_TRUE(v.ok());
       EXPECT_EQ(v->differences, 0u);
     }
@@ -874,7 +874,7 @@ TEST(storage_snapshot, FoldSnapshotsNeverChangeTheResult) {
     ASSERT_EQ((*reference)->Ingest(late).outcome,
               interval == 1 ? Outcome::kAccepted : Outcome::kDuplicate);
     EXPECT_EQ(ListAll(store->get()), ListAll(reference->get()));
-    ASSERT_TRUE((*store)->Rebuild(nullptr).ok());
+    ASSERT_TRUE((*store)->maintenance().Rebuild(nullptr).ok());
     EXPECT_EQ(ListAll(store->get()), ListAll(reference->get()));
     EXPECT_EQ(LogsOf(store->get()), LogsOf(reference->get()));
   }
@@ -913,12 +913,12 @@ TEST_F(storage_store, AnInterruptedRebuildLeavesAConsistentStore) {
   auto store = Open();
   ASSERT_TRUE(store);
   EXPECT_EQ(ListAll(store.get()), before);
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->differences, 0u);
   // Usable: ingest, and another rebuild, work.
   MustAccept(store.get(), Issued("evt_after", "rcp_after"));
-  ASSERT_TRUE(store->Rebuild(nullptr).ok());
+  ASSERT_TRUE(store->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(store->Get("receipt", "rcp_after")->state, "issued");
   EXPECT_TRUE(store->Get("receipt", "zzz").status().IsNotFound());
   store.reset();
@@ -947,7 +947,7 @@ TEST_F(storage_store, RebuildWithThreadsGivesTheSameProjections) {
       ++reports;
       EXPECT_LE(p.events_done, events.size());
     };
-    Result<RebuildSummary> sum = store->Rebuild(ro);
+    Result<RebuildSummary> sum = store->maintenance().Rebuild(ro);
     ASSERT_TRUE(sum.ok()) << sum.status().ToString();
     EXPECT_EQ(ListAll(store.get()), before);
     EXPECT_EQ(LogsOf(store.get()), before_logs);
@@ -961,7 +961,7 @@ TEST_F(storage_store, RebuildWithThreadsGivesTheSameProjections) {
   // Late events after rebuilds still re-fold right (the rebuilt snapshots).
   MustAccept(store.get(), Body("inv_late", "inventory.updated", "2026-11-18T00:00:00Z",
                                R"({"product_id":"long","qty":-1})", 0));
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 0u);
 }
@@ -995,7 +995,7 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
     }
   }
   store = Open();
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 3u);
 
@@ -1003,7 +1003,7 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
   RebuildOptions one;
   one.entity = "receipt";
   one.id = "rcp_1";
-  Result<RebuildSummary> sum = store->Rebuild(one);
+  Result<RebuildSummary> sum = store->maintenance().Rebuild(one);
   ASSERT_TRUE(sum.ok()) << sum.status().ToString();
   EXPECT_EQ(sum->entities, 1u);
   EXPECT_EQ(sum->events, 2u);
@@ -1014,29 +1014,29 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
   // One entity type.
   RebuildOptions type;
   type.entity = "receipt";
-  sum = store->Rebuild(type);
+  sum = store->maintenance().Rebuild(type);
   ASSERT_TRUE(sum.ok()) << sum.status().ToString();
   EXPECT_EQ(sum->entities, 2u);
   EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
   EXPECT_EQ(store->Get("product", "p1")->state, "damaged");
-  v = store->Verify([](const auto&, const auto&) {});
+  v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 1u);
 
   // Refused filters.
   RebuildOptions bad;
   bad.id = "rcp_1";  // an id without its entity type
-  EXPECT_TRUE(store->Rebuild(bad).status().IsInvalidArgument());
+  EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsInvalidArgument());
   bad = RebuildOptions{};
   bad.entity = "receipt";
   bad.profile = &Profile::ReceiptRoller();  // a profile re-routes everything
-  EXPECT_TRUE(store->Rebuild(bad).status().IsInvalidArgument());
+  EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsInvalidArgument());
   bad = RebuildOptions{};
   bad.entity = "invoice";  // not in the profile
-  EXPECT_TRUE(store->Rebuild(bad).status().IsInvalidArgument());
+  EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsInvalidArgument());
   bad.entity = "receipt";
   bad.id = "rcp_404";
-  EXPECT_TRUE(store->Rebuild(bad).status().IsNotFound());
+  EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsNotFound());
   EXPECT_EQ(store->Get("product", "p1")->state, "damaged") << "refused rebuilds change nothing";
 }
 
@@ -1056,7 +1056,7 @@ TEST_F(storage_store, ASecondRebuildWhileOneRunsIsBusy) {
     cv.notify_all();
     cv.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
   };
-  std::thread running([&] { EXPECT_TRUE(store->Rebuild(held).ok()); });
+  std::thread running([&] { EXPECT_TRUE(store->maintenance().Rebuild(held).ok()); });
   {
     std::unique_lock lock(mu);
     if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return entered; })) {
@@ -1064,10 +1064,10 @@ TEST_F(storage_store, ASecondRebuildWhileOneRunsIsBusy) {
     }
   }
   if (entered) {
-    EXPECT_TRUE(store->Rebuild(nullptr).status().IsBusy());
+    EXPECT_TRUE(store->maintenance().Rebuild(nullptr).status().IsBusy());
     RebuildOptions other;
     other.entity = "product";
-    EXPECT_TRUE(store->Rebuild(other).status().IsBusy());
+    EXPECT_TRUE(store->maintenance().Rebuild(other).status().IsBusy());
     // Ingest and reads go on meanwhile.
     MustAccept(store.get(), Issued("evt_2", "rcp_2"));
     EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
@@ -1078,7 +1078,7 @@ TEST_F(storage_store, ASecondRebuildWhileOneRunsIsBusy) {
   }
   cv.notify_all();
   running.join();
-  EXPECT_TRUE(store->Rebuild(nullptr).ok()) << "free again";
+  EXPECT_TRUE(store->maintenance().Rebuild(nullptr).ok()) << "free again";
   EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
 }
 
@@ -1110,7 +1110,7 @@ TEST_F(storage_store, OpeningWithAnotherProfileKeepsTheStoredOneAndReportsItStal
     EXPECT_FALSE(r.entity.has_value()) << "still unrouted under the stored profile";
     EXPECT_TRUE(store.Get("invoice", "inv_1").status().IsNotFound());
     // A rebuild with the requested profile switches the store to it.
-    ASSERT_TRUE(store.Rebuild(&*other).ok());
+    ASSERT_TRUE(store.maintenance().Rebuild(&*other).ok());
     EXPECT_FALSE(store.Stats().profile_stale);
     EXPECT_EQ(store.Get("invoice", "inv_2")->state, "paid");
   }
@@ -1142,7 +1142,8 @@ TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
     auto store = Open();
     for (const std::string& e : GenerateEvents(5, 20, 5)) MustAccept(store.get(), e);
     int calls = 0;
-    Result<VerifySummary> v = store->Verify([&](const auto&, const auto&) { ++calls; });
+    Result<VerifySummary> v =
+        store->maintenance().Verify([&](const auto&, const auto&) { ++calls; });
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_EQ(v->differences, 0u);
     EXPECT_EQ(calls, 0);
@@ -1174,7 +1175,7 @@ TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->Get("receipt", "rcp_tamper")->state, "refunded");
   std::vector<std::pair<std::optional<Projection>, std::optional<Projection>>> diffs;
-  Result<VerifySummary> v = store->Verify(
+  Result<VerifySummary> v = store->maintenance().Verify(
       [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
         diffs.emplace_back(live, rebuilt);
       });
@@ -1188,9 +1189,9 @@ TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
   EXPECT_EQ(diffs[0].second->state, "issued");
   // Verify never writes live data; a rebuild repairs it.
   EXPECT_EQ(store->Get("receipt", "rcp_tamper")->state, "refunded");
-  ASSERT_TRUE(store->Rebuild(nullptr).ok());
+  ASSERT_TRUE(store->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(store->Get("receipt", "rcp_tamper")->state, "issued");
-  v = store->Verify([](const auto&, const auto&) {});
+  v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->differences, 0u);
 }
@@ -1202,7 +1203,7 @@ TEST(storage_verify, ScratchStoreOnDiskIsRemoved) {
   Result<std::unique_ptr<Store>> store = Store::Open(dir.path(), o);
   ASSERT_TRUE(store.ok());
   ASSERT_EQ((*store)->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
-  Result<VerifySummary> v = (*store)->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = (*store)->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->differences, 0u);
   EXPECT_EQ(v->entities, 1u);
@@ -1362,7 +1363,7 @@ TEST_F(storage_fault, FailedSyncIs503AndNothingIsVisible) {
   EXPECT_EQ(retry.http_status(), 200);
   EXPECT_EQ(store->Get("receipt", "rcp_2")->state, "issued");
   EXPECT_EQ(store->Get("receipt", "rcp_2")->applied, 1u);
-  Result<VerifySummary> v = store->Verify([](const auto&, const auto&) {});
+  Result<VerifySummary> v = store->maintenance().Verify([](const auto&, const auto&) {});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->differences, 0u);
 }

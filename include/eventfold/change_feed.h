@@ -1,0 +1,74 @@
+// ChangeFeed: a store's change feed (eventfold/feed.h) and the durable state
+// of its subscriptions (eventfold/subscription.h): checkpoints and dead
+// letters. Reached through Store::feed(); valid while its Store lives.
+//
+// Reads follow the store's one read style: a scan calls `fn` with each item
+// in order until `fn` returns false.
+//
+// Thread-safety: every method may be called from any thread. Writes are
+// synced before they return.
+
+#ifndef EVENTFOLD_CHANGE_FEED_H_
+#define EVENTFOLD_CHANGE_FEED_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eventfold/feed.h"
+#include "eventfold/status.h"
+
+namespace eventfold {
+
+// A scan callback that appends every item to `out` and never stops early:
+// `feed.Read(after, max, AppendTo(&changes))`.
+template <typename T>
+std::function<bool(const T&)> AppendTo(std::vector<T>* out) {
+  return [out](const T& item) {
+    out->push_back(item);
+    return true;
+  };
+}
+
+class ChangeFeed {
+ public:
+  virtual ~ChangeFeed() = default;
+
+  // Calls `fn` for up to `max` changes with seq > after_seq, in seq order,
+  // until it returns false. Changes below the retention point are gone
+  // (Maintenance::TrimFeed); the feed has no gaps above it.
+  virtual Status Read(uint64_t after_seq, size_t max,
+                      const std::function<bool(const Change&)>& fn) = 0;
+
+  // The newest change's seq (0: none yet).
+  virtual uint64_t LastSeq() = 0;
+
+  // Blocks until a change with seq > after_seq exists or `timeout_micros`
+  // pass; returns LastSeq().
+  virtual uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) = 0;
+
+  // A subscription's checkpoint: the highest seq below which every change is
+  // handled or parked; 0 for a new subscription.
+  virtual Result<uint64_t> GetCheckpoint(std::string_view subscription) = 0;
+  virtual Status SetCheckpoint(std::string_view subscription, uint64_t seq) = 0;
+
+  // Every subscription with a checkpoint, by name.
+  virtual Status ListSubscriptions(
+      const std::function<bool(const std::string& name, uint64_t checkpoint)>& fn) = 0;
+
+  // Parks a change in its subscription's dead letters (replacing an earlier
+  // park of the same seq).
+  virtual Status Park(const ParkedChange& parked) = 0;
+  // The subscription's dead letters in seq order, until `fn` returns false.
+  virtual Status ListParked(std::string_view subscription,
+                            const std::function<bool(const ParkedChange&)>& fn) = 0;
+  // Removes one dead letter; OK when it was not there.
+  virtual Status Unpark(std::string_view subscription, uint64_t seq) = 0;
+};
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_CHANGE_FEED_H_
