@@ -156,7 +156,7 @@ bool IsValidType(std::string_view t) {
   return dots > 0 && prev != '.';
 }
 
-// The fields SPEC §2 names, as raw pieces, before their rules are checked.
+// The fields docs/SPEC.md §2 names, as raw pieces, before their rules are checked.
 struct RawBody {
   std::optional<std::string> event_id;  // unescaped
   std::optional<std::string> type;
@@ -357,7 +357,7 @@ Result<std::string> ExtractKey(const std::vector<Field>& fields, const std::stri
       key = std::to_string(n);
     } else {
       // An integer beyond int64 (e.g. a uint64 id) is still a JSON integer:
-      // SPEC §4 takes its decimal text, which is the token as written since
+      // docs/SPEC.md §4.4 takes its decimal text, which is the token as written since
       // JSON forbids leading zeros.
       const std::string_view raw = TrimRight(v.raw_json_token());
       const std::string_view digits = raw.substr(!raw.empty() && raw[0] == '-' ? 1 : 0);

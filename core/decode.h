@@ -1,7 +1,7 @@
-// Payload decoding: a webhook body -> Event plus its route (SPEC §2).
+// Payload decoding: a webhook body -> Event plus its route (docs/SPEC.md §2).
 //
 // Decoding validates the whole body as JSON (simdjson on-demand over a padded
-// copy, no exceptions) and every field rule of SPEC §2. A refusal's message
+// copy, no exceptions) and every field rule of docs/SPEC.md §2. A refusal's message
 // is "<field>: <reason>", e.g. "occurred_at: month out of range 01-12".
 // Pure computation; safe to call from many threads at once.
 
@@ -35,7 +35,7 @@ struct DecodedEvent {
 // "<field>: <reason>" on any refusal.
 Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 
-// The SPEC §2 header rules: X-RR-Event-Id and webhook-id, when present,
+// The docs/SPEC.md §2.3 header rules: X-RR-Event-Id and webhook-id, when present,
 // equal the body's event_id.
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id);
 

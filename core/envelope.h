@@ -1,6 +1,6 @@
 // NDJSON ingest lines: a bare event body, or an envelope
 // {"headers":{"Name":"value",...},"body":"<raw body>"} carrying the exact
-// bytes and headers a sender delivered (SPEC §5). Thread-safe.
+// bytes and headers a sender delivered (docs/SPEC.md §5.2). Thread-safe.
 
 #ifndef EVENTFOLD_CORE_ENVELOPE_H_
 #define EVENTFOLD_CORE_ENVELOPE_H_

@@ -1,4 +1,4 @@
-// The fold of SPEC §4: one entity's events, totally ordered, through its
+// The fold of docs/SPEC.md §4: one entity's events, totally ordered, through its
 // state machine.
 //
 // Order: occurred_at, then version (absent first), then the type's rank in

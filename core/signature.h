@@ -1,4 +1,4 @@
-// Webhook signature verification (SPEC §2), HMAC-SHA256 over the raw body.
+// Webhook signature verification (docs/SPEC.md §2.4), HMAC-SHA256 over the raw body.
 //
 // Two schemes:
 //  - X-RR-Signature: "t=<unix seconds>,v1=<hex>[,v1=<hex>...]", each hex the

@@ -1,5 +1,5 @@
 // Payload decoding (core/decode): any body is decoded or refused with a
-// reason, and whatever is accepted obeys SPEC §2.
+// reason, and whatever is accepted obeys docs/SPEC.md §2.
 
 #include <cstddef>
 #include <cstdint>

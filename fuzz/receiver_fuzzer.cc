@@ -1,5 +1,5 @@
 // The whole Receiver path (include/eventfold/receiver.h) on a store in
-// memory: any request is answered with one of the statuses of SPEC §3 and a
+// memory: any request is answered with one of the statuses of docs/SPEC.md §3 and a
 // JSON body, never a crash. The input is "METHOD PATH", header lines, an
 // empty line and the body; a request without a signature header is signed
 // with X-RR-Signature, so mutated bodies reach decoding and ingest.

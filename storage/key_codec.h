@@ -4,7 +4,7 @@
 // so those keys sort in arrival order; <gen> is a big-endian uint32
 // projection generation; <entity> is a profile entity name (never NUL);
 // <id> is an entity key (decoding refuses NUL in it); <fold> is an event's
-// fold key encoded so that bytewise order is fold order (SPEC §4):
+// fold key encoded so that bytewise order is fold order (docs/SPEC.md §4.1):
 //
 //   <fold> = be64(occurred_at ^ 2^63)       signed time, order-preserving
 //            0x00 | 0x01 be64(version)      absent version sorts first

@@ -13,7 +13,7 @@
 
 namespace eventfold::cli {
 
-// SPEC §5 exit codes.
+// docs/SPEC.md §5.1 exit codes.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRefused = 1;  // some input refused or a check failed
 inline constexpr int kExitError = 2;    // usage or storage error

@@ -232,7 +232,7 @@ class Generator {
     return "";
   }
 
-  // The body: SPEC §2 fields, the sender's own extras, then a metadata
+  // The body: docs/SPEC.md §2 fields, the sender's own extras, then a metadata
   // object filled up to about the target size.
   std::string Body(const std::string& event_id, const std::string& type,
                    const std::optional<std::string>& occurred_at,

@@ -1,4 +1,4 @@
-// The `eventfold` command (SPEC §5): thin subcommands over the library.
+// The `eventfold` command (docs/SPEC.md §5): thin subcommands over the library.
 
 #include <iostream>
 

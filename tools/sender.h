@@ -1,5 +1,5 @@
 // A simulated webhook sender over real HTTP, behaving like ReceiptRoller
-// (SPEC §1): signs every attempt anew (X-RR-Signature), retries on 5xx, 429,
+// (docs/SPEC.md §1): signs every attempt anew (X-RR-Signature), retries on 5xx, 429,
 // timeouts and connection errors with exponential backoff — at most 7
 // retries over about 32 hours, on a compressed clock — and gives up (dead
 // letter) on any other non-2xx. It can also forge or stale-date signatures

@@ -1,7 +1,7 @@
 // Event: one decoded webhook delivery, as the fold sees it.
 //
 // The verbatim body is what the store keeps; an Event is the part of it the
-// engine reads (SPEC §2): id, type, time, optional version, and the top-level
+// engine reads (docs/SPEC.md §2): id, type, time, optional version, and the top-level
 // fields of `data`, each as compact JSON text.
 //
 // Plain value types; no internal synchronization.

@@ -2,7 +2,7 @@
 //
 // A Delivery is what a webhook sender sent: header pairs and the raw body
 // bytes. Ingesting it yields an IngestResult: the outcome, the HTTP status a
-// receiver must answer (SPEC §3) and a message that, for every refusal, names
+// receiver must answer (docs/SPEC.md §3) and a message that, for every refusal, names
 // the field and the reason.
 //
 // Plain value types; no internal synchronization.
@@ -47,7 +47,7 @@ enum class Outcome : uint8_t {
 // "accepted", "duplicate", "conflict", ...
 std::string_view OutcomeName(Outcome outcome);
 
-// The HTTP status SPEC §3 assigns to an outcome.
+// The HTTP status docs/SPEC.md §3 assigns to an outcome.
 int HttpStatus(Outcome outcome);
 
 struct IngestResult {

@@ -53,7 +53,7 @@ class Profile {
   // The built-in profile of the first sender: receipts, products, inventory.
   static const Profile& ReceiptRoller();
 
-  // Parses and validates a profile document (the JSON shape of SPEC §4).
+  // Parses and validates a profile document (the JSON shape of docs/SPEC.md §4.3).
   // On failure the status names the entity, the type and the problem.
   static Result<Profile> FromJson(std::string_view json);
 

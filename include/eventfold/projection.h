@@ -1,7 +1,7 @@
 // Projection: the materialized state of one entity, and its event log.
 //
 // A projection is the result of folding every stored event of one entity in
-// the order of SPEC §4. It is a pure function of the set of stored events:
+// the order of docs/SPEC.md §4. It is a pure function of the set of stored events:
 // arrival order and duplicates never change it.
 //
 // Plain value types; no internal synchronization.
@@ -51,7 +51,7 @@ struct EntityLog {
   std::vector<LoggedEvent> fold_order;  // as folded; arrival order is by seq
 };
 
-// The projection object of SPEC §5, compact, keys in the documented order.
+// The projection object of docs/SPEC.md §5.4, compact, keys in the documented order.
 std::string ProjectionToJson(const Projection& projection);
 
 // {"entity":..,"id":..,"arrival":[..],"fold":[..]}; each event with its

@@ -1,7 +1,7 @@
 // Receiver: the webhook endpoint logic, independent of any HTTP server.
 //
 // Given a request's method, path, headers and raw body, a Receiver answers
-// with the status and small JSON body SPEC §3 prescribes, applying in order:
+// with the status and small JSON body docs/SPEC.md §3 prescribes, applying in order:
 // method (POST ingests; GET /healthz and GET /metrics), body size (413,
 // before any parsing), admission (429 when max_in_flight deliveries are
 // already being stored), signature (401), decoding (400), ingest (200

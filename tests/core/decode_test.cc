@@ -1,4 +1,4 @@
-// Tests of core/decode: every field rule of SPEC §2 and the event-id header.
+// Tests of core/decode: every field rule of docs/SPEC.md §2 and the event-id header.
 
 #include "core/decode.h"
 
@@ -355,7 +355,7 @@ TEST(DecodeTest, KeyIntegerIsDecimalText) {
 }
 
 TEST(DecodeTest, KeyIntegerBeyondInt64IsDecimalText) {
-  // Still a JSON integer (SPEC §4), e.g. a uint64 id from the sender.
+  // Still a JSON integer (docs/SPEC.md §4.4), e.g. a uint64 id from the sender.
   for (const char* v : {"18446744073709551615", "99999999999999999999", "-9223372036854775809"}) {
     BodyParts b;
     b.data = std::string(R"({"receipt_id":)") + v + "}";
@@ -640,7 +640,7 @@ TEST(DecodeTest, EventIdHeader) {
 }
 
 TEST(DecodeTest, WebhookIdHeader) {
-  // Standard Webhooks (SPEC §2): webhook-id must equal the body's event_id.
+  // Standard Webhooks (docs/SPEC.md §2.3): webhook-id must equal the body's event_id.
   EXPECT_TRUE(CheckEventIdHeader({{"webhook-id", "evt_1"}}, "evt_1").ok());
   EXPECT_TRUE(CheckEventIdHeader({{"Webhook-Id", "evt_1"}}, "evt_1").ok());
   Status st = CheckEventIdHeader({{"webhook-id", "msg_2"}}, "evt_1");

@@ -1,4 +1,4 @@
-// Tests of core/envelope: NDJSON ingest lines (SPEC §5).
+// Tests of core/envelope: NDJSON ingest lines (docs/SPEC.md §5.2).
 
 #include "core/envelope.h"
 

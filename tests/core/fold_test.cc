@@ -1,4 +1,4 @@
-// Tests of core/fold: the fold of SPEC §4 under the receiptroller profile.
+// Tests of core/fold: the fold of docs/SPEC.md §4 under the receiptroller profile.
 
 #include "core/fold.h"
 
@@ -387,7 +387,7 @@ TEST(FoldTest, ApplyEventDirectly) {
 
 // ---------------------------------------------------------------- properties
 
-// A plain re-statement of SPEC §4 to check Fold against.
+// A plain re-statement of docs/SPEC.md §4 to check Fold against.
 Projection ReferenceFold(const EntityType& type, const EntityRef& ref,
                          std::vector<RankedEvent> events, std::vector<std::string>* verdicts) {
   auto key = [](const RankedEvent& e) {

@@ -1,5 +1,5 @@
 // Tests of eventfold/profile.h: the built-in profile, profile documents
-// (SPEC §4) and their validation.
+// (docs/SPEC.md §4) and their validation.
 
 #include "eventfold/profile.h"
 

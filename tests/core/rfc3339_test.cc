@@ -1,4 +1,4 @@
-// Tests of core/rfc3339: the occurred_at rules of SPEC §2.
+// Tests of core/rfc3339: the occurred_at rules of docs/SPEC.md §2.2.
 
 #include "core/rfc3339.h"
 

@@ -1,5 +1,5 @@
 // The framework-agnostic Receiver (storage/receiver.cc) over a Store on an
-// in-memory LevelDB Env: every row of SPEC §3 through Handle(), metrics,
+// in-memory LevelDB Env: every row of docs/SPEC.md §3 through Handle(), metrics,
 // methods, the quarantine of refused deliveries, storage faults, overload,
 // and a seeded fuzz loop that must never see a 3xx.
 
@@ -229,7 +229,7 @@ void ExpectError(const HttpResponse& r, int status, const std::string& outcome,
   EXPECT_EQ(error->find(kSecret), std::string::npos) << *error;
 }
 
-// --- SPEC §3, row by row ---------------------------------------------------------
+// --- docs/SPEC.md §3, row by row ---------------------------------------------------------
 
 TEST_F(receiver_handle, AcceptsANewEventDurably) {
   HttpResponse r = Post(Issued("evt_1", "rcp_1"));

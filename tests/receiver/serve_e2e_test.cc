@@ -1,5 +1,5 @@
 // End-to-end tests of `eventfold serve`: the real binary as a child process,
-// real HTTP clients (cpp-httplib, curl, a raw socket), every SPEC §3 row,
+// real HTTP clients (cpp-httplib, curl, a raw socket), every docs/SPEC.md §3 row,
 // keep-alive, /healthz and /metrics, graceful SIGTERM (no acknowledged event
 // lost, also under concurrent load), and the read commands afterwards; plus
 // `eventfold ingest --secret` and `eventfold refused`.
@@ -739,7 +739,7 @@ TEST_F(serve_e2e, IngestWithSecretAcceptsSignedEnvelopesOnly) {
   EXPECT_EQ(r.err.find("tiny"), std::string::npos) << r.err;
 }
 
-// SPEC §5 spells the command `eventfold ingest --data DIR [--secret S]… [FILE|-]`.
+// docs/SPEC.md §5.2 spells the command `eventfold ingest --data DIR [--secret S]… [FILE|-]`.
 // A repeatable option must take one value per flag: were FILE read as one
 // more secret (a path of 16+ bytes is a valid one), the input would come from
 // stdin and the command would store nothing.

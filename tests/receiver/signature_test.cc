@@ -1,4 +1,4 @@
-// Webhook signature verification (SPEC §2): published vectors, a cross-check
+// Webhook signature verification (docs/SPEC.md §2.4): published vectors, a cross-check
 // against the openssl command, every refusal, tolerance edges, secret
 // validation and the base64 helpers.
 
@@ -395,7 +395,7 @@ TEST(receiver_signature, StandardWebhooksNeedAWhsecSecret) {
 }
 
 TEST(receiver_signature, WhsecSecretAlsoSignsRrAsWritten) {
-  // SPEC §2: for X-RR-Signature the key is the configured secret's bytes as written.
+  // docs/SPEC.md §2.4: for X-RR-Signature the key is the configured secret's bytes as written.
   const std::string whsec = "whsec_" + Base64Encode("standard-key-0123456789");
   SignatureVerifier v = MakeVerifier({whsec});
   EXPECT_TRUE(v.Verify(RrHeaders(SignRr(whsec, kNow, kBody)), kBody, kNow * kMicros, nullptr).ok());

@@ -1,4 +1,4 @@
-// The convergence property, the heart of eventfold (SPEC §4): the projections
+// The convergence property, the heart of eventfold (docs/SPEC.md §4): the projections
 // depend only on the set of stored events. Any arrival order, any number of
 // duplicates, batched or not, live or rebuilt, give the same bytes; and those
 // bytes are what an independent reference fold, written from the spec text,

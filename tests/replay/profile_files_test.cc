@@ -1,7 +1,7 @@
 // The profile files shipped in profiles/: each loads and validates, the
 // ReceiptRoller one is the built-in profile, and a store created with the
 // Stripe-like payments profile routes by the nested key data.object.id and
-// folds out-of-order deliveries per SPEC §4.
+// folds out-of-order deliveries per docs/SPEC.md §4.
 
 #include <gtest/gtest.h>
 

@@ -93,7 +93,7 @@ uint32_t LiveGeneration(leveldb::DB* db) {
   return s.ok() ? static_cast<uint32_t>(std::stoul(gen)) : 0;
 }
 
-// Projections keyed by entity and id, as SPEC §5 JSON.
+// Projections keyed by entity and id, as docs/SPEC.md §5.4 JSON.
 std::map<EntityRef, std::string> ProjectionsOf(Store* store) {
   std::map<EntityRef, std::string> out;
   Status st = store->List("", [&](const Projection& p) {

@@ -1,5 +1,5 @@
 // Shared helpers of the replay tests: in-memory stores, ingest, listing,
-// and an independent reference model of SPEC §3 dedup and §4 fold.
+// and an independent reference model of docs/SPEC.md §3.2 dedup and §4 fold.
 
 #ifndef EVENTFOLD_TESTS_REPLAY_REPLAY_UTIL_H_
 #define EVENTFOLD_TESTS_REPLAY_REPLAY_UTIL_H_
@@ -115,7 +115,7 @@ inline std::optional<DecodedEvent> DecodeValid(const Delivery& d, const Profile&
   return std::move(*e);
 }
 
-// The reference model, written from SPEC §3/§4 alone: what a store must
+// The reference model, written from docs/SPEC.md §3.2 and §4 alone: what a store must
 // answer and list after ingesting `arrival` in that order.
 struct Reference {
   std::vector<Outcome> outcomes;  // per delivery
@@ -154,7 +154,7 @@ inline Reference ReferenceModel(const std::vector<Delivery>& arrival,
   }
 
   for (auto& [key, events] : entities) {
-    // SPEC §4 order: occurred_at, version (absent first), rank, event_id.
+    // docs/SPEC.md §4 order: occurred_at, version (absent first), rank, event_id.
     std::sort(events.begin(), events.end(), [](const Routed& a, const Routed& b) {
       if (a.event.occurred_at != b.event.occurred_at) {
         return a.event.occurred_at < b.event.occurred_at;

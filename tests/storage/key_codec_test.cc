@@ -105,7 +105,7 @@ TEST(storage_key_codec, FoldKeyEncodingPreservesFoldOrderAndRoundTrips) {
   std::mt19937_64 rng(seed);
   std::vector<FoldKey> keys;
   for (int i = 0; i < 600; ++i) keys.push_back(RandomFoldKey(rng));
-  // SPEC §4 order spelled out: an absent version sorts before any version,
+  // docs/SPEC.md §4 order spelled out: an absent version sorts before any version,
   // version 0 included; event ids bytewise, a prefix first.
   keys.push_back(FoldKey{0, std::nullopt, 5, "z"});
   keys.push_back(FoldKey{0, 0, 0, "a"});

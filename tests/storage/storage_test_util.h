@@ -117,7 +117,7 @@ inline std::vector<std::string> GenerateEvents(uint64_t seed, int receipts, int 
   return out;
 }
 
-// Every projection of a store, in List order, as SPEC §5 JSON lines.
+// Every projection of a store, in List order, as docs/SPEC.md §5.4 JSON lines.
 inline std::vector<std::string> ListAll(Store* store, std::string_view entity = "") {
   std::vector<std::string> out;
   Status st = store->List(entity, [&](const Projection& p) {

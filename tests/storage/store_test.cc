@@ -1,5 +1,5 @@
 // Tests of the LevelDB-backed Store (storage/store_impl): ingest outcomes of
-// SPEC §3, the fold as seen through Get/Log/List, persistence, batches,
+// docs/SPEC.md §3, the fold as seen through Get/Log/List, persistence, batches,
 // rebuilds and profile switches, Verify, locking and storage faults.
 
 #include "eventfold/store.h"

@@ -1,4 +1,4 @@
-// End-to-end tests of the `eventfold` command (SPEC §5) through the real
+// End-to-end tests of the `eventfold` command (docs/SPEC.md §5) through the real
 // binary: exit codes, stdout JSON byte for byte, stderr diagnostics.
 
 #include <gtest/gtest.h>
@@ -45,7 +45,7 @@ std::string Envelope(const std::string& headers_json, const std::string& body) {
   return "{\"headers\":" + headers_json + ",\"body\":\"" + escaped + "\"}";
 }
 
-// The SPEC §5 example, in the order of arrival that makes arrival and fold
+// The docs/SPEC.md §5.4 example, in the order of arrival that makes arrival and fold
 // orders differ: the refund (version 2) first, then the issue (version 1)
 // at the same instant, then an impossible re-issue later.
 const std::string kRefund =
@@ -112,7 +112,7 @@ class CliTest : public ::testing::Test {
     return path;
   }
 
-  // Ingests the SPEC example and a few others; every line is good.
+  // Ingests the docs/SPEC.md §5.4 example and a few others; every line is good.
   void IngestGood() {
     const std::string f =
         File("good.ndjson", {kRefund, kIssue, kReissue, kOrphanRefund, kProduct, kInvoice});
@@ -176,7 +176,7 @@ TEST_F(cli_e2e, IngestReportsEveryRefusedLineAndStoresTheGoodOnes) {
       }
     }
   }
-  // The good lines are stored: the SPEC example, exactly.
+  // The good lines are stored: the docs/SPEC.md §5.4 example, exactly.
   CliResult show = Run({"show", "--data", data_, "receipt", "rcp_1"});
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_EQ(show.out, kSpecProjection + "\n");
