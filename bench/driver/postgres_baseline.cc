@@ -273,6 +273,11 @@ class PgReceiver {
   std::string Connect(const std::string& conninfo) {
     conn_ = PQconnectdb(conninfo.c_str());
     if (PQstatus(conn_) != CONNECTION_OK) return PQerrorMessage(conn_);
+    return "";
+  }
+  // Prepares the pattern's statements (the schema must exist); empty on
+  // success, else the error.
+  std::string Prepare() {
     for (auto [name, sql, n] :
          {std::tuple{"processed", kInsertProcessed, 2}, std::tuple{"event", kInsertEvent, 7},
           std::tuple{"upsert", kUpsertProjection, 7}}) {
@@ -358,10 +363,9 @@ void Skip(Context& ctx, const std::string& why) {
 
 // Creates database `name` from the template database `from`.
 bool CopyDatabase(PgReceiver& admin, const std::string& from, const std::string& name) {
-  const std::string drop = "DROP DATABASE IF EXISTS " + name;
   const std::string create =
       "CREATE DATABASE " + name + " TEMPLATE " + from + " STRATEGY FILE_COPY";
-  return admin.Exec(drop.c_str()) && admin.Exec(create.c_str());
+  return admin.Exec(create.c_str());
 }
 
 }  // namespace
@@ -413,6 +417,7 @@ void RunPostgresFigures(Context& ctx) {
       return;
     }
     if (!rx.Exec(kSchema)) Die("postgres schema: " + rx.Error());
+    if (std::string err = rx.Prepare(); !err.empty()) Die("postgres prepare: " + err);
     if (!rx.Exec("SET synchronous_commit = off")) Die("postgres: " + rx.Error());
     for (uint64_t i = 0; i < c.prefill_events; i += 10000) {
       if (!rx.Exec("BEGIN")) Die("postgres prefill: " + rx.Error());
@@ -444,7 +449,9 @@ void RunPostgresFigures(Context& ctx) {
       std::vector<std::unique_ptr<PgReceiver>> connections;
       for (int i = 0; i < threads; ++i) {
         connections.push_back(std::make_unique<PgReceiver>());
-        if (std::string err = connections.back()->Connect(cluster.Conninfo(db)); !err.empty()) {
+        std::string err = connections.back()->Connect(cluster.Conninfo(db));
+        if (err.empty()) err = connections.back()->Prepare();
+        if (!err.empty()) {
           Die("postgres: connection " + std::to_string(i) + ": " + err);
         }
       }
