@@ -28,6 +28,8 @@ packages=(
   wrk
   libsqlite3-dev  # the SQLite pattern baseline of eventfold-bench
   sqlite3
+  libpq-dev  # the PostgreSQL pattern baseline of eventfold-bench (libpq)
+  postgresql  # its private server (initdb, postgres); the bench skips it when absent
   clang
   clang-format  # scripts/check_format.sh
   libclang-rt-14-dev

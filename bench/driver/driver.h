@@ -49,10 +49,13 @@ struct Config {
   double steady_seconds = 10;          // paced run at steady_rate
   double steady_rate = 1000;
   int http_connections = 64;
-  int rounds = 1;  // interleaved repetitions of the target pairs
+  int rounds = 1;           // interleaved repetitions of the target pairs
+  uint64_t file_lines = 0;  // lines of the history file `eventfold ingest` reads
   std::string wrk = "wrk";
-  std::set<std::string> only;  // figure groups to run; empty: all
-  std::string self_exe;        // this program, for child processes
+  std::string pg_bin = "/usr/lib/postgresql/15/bin";  // Debian's PostgreSQL server
+  std::string cli;                                    // the eventfold command
+  std::set<std::string> only;                         // figure groups to run; empty: all
+  std::string self_exe;                               // this program, for child processes
 
   bool Runs(const std::string& group) const { return only.empty() || only.count(group) > 0; }
 };
@@ -144,6 +147,8 @@ struct Throughput {
   double cpu_seconds = 0;  // user + sys of the process during the run
   uint64_t errors = 0;     // operations that did not end as expected
   EnvCounts io;            // what reached the files during the run
+  // Table bytes by LevelDB's own "leveldb.stats" (raw baseline only; -1: not read).
+  double stats_table_bytes = -1;
   double eps() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
   double cpu_us_per_op() const {
     return ops > 0 ? cpu_seconds * 1e6 / static_cast<double>(ops) : 0;
@@ -295,6 +300,9 @@ std::vector<Throughput> RunDuplicateFigure(Context& ctx);
 void RunLateArrivalFigures(Context& ctx);
 void RunRebuildFigures(Context& ctx);
 void RunHttpFigures(Context& ctx);
+// `eventfold ingest FILE` (the built command) on a history file of the
+// pool's first file_lines bodies: file_ingest_lps, file_ingest_cpu_us_per_line.
+void RunFileIngestFigure(Context& ctx);
 
 // Baselines: raw LevelDB writing the measured shapes (events_per_write per
 // WriteBatch), the SQLite pattern with `threads` connections, and SQLite
@@ -303,6 +311,11 @@ Throughput RawRun(Context& ctx, const std::string& name, int threads, int events
                   bool sync);
 Throughput SqliteRun(Context& ctx, const std::string& name, int threads);
 Throughput SqliteDuplicateRun(Context& ctx);
+// The PostgreSQL pattern (the SQLite pattern's transaction on a private
+// PostgreSQL cluster the bench starts and removes) from 1 and 64
+// connections: postgres_pattern_{1,64}_eps and postgres_pattern_eps (the
+// best). Says so in one line and records nothing when PostgreSQL is absent.
+void RunPostgresFigures(Context& ctx);
 
 // Template stores (built once per run).
 void BuildTemplateStore(const Pool& pool, uint64_t events, const fs::path& dir);
@@ -314,7 +327,9 @@ void CompactAll(const fs::path& dir);
 
 // Child processes (for clean peak-memory readings): run by main() when the
 // hidden --child option is given; print one "RESULT k=v ..." line.
-int ChildRebuild(const std::string& dir, int threads);
+// `profile`: "" keeps the store's profile, "reroute" rebuilds under one
+// that routes every event to a new entity.
+int ChildRebuild(const std::string& dir, int threads, const std::string& profile);
 int ChildScan(const std::string& dir);
 
 // Runs `command` and returns its stdout; exits on failure to start.

@@ -385,6 +385,9 @@ void RecordRun(Results& res, const std::string& key, const Throughput& t) {
     const double ops = static_cast<double>(t.ops);
     res.Set(key + "_wal_bytes_per_event", static_cast<double>(t.io.wal_bytes) / ops);
     res.Set(key + "_table_bytes_per_event", static_cast<double>(t.io.table_bytes) / ops);
+    if (t.stats_table_bytes >= 0) {
+      res.Set(key + "_stats_table_bytes_per_event", t.stats_table_bytes / ops);
+    }
     char buf[160];
     std::snprintf(buf, sizeof buf, ", WAL %.0f B/ev, tables %.0f B/ev",
                   static_cast<double>(t.io.wal_bytes) / ops,

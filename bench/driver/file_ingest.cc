@@ -1,0 +1,84 @@
+// `eventfold ingest FILE`, measured from outside as a user runs it: the
+// built command (durable by default: one IngestBatch, so one synced write,
+// per 1000 lines) on a history file the bench writes from its own pool, into
+// a new store. The time is the whole command's (start, create, ingest,
+// close); the CPU is the child's user + system time (getrusage).
+
+#include <sys/resource.h>
+
+#include <cinttypes>
+#include <fstream>
+
+#include "bench/driver/driver.h"
+
+namespace eventfold::benchdrv {
+namespace {
+
+double ChildCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_CHILDREN, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// The number after "\"key\":" in the command's JSON summary.
+std::optional<uint64_t> SummaryField(const std::string& out, const std::string& key) {
+  const std::string needle = "\"" + key + "\":";
+  const size_t at = out.rfind(needle);
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtoull(out.c_str() + at + needle.size(), nullptr, 10);
+}
+
+}  // namespace
+
+void RunFileIngestFigure(Context& ctx) {
+  const Config& c = ctx.config;
+  if (!c.Runs("file")) return;
+  Results& res = ctx.results;
+  if (c.cli.empty() || !fs::exists(c.cli)) {
+    Log("eventfold ingest FILE: skipped: no eventfold command (build eventfold-cli, or --cli)");
+    res.notes["file_ingest"] = "skipped: no eventfold command";
+    return;
+  }
+  const uint64_t lines = std::min<uint64_t>(c.file_lines, ctx.pool.bodies.size());
+  const fs::path file = c.scratch / "history.ndjson";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (uint64_t i = 0; i < lines; ++i) {
+      const std::string& body = ctx.pool.bodies[i];
+      if (body.find('\n') != std::string::npos) Die("history file: a body spans lines");
+      out << body << '\n';
+    }
+    if (!out) Die("cannot write " + file.string());
+  }
+  const fs::path dir = c.scratch / "run-file-ingest";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  const double cpu0 = ChildCpuSeconds();
+  const auto start = SteadyClock::now();
+  int code = 0;
+  const std::string out = RunCommand(
+      "'" + c.cli + "' ingest --data '" + dir.string() + "' '" + file.string() + "'", &code);
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  const double cpu = ChildCpuSeconds() - cpu0;
+  const std::optional<uint64_t> accepted = SummaryField(out, "accepted");
+  if (code != 0 || !accepted || *accepted != lines) {
+    res.notes["file_ingest_errors"] = "exit " + std::to_string(code) + ", accepted " +
+                                      (accepted ? std::to_string(*accepted) : "?") + " of " +
+                                      std::to_string(lines) + ": " + out;
+    Log("eventfold ingest FILE failed: %s", res.notes["file_ingest_errors"].c_str());
+    return;
+  }
+  const double n = static_cast<double>(lines);
+  res.Set("file_ingest_lps", n / seconds);
+  res.Set("file_ingest_lines", n);
+  res.Set("file_ingest_seconds", seconds);
+  res.Set("file_ingest_cpu_us_per_line", cpu * 1e6 / n);
+  res.notes["file_ingest_command"] = "eventfold ingest --data DIR FILE (" + c.cli + ")";
+  Log("eventfold ingest FILE: %" PRIu64 " lines in %.2fs: %.0f lines/s, %.1f us CPU/line", lines,
+      seconds, n / seconds, cpu * 1e6 / n);
+  fs::remove_all(dir, ec);
+  fs::remove(file, ec);
+}
+
+}  // namespace eventfold::benchdrv
