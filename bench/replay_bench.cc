@@ -19,7 +19,7 @@
 // a while) and removed at exit — unless EVENTFOLD_REPLAY_BENCH_DIR names a
 // directory: then they are kept there and reused by later runs (handy for
 // profiling a rebuild under valgrind without filling under it too).
-// See docs/REPLAY.md for how to run and read it.
+// See docs/notes/replay-performance.md for how to run and read it.
 
 #include <benchmark/benchmark.h>
 #include <leveldb/db.h>

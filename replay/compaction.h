@@ -1,5 +1,5 @@
 // Compacted entities in a rebuild: an entity whose events retention dropped
-// (storage/retention.cc) keeps its fold in an r/ record; every generation
+// (store/retention.cc) keeps its fold in an r/ record; every generation
 // starts the entity from it. Its projection is that snapshot followed by the
 // events still in its log (those that arrived after the compaction), in fold
 // order — the same rule the materializer follows at ingest, where the

@@ -179,8 +179,15 @@ void BuildTable(const Config& c, Results& r) {
   pair("durable ingest, 8 producers", "durable_ingest_8_eps",
        "raw LevelDB, 1 event/synced write, 8 threads", "raw_leveldb_sync_8_eps");
   pair("durable ingest, 64 producers", "durable_ingest_64_eps",
-       "raw LevelDB, 100 events/synced write", "raw_leveldb_sync_batch_eps", 0.75,
+       "raw LevelDB, 100 events/synced write", "raw_leveldb_sync_batch_eps", 0.8,
        "durable ingest 64 producers vs raw LevelDB 100 events/sync");
+  if (r.Has("durable_ingest_64_eps")) {  // the row just added: a second target on it
+    Row& x = r.rows.back();
+    x.target += std::string(x.target.empty() ? "" : ", ") + ">= 50k/s";
+    x.status += std::string(x.status.empty() ? "" : " / ") +
+                r.Check("durable ingest, 64 producers", ">= 50000 events/s",
+                        r.Get("durable_ingest_64_eps"), 50000, true);
+  }
   pair("durable ingest, 64 producers", "durable_ingest_64_eps",
        "raw LevelDB, 1 event/synced write, 64 threads", "raw_leveldb_sync_64_eps");
   if (r.Has("sqlite_pattern_eps") && r.Has("sqlite_pattern_64_eps")) {
@@ -230,8 +237,12 @@ void BuildTable(const Config& c, Results& r) {
          "", ""});
   }
   pair("async ingest (kBuffered), 1 producer", "async_ingest_eps",
-       "raw LevelDB async, 1 event/write", "raw_leveldb_async_eps", 0.6,
-       "async ingest vs raw LevelDB async");
+       "raw LevelDB async, 1 event/write", "raw_leveldb_async_eps");
+  if (r.Has("async_ingest_eps")) {
+    r.rows.back().target = ">= 100k/s";
+    r.rows.back().status = r.Check("async ingest, 1 producer", ">= 100000 events/s",
+                                   r.Get("async_ingest_eps"), 100000, true);
+  }
   if (r.Has("file_ingest_lps")) {
     char figure[96];
     std::snprintf(figure, sizeof figure, "eventfold ingest FILE, %.0f lines (durable, 1000/sync)",
@@ -246,8 +257,8 @@ void BuildTable(const Config& c, Results& r) {
     const double ef = r.Get("duplicate_eps");
     row({"duplicate delivery, 1 thread", FormatRate(ef), "raw LevelDB Get of the d/ key",
          FormatRate(r.Get("raw_leveldb_dedup_get_eps")),
-         FormatRatio(ratio(ef, r.Get("raw_leveldb_dedup_get_eps"))), ">= 300k/s",
-         r.Check("duplicate delivery, 1 thread", ">= 300000 events/s", ef, 300000, true)});
+         FormatRatio(ratio(ef, r.Get("raw_leveldb_dedup_get_eps"))), ">= 1M/s",
+         r.Check("duplicate delivery, 1 thread", ">= 1000000 events/s", ef, 1000000, true)});
     pair("duplicate delivery, 1 thread", "duplicate_eps", "SQLite pattern duplicate",
          "sqlite_duplicate_eps");
   }
@@ -288,8 +299,8 @@ void BuildTable(const Config& c, Results& r) {
       row({std::string("full rebuild, ") + events + " events, " + std::to_string(t) +
                (t == 1 ? " thread" : " threads"),
            FormatRate(eps), "raw LevelDB scan of the a/ records", FormatRate(scan),
-           FormatRatio(ratio(eps, scan)), target ? ">= 500k/s" : "",
-           target ? r.Check("rebuild, 2 threads", ">= 500000 events/s", eps, 500000, true) : ""});
+           FormatRatio(ratio(eps, scan)), target ? ">= 1M/s" : "",
+           target ? r.Check("rebuild, 2 threads", ">= 1000000 events/s", eps, 1000000, true) : ""});
     }
     if (r.Has("rebuild_reroute_eps")) {
       const double eps = r.Get("rebuild_reroute_eps");
@@ -306,9 +317,9 @@ void BuildTable(const Config& c, Results& r) {
     const double q = ratio(big_peak, small_peak);
     row({std::string("rebuild peak memory (anon RSS), ") + events + " events, 2 threads",
          FormatBytes(big_peak), std::string("same, ") + small + " events", FormatBytes(small_peak),
-         FormatRatio(q), "flat (<= 1.25x)",
-         r.Check("rebuild memory flat from small to large store", "peak ratio <= 1.25", q,
-                 1.2500001, false)});
+         FormatRatio(q), "flat (<= 1.1x)",
+         r.Check("rebuild memory flat from small to large store", "peak ratio <= 1.1", q, 1.1000001,
+                 false)});
   }
   if (r.Has("http_rps")) {
     char lat[128];
@@ -317,16 +328,17 @@ void BuildTable(const Config& c, Results& r) {
                   r.Get("http_p999_ms"));
     row({"signed HTTP, " + std::to_string(c.http_connections) + " connections, requests/s", lat,
          "durable ingest in-process, 64 producers", FormatRate(r.Get("durable_ingest_64_eps")),
-         FormatRatio(ratio(r.Get("http_rps"), r.Get("durable_ingest_64_eps"))), ">= 20k/s",
-         r.Check("signed HTTP requests/s at 64 connections", ">= 20000 requests/s",
-                 r.Get("http_rps"), 20000, true)});
+         FormatRatio(ratio(r.Get("http_rps"), r.Get("durable_ingest_64_eps"))),
+         ">= 0.85x durable ingest",
+         r.Check("signed HTTP at 64 connections vs in-process durable ingest", "ratio >= 0.85",
+                 ratio(r.Get("http_rps"), r.Get("durable_ingest_64_eps")), 0.85, true)});
     std::snprintf(lat, sizeof lat, "p99 %.2f ms (p50 %.2f / p99.9 %.2f; %.0f/s achieved)",
                   r.Get("steady_p99_ms"), r.Get("steady_p50_ms"), r.Get("steady_p999_ms"),
                   r.Get("steady_rate_achieved"));
     row({"signed HTTP at a steady " + std::to_string(static_cast<int>(c.steady_rate)) + "/s", lat,
-         "", "", "", "p99 < 10 ms",
-         r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 10 ms", r.Get("steady_p99_ms"),
-                 10, false)});
+         "", "", "", "p99 < 5 ms",
+         r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 5 ms", r.Get("steady_p99_ms"),
+                 5, false)});
   }
 }
 

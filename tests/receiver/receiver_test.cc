@@ -1,4 +1,4 @@
-// The framework-agnostic Receiver (storage/receiver.cc) over a Store on an
+// The framework-agnostic Receiver (receiver/receiver.cc) over a Store on an
 // in-memory LevelDB Env: every row of docs/SPEC.md §3 through Handle(), metrics,
 // methods, the quarantine of refused deliveries, storage faults, overload,
 // and a seeded fuzz loop that must never see a 3xx.

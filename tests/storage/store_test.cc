@@ -1,4 +1,4 @@
-// Tests of the LevelDB-backed Store (storage/store_impl): ingest outcomes of
+// Tests of the LevelDB-backed Store (store/store_impl): ingest outcomes of
 // docs/SPEC.md §3, the fold as seen through Get/Log/List, persistence, batches,
 // rebuilds and profile switches, Verify, locking and storage faults.
 
