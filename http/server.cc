@@ -168,18 +168,21 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Between requests: wait for the next one's first byte under the idle
-  // timeout (unless pipelined bytes are buffered already).
+  // timeout (unless pipelined bytes are buffered already). An idle
+  // connection holds no buffer and no parser: it waits for readability,
+  // not with a read into memory of its own.
   void WaitForRequest() {
     if (s_.stopping_) return Close();
+    parser_.reset();
     if (buffer_.size() > 0) return ReadHeader();
+    buffer_.shrink_to_fit();
     phase_ = Phase::kIdle;
     Arm(s_.opt_.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              if (ec) return self->Close();
-                              self->buffer_.commit(n);
-                              self->ReadHeader();
-                            });
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) {
+                                  if (ec) return self->Close();
+                                  self->ReadHeader();
+                                });
   }
 
   // The header is read by hand rather than with async_read_header: on a
