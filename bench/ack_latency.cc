@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "core/json_writer.h"
+#include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
 #include "tools/history.h"
-#include "tools/http_server.h"
 #include "tools/sender.h"
 
 int main(int argc, char** argv) {
@@ -57,9 +57,9 @@ int main(int argc, char** argv) {
     std::cerr << rx.status().ToString() << "\n";
     return 2;
   }
-  cli::HttpServerOptions so;
-  so.threads = connections + 4;
-  cli::HttpServer server(rx->get(), so);
+  HttpServerOptions so;
+  so.workers = connections + 4;
+  HttpServer server(rx->get(), so);
   if (Status st = server.Start(); !st.ok()) {
     std::cerr << st.ToString() << "\n";
     return 2;

@@ -21,7 +21,7 @@ set(eventfold_version_config ${PROJECT_BINARY_DIR}/eventfoldConfigVersion.cmake)
 # FlatBuffers, simdjson, OpenSSL) become link dependencies of the consumer:
 # eventfoldConfig.cmake finds them before it loads the targets.
 install(TARGETS eventfold eventfold_core eventfold_storage eventfold_replay
-    eventfold_store eventfold_receiver eventfold_subscription
+    eventfold_store eventfold_receiver eventfold_subscription eventfold_http
   EXPORT ${eventfold_targets_export_name}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

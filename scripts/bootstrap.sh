@@ -23,7 +23,9 @@ packages=(
   googletest
   libbenchmark-dev
   libcli11-dev
-  libcpp-httplib-dev
+  libboost-dev  # Boost.Beast and Asio: the HTTP front end (http/)
+  libh2o-evloop-dev  # the h2o prototype the HTTP front end was measured against (bench/http/)
+  libcpp-httplib-dev  # the simulated sender and the serve e2e tests' client
   curl
   wrk
   libsqlite3-dev  # the SQLite pattern baseline of eventfold-bench

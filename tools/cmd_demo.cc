@@ -18,10 +18,10 @@
 #include <random>
 #include <sstream>
 
+#include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
 #include "tools/cli_common.h"
 #include "tools/history.h"
-#include "tools/http_server.h"
 #include "tools/sender.h"
 
 namespace eventfold::cli {
@@ -109,7 +109,7 @@ int Run(const DemoArgs& a) {
     return kExitError;
   }
   HttpServerOptions so;
-  so.threads = kConnections + 4;
+  so.workers = kConnections + 4;
   HttpServer server(receiver->get(), so);
   if (Status st = server.Start(); !st.ok()) {
     std::cerr << "eventfold: " << st.message() << "\n";

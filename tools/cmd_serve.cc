@@ -3,12 +3,13 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <iostream>
 
+#include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
 #include "tools/cli_common.h"
-#include "tools/http_server.h"
 #include "tools/secrets.h"
 
 namespace eventfold::cli {
@@ -23,7 +24,19 @@ struct ServeArgs {
   size_t max_in_flight = 256;
   size_t max_body = 1 << 20;
   int threads = 64;
+  int io_threads = 2;
+  size_t max_connections = 16384;
 };
+
+// Idle keep-alive connections cost a descriptor each, not a thread: lift the
+// soft limit on descriptors to the hard one so thousands of them fit.
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 bool SplitHostPort(const std::string& listen, std::string* host, int* port) {
   const size_t colon = listen.rfind(':');
@@ -91,9 +104,12 @@ int Serve(const ServeArgs& a) {
   HttpServerOptions so;
   so.host = host;
   so.port = port;
-  so.threads = a.threads;
+  so.workers = a.threads;
   so.max_body_bytes = a.max_body;
+  so.io_threads = a.io_threads;
+  so.max_connections = a.max_connections;
   so.access_log = &std::cerr;
+  RaiseOpenFileLimit();
   HttpServer server(rx, so);
   Status st = server.Start();
   if (!st.ok()) {
@@ -134,7 +150,12 @@ void AddServeCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--max-body", a->max_body, "largest body in bytes before 413")
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "HTTP worker threads (one per open connection)")
+  cmd->add_option("--threads", a->threads, "worker threads verifying and storing deliveries")
+      ->capture_default_str();
+  cmd->add_option("--io-threads", a->io_threads, "event-loop threads reading and writing HTTP")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", a->max_connections,
+                  "open connections beyond which new ones get 503 and a close")
       ->capture_default_str();
   cmd->callback([=] { *action = [=] { return Serve(*a); }; });
 }

@@ -23,9 +23,9 @@
 
 #include "bench/driver/driver.h"
 #include "core/signature.h"
+#include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
-#include "tools/http_server.h"
 #include "tools/sender.h"
 
 namespace eventfold::benchdrv {
@@ -48,9 +48,9 @@ class Server {
     Result<std::unique_ptr<Receiver>> rx = Receiver::Make(store_.get(), ro);
     if (!rx.ok()) Die("receiver: " + rx.status().ToString());
     receiver_ = std::move(*rx);
-    cli::HttpServerOptions so;
-    so.threads = connections + 8;
-    server_ = std::make_unique<cli::HttpServer>(receiver_.get(), so);
+    HttpServerOptions so;
+    so.workers = connections + 8;
+    server_ = std::make_unique<HttpServer>(receiver_.get(), so);
     if (Status st = server_->Start(); !st.ok()) Die("http server: " + st.ToString());
   }
   ~Server() {
@@ -68,7 +68,7 @@ class Server {
   fs::path dir_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Receiver> receiver_;
-  std::unique_ptr<cli::HttpServer> server_;
+  std::unique_ptr<HttpServer> server_;
 };
 
 std::string EventIdOf(const std::string& body) {

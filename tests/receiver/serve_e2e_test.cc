@@ -530,11 +530,11 @@ TEST_F(serve_e2e, KeepsTheConnectionAliveAcrossRequests) {
   EXPECT_EQ(ListedReceipts().size(), 5u + 20u);
 }
 
-// Every worker holds a kept-alive connection: a new sender is answered 429
-// at once with "Connection: close" instead of waiting unanswered in a queue,
-// and is served again as soon as a worker is free.
-TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
-  ASSERT_TRUE(server_.Start({"--secret", kSecret, "--threads", "2"}));
+// --max-connections kept-alive connections are open: a new sender is answered
+// 503 at once and closed instead of waiting unanswered in a queue, and is
+// served again as soon as a connection closes.
+TEST_F(serve_e2e, ConnectionsBeyondTheCapAre503AtOnce) {
+  ASSERT_TRUE(server_.Start({"--secret", kSecret, "--max-connections", "2"}));
   auto connect_and_post = [&](const std::string& id, int* status, std::string* body) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -565,9 +565,9 @@ TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
   const int refused = connect_and_post("third", &status, &body);
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(status, 429) << body;
+  EXPECT_EQ(status, 503) << body;
   EXPECT_EQ(JsonString(body, "status"), "overloaded") << body;
-  EXPECT_NE(body.find("connection workers are busy"), std::string::npos) << body;
+  EXPECT_NE(body.find("too many open connections"), std::string::npos) << body;
   EXPECT_LT(waited, 4.0) << "answered at once, not after a held connection closed";
   ::close(refused);
 
@@ -581,7 +581,7 @@ TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
   }
   EXPECT_TRUE(stored) << status << " " << body;
   ::close(held2);
-  // A worker frees once it has seen its connection close.
+  // A connection counts until the server has seen it close.
   httplib::Client cli("127.0.0.1", server_.port());
   std::string metrics;
   for (int attempt = 0; attempt < 50 && metrics.empty(); ++attempt) {
@@ -591,8 +591,7 @@ TEST_F(serve_e2e, ConnectionsBeyondTheWorkersAre429AtOnce) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
-  EXPECT_GE(
-      MetricValue(metrics, "eventfold_deliveries_total{outcome=\"overloaded\",status=\"429\"}"), 1);
+  EXPECT_GE(MetricValue(metrics, "eventfold_http_refused_total{reason=\"connection_limit\"}"), 1);
   cli.stop();
   EXPECT_EQ(server_.Stop(), 0) << server_.log();
   EXPECT_EQ(ListedReceipts(), (std::set<std::string>{"rcp_held1", "rcp_held2", "rcp_third"}));

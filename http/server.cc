@@ -1,0 +1,607 @@
+// eventfold::HttpServer on Boost.Beast: one Session per connection, run on
+// its own strand of a shared io_context; the receiver's calls run on the
+// WorkerPool and their answers are posted back to the session's strand.
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "eventfold/http_server.h"
+#include "eventfold/projection.h"
+#include "http/worker_pool.h"
+
+namespace eventfold {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+// What the HTTP layer refuses by itself, before the receiver sees a request.
+enum Refusal : size_t {
+  kHeaderTooLarge,
+  kTooManyFields,
+  kUrlTooLong,
+  kBadFraming,
+  kBodyTooLarge,
+  kHeaderTimeout,
+  kBodyTooSlow,
+  kConnectionLimit,
+  kQueueFull,
+  kRefusalCount
+};
+constexpr const char* kRefusalNames[kRefusalCount] = {
+    "header_too_large", "too_many_header_fields", "url_too_long",
+    "bad_framing",      "body_too_large",         "header_timeout",
+    "body_too_slow",    "connection_limit",       "worker_queue_full"};
+
+// After an answer that closes the connection, unread request bytes would
+// turn our close into a reset that can destroy the answer in flight; read
+// and drop at most this much, for at most this long, before closing.
+// (A client that sends its whole body before reading, like most, then still
+// gets the 413; the bytes are dropped into a fixed buffer, never held.)
+constexpr size_t kLingerBytes = 8 << 20;
+constexpr std::chrono::milliseconds kLingerTime{2000};
+
+// Sent (non-blocking, best effort) on a connection over max_connections.
+const std::string& ConnectionLimitAnswer() {
+  static const std::string answer = [] {
+    const std::string body =
+        "{\"status\":\"overloaded\",\"error\":\"too many open connections, retry\"}";
+    return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  return answer;
+}
+
+}  // namespace
+
+class Session;
+
+class HttpServer::Impl {
+ public:
+  Impl(Receiver* rx, HttpServerOptions options) : rx_(rx), opt_(std::move(options)) {}
+
+  Status Start();
+  void Stop();
+  std::string MetricsText() const;
+
+  void Count(Refusal r) { refused_[r].fetch_add(1, std::memory_order_relaxed); }
+  void Register(const std::shared_ptr<Session>& s);
+  void Unregister(Session* s);
+
+  Receiver* const rx_;
+  const HttpServerOptions opt_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<http::WorkerPool> pool_;
+  int port_ = 0;
+
+ private:
+  void Accept();
+  void OnAccept(beast::error_code ec, tcp::socket socket);
+  // Posts `fn` to every open session's strand.
+  void ForEachSession(void (Session::*fn)());
+  bool WaitForNoConnections(std::chrono::milliseconds timeout);
+
+  std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
+  std::atomic<size_t> connections_{0};
+  std::mutex mu_;  // guards sessions_; with cv_, the count reaching zero
+  std::condition_variable cv_;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;
+  std::vector<std::thread> threads_;
+  // Last, so it is destroyed first: pending handlers own sessions, whose
+  // destructors use the members above.
+  asio::io_context ioc_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::optional<tcp::acceptor> acceptor_;
+  std::optional<asio::steady_timer> accept_retry_;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer::Impl& server, tcp::socket socket)
+      : s_(server),
+        stream_(std::move(socket)),
+        deadline_(stream_.get_executor()),
+        buffer_(server.opt_.max_header_bytes + 8 * 1024) {
+    beast::error_code ec;
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = ep.address().to_string();
+  }
+  ~Session() { s_.Unregister(this); }
+
+  void Start() { WaitForRequest(); }
+
+  // Stop(): a connection between requests, still reading a request's header
+  // or lingering after its last answer has nothing in flight: close it now.
+  void OnStop() {
+    if (phase_ == Phase::kIdle || phase_ == Phase::kHeader || phase_ == Phase::kClosing) Close();
+  }
+  // Stop() after the drain time: close whatever is left.
+  void ForceClose() { Close(); }
+
+ private:
+  enum class Phase { kIdle, kHeader, kBody, kServing, kClosing };
+  using Parser = bhttp::request_parser<bhttp::string_body>;
+
+  // Deadlines: Beast's own stream timeout closes the socket when it fires,
+  // which leaves no way to answer 408; this timer only cancels the pending
+  // operation, whose handler then sees TimedOut(). A generation number keeps
+  // a timer that fired just as its operation finished from cancelling the
+  // next one.
+  void Arm(std::chrono::milliseconds limit) {
+    const uint64_t generation = ++generation_;
+    timed_out_ = false;
+    deadline_.expires_after(limit);
+    deadline_.async_wait([self = shared_from_this(), generation](beast::error_code ec) {
+      if (ec || generation != self->generation_) return;
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+  void Disarm() {
+    ++generation_;
+    deadline_.cancel();
+  }
+  bool TimedOut(beast::error_code ec) const {
+    return timed_out_ && ec == asio::error::operation_aborted;
+  }
+
+  // Between requests: wait for the next one's first byte under the idle
+  // timeout (unless pipelined bytes are buffered already). An idle
+  // connection holds no buffer and no parser: it waits for readability,
+  // not with a read into memory of its own.
+  void WaitForRequest() {
+    if (s_.stopping_) return Close();
+    parser_.reset();
+    if (buffer_.size() > 0) return ReadHeader();
+    buffer_.shrink_to_fit();
+    phase_ = Phase::kIdle;
+    Arm(s_.opt_.idle_timeout);
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) {
+                                  if (ec) return self->Close();
+                                  self->ReadHeader();
+                                });
+  }
+
+  // The header is read by hand rather than with async_read_header: on a
+  // refusal the bytes seen are still in the buffer (to tell an overlong
+  // request line, 414, from an overlong header, 431).
+  void ReadHeader() {
+    phase_ = Phase::kHeader;
+    parser_.emplace();
+    parser_->eager(false);
+    parser_->header_limit(static_cast<std::uint32_t>(s_.opt_.max_header_bytes));
+    // No body limit while the header is read: Beast would turn a declared
+    // length over it into an error, and its "no limit" (boost::none) compares
+    // below every length. OnHeader() answers that 413 itself and sets the
+    // limit for the body.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    Arm(s_.opt_.header_timeout);
+    ParseHeader();
+  }
+
+  void ParseHeader() {
+    if (buffer_.size() > 0) {
+      beast::error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      if (ec != bhttp::error::need_more) {
+        if (!ec) buffer_.consume(used);
+        return OnHeader(ec);
+      }
+    }
+    if (buffer_.size() >= buffer_.max_size()) return OnHeader(bhttp::error::header_limit);
+    const size_t room = std::min<size_t>(4096, buffer_.max_size() - buffer_.size());
+    stream_.async_read_some(buffer_.prepare(room),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->OnHeader(ec);
+                              self->buffer_.commit(n);
+                              self->ParseHeader();
+                            });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    started_ = SteadyClock::now();
+    if (TimedOut(ec)) return Refuse(kHeaderTimeout, 408, "request header timeout");
+    if (ec == bhttp::error::header_limit) {
+      // Over the limit before the request line ended: the URL is the excess.
+      const std::string_view seen(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+      if (seen.find('\n') == std::string_view::npos) {
+        return Refuse(kUrlTooLong, 414, "request line too long");
+      }
+      return Refuse(kHeaderTooLarge, 431, "request header too large");
+    }
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      return Close();
+    }
+    if (ec) return Refuse(kBadFraming, 400, "malformed request: " + ec.message());
+
+    const auto& req = parser_->get();
+    if (req.target().size() > s_.opt_.max_url_bytes) {
+      return Refuse(kUrlTooLong, 414, "request target too long");
+    }
+    size_t fields = 0, lengths = 0, encodings = 0;
+    for (const auto& f : req) {
+      ++fields;
+      if (f.name() == bhttp::field::content_length) ++lengths;
+      if (f.name() == bhttp::field::transfer_encoding) ++encodings;
+    }
+    if (fields > s_.opt_.max_header_fields) {
+      return Refuse(kTooManyFields, 431, "too many header fields");
+    }
+    // Beast accepts equal duplicates ("5, 5" or two fields); RFC 9112 §6.3
+    // lets us refuse them, and a smuggling front end relies on the leniency.
+    if (lengths > 1 ||
+        (lengths == 1 && req[bhttp::field::content_length].find(',') != beast::string_view::npos)) {
+      return Refuse(kBadFraming, 400, "duplicate Content-Length");
+    }
+    if (encodings > 1 || (encodings == 1 && !parser_->chunked())) {
+      return Refuse(kBadFraming, 400, "Transfer-Encoding must be exactly chunked");
+    }
+    if (const auto declared = parser_->content_length();
+        declared && *declared > s_.opt_.max_body_bytes) {
+      // Refused from the header alone: no body read, no "100 Continue".
+      s_.Count(kBodyTooLarge);
+      return Oversized(*declared);
+    }
+    parser_->body_limit(s_.opt_.max_body_bytes);  // chunked bodies: while reading
+    if (parser_->is_done()) return Serve();
+    phase_ = Phase::kBody;
+    body_started_ = SteadyClock::now();
+    if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
+      static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+      Arm(s_.opt_.write_timeout);
+      return asio::async_write(stream_, asio::buffer(kContinue, sizeof(kContinue) - 1),
+                               [self = shared_from_this()](beast::error_code wec, size_t) {
+                                 if (wec) return self->Close();
+                                 self->ReadBody();
+                               });
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    Arm(s_.opt_.body_grace);
+    bhttp::async_read_some(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (TimedOut(ec)) return Refuse(kBodyTooSlow, 408, "request body too slow");
+    if (ec == bhttp::error::body_limit) {
+      s_.Count(kBodyTooLarge);
+      return Oversized(parser_->get().body().size());
+    }
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      return Close();
+    }
+    if (ec) return Refuse(kBadFraming, 400, "malformed request body: " + ec.message());
+    if (parser_->is_done()) return Serve();
+    const double seconds =
+        std::chrono::duration<double>(SteadyClock::now() - body_started_).count();
+    if (seconds * 1000 > static_cast<double>(s_.opt_.body_grace.count()) &&
+        static_cast<double>(parser_->get().body().size()) <
+            seconds * static_cast<double>(s_.opt_.min_body_bytes_per_second)) {
+      return Refuse(kBodyTooSlow, 408, "request body too slow");
+    }
+    ReadBody();
+  }
+
+  // Hands the request to the receiver on a worker.
+  void Serve() {
+    phase_ = Phase::kServing;
+    Disarm();
+    auto& req = parser_->get();
+    Headers headers;
+    for (const auto& f : req) headers.emplace_back(f.name_string(), f.value());
+    std::string method(req.method_string());
+    const std::string_view target(req.target().data(), req.target().size());
+    std::string path(target.substr(0, target.find('?')));
+    const bool keep_alive = req.keep_alive();
+    body_bytes_ = req.body().size();
+    request_line_ = method + " " + path;
+    event_id_ = std::string(req["X-RR-Event-Id"]);
+    if (event_id_.empty()) event_id_ = std::string(req["webhook-id"]);
+    const bool metrics = method == "GET" && path == "/metrics";
+    auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
+                 headers = std::move(headers), body = std::move(req.body()), keep_alive,
+                 metrics]() mutable {
+      HttpResponse r = self->s_.rx_->Handle(method, path, headers, body);
+      if (metrics && r.status == 200) r.body += self->s_.MetricsText();
+      asio::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive]() mutable {
+        self->Respond(std::move(r), !keep_alive);
+      });
+    };
+    if (!s_.pool_->TrySubmit(std::move(task))) {
+      s_.Count(kQueueFull);
+      Respond(HttpResponse{503, "application/json",
+                           "{\"status\":\"overloaded\",\"error\":\"all workers busy, retry\"}"},
+              /*close=*/false, /*retry_after=*/true);
+    }
+  }
+
+  // 413: the receiver records and quarantines it (on a worker: it writes).
+  void Oversized(uint64_t bytes) {
+    phase_ = Phase::kServing;
+    Disarm();
+    Headers headers;
+    for (const auto& f : parser_->get()) headers.emplace_back(f.name_string(), f.value());
+    request_line_ =
+        std::string(parser_->get().method_string()) + " " + std::string(parser_->get().target());
+    body_bytes_ = 0;
+    auto task = [self = shared_from_this(), headers = std::move(headers), bytes] {
+      HttpResponse r = self->s_.rx_->RefuseOversized(headers, bytes);
+      asio::post(self->stream_.get_executor(),
+                 [self, r = std::move(r)]() mutable { self->Respond(std::move(r), true); });
+    };
+    if (!s_.pool_->TrySubmit(std::move(task))) {
+      Respond(HttpResponse{413, "application/json",
+                           "{\"status\":\"too_large\",\"error\":\"body too large\"}"},
+              true);
+    }
+  }
+
+  // An answer of the HTTP layer itself; the connection closes after it.
+  void Refuse(Refusal why, int status, const std::string& message) {
+    s_.Count(why);
+    if (request_line_.empty()) request_line_ = "-";
+    const char* word = status == 408   ? "timeout"
+                       : status == 414 ? "uri_too_long"
+                       : status == 431 ? "header_too_large"
+                                       : "bad_request";
+    Respond(
+        HttpResponse{status, "application/json",
+                     std::string("{\"status\":\"") + word + "\",\"error\":\"" + message + "\"}"},
+        true);
+  }
+
+  void Respond(HttpResponse r, bool close, bool retry_after = false) {
+    if (phase_ == Phase::kClosing) return;
+    close = close || s_.stopping_;
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
+    res->version(11);
+    res->result(static_cast<unsigned>(r.status));
+    res->set(bhttp::field::content_type, r.content_type);
+    if (retry_after) res->set(bhttp::field::retry_after, "1");
+    res->body() = std::move(r.body);
+    res->keep_alive(!close);
+    res->prepare_payload();
+    Log(r.status);
+    Arm(s_.opt_.write_timeout);
+    bhttp::async_write(stream_, *res,
+                       [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
+                         if (ec) return self->Close();
+                         if (close) return self->Linger();
+                         self->request_line_.clear();
+                         self->WaitForRequest();
+                       });
+  }
+
+  void Log(int status) {
+    std::ostream* log = s_.opt_.access_log;
+    if (log == nullptr) return;
+    const double ms =
+        std::chrono::duration<double, std::milli>(SteadyClock::now() - started_).count();
+    char latency[32];
+    std::snprintf(latency, sizeof(latency), "%.3fms", ms);
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    *log << FormatTimestamp(SystemClock()->NowMicros()) << " " << remote_ << " " << request_line_
+         << " " << status << " " << body_bytes_ << "B " << latency
+         << (event_id_.empty() ? "" : " " + event_id_) << "\n";
+  }
+
+  // Half-closes, drops what the client still sends (bounded), then closes.
+  void Linger() {
+    phase_ = Phase::kClosing;
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    lingered_ = 0;
+    // While stopping, the drain matters more than a client still sending.
+    Arm(s_.stopping_ ? std::chrono::milliseconds(100) : kLingerTime);
+    LingerRead();
+  }
+  void LingerRead() {
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->lingered_ += n;
+                              if (ec || self->lingered_ > kLingerBytes) return self->Close();
+                              self->LingerRead();
+                            });
+  }
+
+  void Close() {
+    phase_ = Phase::kClosing;
+    Disarm();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+  }
+
+  HttpServer::Impl& s_;
+  beast::tcp_stream stream_;
+  asio::steady_timer deadline_;
+  uint64_t generation_ = 0;
+  bool timed_out_ = false;
+  beast::flat_buffer buffer_;
+  std::optional<Parser> parser_;
+  Phase phase_ = Phase::kIdle;
+  std::string remote_;
+  SteadyClock::time_point started_, body_started_;
+  size_t lingered_ = 0;
+  // For the access log.
+  std::string request_line_, event_id_;
+  size_t body_bytes_ = 0;
+
+  friend class HttpServer::Impl;
+};
+
+Status HttpServer::Impl::Start() {
+  if (opt_.io_threads < 1 || opt_.workers < 1 || opt_.max_connections < 1) {
+    return Status::InvalidArgument(
+        "http server: io_threads, workers and max_connections must be >= 1");
+  }
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(opt_.host, ec);
+  if (ec)
+    return Status::InvalidArgument("http server: bad host " + opt_.host + ": " + ec.message());
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(opt_.port));
+  acceptor_.emplace(ioc_);
+  const std::string where = opt_.host + ":" + std::to_string(opt_.port);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    acceptor_.reset();
+    return Status::IOError("cannot listen on " + where + ": " + ec.message());
+  }
+  port_ = acceptor_->local_endpoint().port();
+  pool_ = std::make_unique<http::WorkerPool>(static_cast<size_t>(opt_.workers), opt_.worker_queue);
+  accept_retry_.emplace(ioc_);
+  work_.emplace(ioc_.get_executor());
+  Accept();
+  for (int i = 0; i < opt_.io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  return Status::OK();
+}
+
+void HttpServer::Impl::Accept() {
+  acceptor_->async_accept(
+      asio::make_strand(ioc_),
+      [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
+}
+
+void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
+  if (stopping_ || !acceptor_->is_open()) return;
+  if (ec) {
+    // Out of descriptors (EMFILE) and the like: retry shortly, not in a spin.
+    accept_retry_->expires_after(std::chrono::milliseconds(50));
+    accept_retry_->async_wait([this](beast::error_code) {
+      if (!stopping_) Accept();
+    });
+    return;
+  }
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);  // small answers: no Nagle delay
+  if (connections_.load() >= opt_.max_connections) {
+    Count(kConnectionLimit);
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(ConnectionLimitAnswer()), ignored);
+    socket.shutdown(tcp::socket::shutdown_send, ignored);
+    // Drop what the client sent already (a request is usually there), so the
+    // close is a FIN after our answer and not a reset that could discard it.
+    char scratch[4096];
+    for (int i = 0; i < 16 && socket.read_some(asio::buffer(scratch), ignored) > 0; ++i) {
+    }
+    socket.close(ignored);
+  } else {
+    connections_.fetch_add(1);
+    auto session = std::make_shared<Session>(*this, std::move(socket));
+    Register(session);
+    asio::dispatch(session->stream_.get_executor(), [session] { session->Start(); });
+  }
+  Accept();
+}
+
+void HttpServer::Impl::Register(const std::shared_ptr<Session>& s) {
+  std::lock_guard lock(mu_);
+  sessions_.emplace(s.get(), s);
+}
+
+void HttpServer::Impl::Unregister(Session* s) {
+  std::lock_guard lock(mu_);
+  sessions_.erase(s);
+  connections_.fetch_sub(1);
+  cv_.notify_all();
+}
+
+void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
+  // Collected under the lock, used outside it: dropping the last reference
+  // to a session runs its destructor, which takes the lock.
+  std::vector<std::shared_ptr<Session>> open;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [raw, weak] : sessions_) {
+      if (std::shared_ptr<Session> s = weak.lock()) open.push_back(std::move(s));
+    }
+  }
+  for (std::shared_ptr<Session>& s : open) {
+    asio::post(s->stream_.get_executor(), [s, fn] { ((*s).*fn)(); });
+  }
+}
+
+bool HttpServer::Impl::WaitForNoConnections(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
+}
+
+void HttpServer::Impl::Stop() {
+  if (threads_.empty()) return;
+  stopping_ = true;
+  asio::post(ioc_, [this] {
+    beast::error_code ignored;
+    acceptor_->close(ignored);
+    accept_retry_->cancel();
+  });
+  ForEachSession(&Session::OnStop);
+  if (!WaitForNoConnections(opt_.drain_timeout)) ForEachSession(&Session::ForceClose);
+  // Answers the workers still owe are posted to sessions that are closing.
+  pool_->Shutdown();
+  WaitForNoConnections(std::chrono::milliseconds(1000));
+  work_.reset();
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+std::string HttpServer::Impl::MetricsText() const {
+  std::string out =
+      "# HELP eventfold_http_refused_total Requests and connections the HTTP layer refused "
+      "itself, by reason.\n# TYPE eventfold_http_refused_total counter\n";
+  for (size_t i = 0; i < kRefusalCount; ++i) {
+    out += "eventfold_http_refused_total{reason=\"" + std::string(kRefusalNames[i]) + "\"} " +
+           std::to_string(refused_[i].load(std::memory_order_relaxed)) + "\n";
+  }
+  return out;
+}
+
+HttpServer::HttpServer(Receiver* receiver, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(receiver, std::move(options))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Start() { return impl_->Start(); }
+
+int HttpServer::port() const { return impl_->port_; }
+
+void HttpServer::Stop() { impl_->Stop(); }
+
+std::string HttpServer::MetricsText() const { return impl_->MetricsText(); }
+
+}  // namespace eventfold

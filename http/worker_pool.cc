@@ -1,0 +1,50 @@
+#include "http/worker_pool.h"
+
+#include <utility>
+
+namespace eventfold::http {
+
+WorkerPool::WorkerPool(size_t threads, size_t queue_capacity) : capacity_(queue_capacity) {
+  threads_.reserve(threads);
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+WorkerPool::~WorkerPool() { Shutdown(); }
+
+bool WorkerPool::TrySubmit(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || tasks_.size() >= capacity_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void WorkerPool::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void WorkerPool::Work() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      // Queued tasks still run after Shutdown(): each owes a client an answer.
+      if (tasks_.empty()) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace eventfold::http

@@ -1,0 +1,50 @@
+// WorkerPool: a fixed number of threads running submitted tasks from a
+// bounded queue, so blocking work (the receiver's store ingest) stays off the
+// event loop's threads and the work waiting for them is bounded.
+//
+// Thread-safety: TrySubmit() from any thread; Shutdown() (also run by the
+// destructor) from one thread, after which TrySubmit() refuses.
+
+#ifndef EVENTFOLD_HTTP_WORKER_POOL_H_
+#define EVENTFOLD_HTTP_WORKER_POOL_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace eventfold::http {
+
+class WorkerPool {
+ public:
+  // Starts `threads` threads; at most `queue_capacity` tasks wait for one.
+  WorkerPool(size_t threads, size_t queue_capacity);
+  ~WorkerPool();
+
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Queues `task`; false (task dropped) when the queue is full or the pool
+  // is shutting down.
+  [[nodiscard]] bool TrySubmit(std::function<void()> task);
+
+  // Runs the tasks already queued, then joins the threads. Idempotent.
+  void Shutdown();
+
+ private:
+  void Work();
+
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace eventfold::http
+
+#endif  // EVENTFOLD_HTTP_WORKER_POOL_H_

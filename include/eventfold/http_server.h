@@ -1,0 +1,110 @@
+// HttpServer: an eventfold::Receiver served over strict HTTP/1.1 on an event
+// loop (Boost.Beast on Asio), with a fixed number of I/O threads and no thread
+// per connection.
+//
+// The I/O threads only read and write. Each request's header is read first,
+// under a deadline and a byte limit, and checked before any of its body is
+// read: a declared body over the limit is answered 413 and the connection
+// closed unread (never "100 Continue"); conflicting or malformed framing
+// (Content-Length with Transfer-Encoding, a duplicate or malformed
+// Content-Length, a bad chunk) is answered 400 and closed. Bodies are read
+// under a byte limit that applies while reading (chunked bodies too, trailers
+// allowed) and a minimum rate; their bytes go to the receiver whatever the
+// Content-Type. The receiver's blocking work (verifying, storing) runs on a
+// bounded worker pool; when its queue is full the answer is 503 with
+// Retry-After. A connection serves its requests one at a time, so pipelined
+// requests are answered in order. Connections over `max_connections` are
+// answered 503 and closed at once. Every refusal of the HTTP layer itself is
+// counted and appended to the receiver's GET /metrics.
+//
+// Stop() stops accepting, closes connections waiting for a request at once,
+// lets requests being read or served finish (their answer says
+// "Connection: close") for at most `drain_timeout`, then closes the rest.
+//
+// Thread-safety: Start() and Stop() from one thread; requests are served
+// concurrently by the I/O threads and workers.
+
+#ifndef EVENTFOLD_HTTP_SERVER_H_
+#define EVENTFOLD_HTTP_SERVER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "eventfold/receiver.h"
+#include "eventfold/status.h"
+
+namespace eventfold {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (see port())
+
+  // Threads running the event loop (accept, read, write).
+  int io_threads = 2;
+  // Threads running the receiver (signature check, store ingest), and how
+  // many requests may wait for one before the answer is 503.
+  int workers = 64;
+  size_t worker_queue = 1024;
+
+  // Open connections beyond this are answered 503 and closed.
+  size_t max_connections = 16384;
+
+  // Request line plus header fields, in bytes (431 beyond; 414 when the
+  // request line alone does not fit), the number of header fields (431) and
+  // the request target's length (414).
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_header_fields = 100;
+  size_t max_url_bytes = 4096;
+  // Largest body (413); 1 MiB like ReceiverOptions::max_body_bytes.
+  size_t max_body_bytes = 1 << 20;
+
+  // A request's header must arrive whole within this (408 and close).
+  std::chrono::milliseconds header_timeout{10000};
+  // A kept-alive connection may stay idle this long between requests.
+  std::chrono::milliseconds idle_timeout{30000};
+  // Slowloris on the body: after `body_grace`, a body must keep arriving at
+  // `min_body_bytes_per_second` on average, and no read may stall longer than
+  // `body_grace` (408 and close).
+  std::chrono::milliseconds body_grace{5000};
+  uint64_t min_body_bytes_per_second = 4096;
+  // Writing an answer may take this long before the connection is dropped.
+  std::chrono::milliseconds write_timeout{10000};
+  // Stop(): the longest wait for in-flight requests before closing them.
+  std::chrono::milliseconds drain_timeout{10000};
+
+  // One line per request (no bodies, no secrets); nullptr: no access log.
+  std::ostream* access_log = nullptr;
+};
+
+class HttpServer {
+ public:
+  // `receiver` must outlive the server.
+  HttpServer(Receiver* receiver, HttpServerOptions options);
+  ~HttpServer();  // Stop()
+
+  // Binds, listens and starts the I/O threads and workers. kIOError when the
+  // address cannot be bound; kInvalidArgument for an unusable option.
+  [[nodiscard]] Status Start();
+  // The bound port, after a successful Start().
+  int port() const;
+  // The graceful shutdown described above; returns when every thread has
+  // been joined. Idempotent.
+  void Stop();
+
+  // The HTTP layer's own counters in Prometheus text (also appended to
+  // GET /metrics).
+  std::string MetricsText() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_HTTP_SERVER_H_

@@ -1,0 +1,379 @@
+// The HTTP front end byte for byte: each test starts an HttpServer (with a
+// real Store and an unsigned-delivery Receiver) on a loopback ephemeral port,
+// writes raw bytes to a socket and asserts the exact status lines and whether
+// the server closed. Timeouts are short options; every read is bounded.
+
+#include "eventfold/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eventfold/receiver.h"
+#include "eventfold/store.h"
+#include "tests/receiver/receiver_test_util.h"
+
+namespace eventfold {
+namespace {
+
+using receiver_test::Issued;
+using receiver_test::TempDir;
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+// A client socket to 127.0.0.1:port; every read waits at most `limit`.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return connected_; }
+
+  bool Send(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads until `done(received)` holds, the peer closes (closed() turns
+  // true) or `limit` passes.
+  template <typename Done>
+  std::string ReadUntil(Done done, milliseconds limit = milliseconds(3000)) {
+    const auto deadline = SteadyClock::now() + limit;
+    while (!done(received_) && !closed_) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
+      if (left <= 0) break;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+      char buf[16384];
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      received_.append(buf, static_cast<size_t>(n));
+    }
+    return received_;
+  }
+  // Reads until `count` complete answers (status line, headers, body by
+  // Content-Length) have arrived.
+  std::vector<int> ReadAnswers(size_t count, milliseconds limit = milliseconds(3000)) {
+    ReadUntil([&](const std::string& r) { return Statuses(r).size() >= count; }, limit);
+    return Statuses(received_);
+  }
+  // Reads until the peer closes; true if it did within `limit`.
+  bool WaitForClose(milliseconds limit = milliseconds(3000)) {
+    ReadUntil([](const std::string&) { return false; }, limit);
+    return closed_;
+  }
+  bool closed() const { return closed_; }
+  const std::string& received() const { return received_; }
+
+  // The statuses of the complete answers in `bytes`, in order.
+  static std::vector<int> Statuses(const std::string& bytes) {
+    std::vector<int> out;
+    size_t at = 0;
+    while (true) {
+      if (bytes.compare(at, 9, "HTTP/1.1 ") != 0) break;
+      const size_t end = bytes.find("\r\n\r\n", at);
+      if (end == std::string::npos) break;
+      const int status = std::atoi(bytes.c_str() + at + 9);
+      size_t length = 0;
+      const std::string head = bytes.substr(at, end - at);
+      const size_t cl = head.find("Content-Length: ");
+      if (cl != std::string::npos) length = std::strtoul(head.c_str() + cl + 16, nullptr, 10);
+      if (bytes.size() < end + 4 + length) break;
+      out.push_back(status);
+      at = end + 4 + length;
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool closed_ = false;
+  std::string received_;
+};
+
+std::string Post(const std::string& body, const std::string& content_type = "application/json") {
+  return "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Type: " + content_type + "\r\n" +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path() + "/store", Options{});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    ReceiverOptions ro;
+    ro.allow_unsigned = true;
+    ro.max_body_bytes = kMaxBody;
+    Result<std::unique_ptr<Receiver>> r = Receiver::Make(store_.get(), ro);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    rx_ = std::move(*r);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+  }
+
+  // Options small enough for a test to reach every limit quickly.
+  static HttpServerOptions TestOptions() {
+    HttpServerOptions o;
+    o.io_threads = 2;
+    o.workers = 4;
+    o.max_body_bytes = kMaxBody;
+    o.max_header_bytes = 4096;
+    o.max_header_fields = 20;
+    o.max_url_bytes = 1024;
+    o.header_timeout = milliseconds(400);
+    o.body_grace = milliseconds(400);
+    o.idle_timeout = milliseconds(30000);
+    o.drain_timeout = milliseconds(2000);
+    return o;
+  }
+
+  void StartServer(HttpServerOptions o = TestOptions()) {
+    server_ = std::make_unique<HttpServer>(rx_.get(), o);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  // Sends `request` on a new connection; the first answer's status and
+  // whether the server then closed.
+  std::pair<int, bool> AnswerAndClose(const std::string& request) {
+    RawClient c(server_->port());
+    EXPECT_TRUE(c.connected());
+    c.Send(request);
+    std::vector<int> statuses = c.ReadAnswers(1);
+    const bool closed = c.WaitForClose();
+    return {statuses.empty() ? -1 : statuses[0], closed};
+  }
+
+  static constexpr size_t kMaxBody = 4096;
+  TempDir dir_{"http-server"};
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Receiver> rx_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrderOnOneKeptAliveConnection) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  // Three requests in one write: accepted, a 400 the receiver decides, a GET.
+  ASSERT_TRUE(c.Send(Post(Issued("evt_p1", "r1")) + Post("{not json") +
+                     "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(3), (std::vector<int>{200, 400, 200}));
+  EXPECT_NE(c.received().find("\"status\":\"ok\""), std::string::npos);
+  // Still open: a fourth request on the same connection.
+  ASSERT_TRUE(c.Send(Post(Issued("evt_p1", "r1"))));
+  EXPECT_EQ(c.ReadAnswers(4), (std::vector<int>{200, 400, 200, 200}));
+  EXPECT_FALSE(c.closed());
+}
+
+TEST_F(HttpServerTest, ChunkedBodyWithTrailerIsAccepted) {
+  StartServer();
+  const std::string body = Issued("evt_c1", "r2");
+  const std::string half = body.substr(0, 10), rest = body.substr(10);
+  char h1[16], h2[16];
+  std::snprintf(h1, sizeof(h1), "%zx", half.size());
+  std::snprintf(h2, sizeof(h2), "%zx", rest.size());
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                     std::string(h1) + "\r\n" + half + "\r\n" + h2 + "\r\n" + rest +
+                     "\r\n0\r\nX-Checksum: abc\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{200});
+  EXPECT_NE(c.received().find("accepted"), std::string::npos) << c.received();
+}
+
+TEST_F(HttpServerTest, BodyIsTheBodyWhateverTheContentType) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send(Post(Issued("evt_m1", "r3"), "multipart/form-data; boundary=x") +
+                     Post(Issued("evt_m2", "r4"), "application/x-www-form-urlencoded")));
+  EXPECT_EQ(c.ReadAnswers(2), (std::vector<int>{200, 200})) << c.received();
+}
+
+TEST_F(HttpServerTest, OversizedContentLengthIs413AndCloseWithoutReadingOrContinue) {
+  StartServer();
+  RawClient c(server_->port());
+  // No body follows: the answer must come from the header alone.
+  ASSERT_TRUE(
+      c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+             "Content-Length: 1000000000\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{413});
+  EXPECT_EQ(c.received().rfind("HTTP/1.1 413", 0), 0u) << "no 100 Continue first";
+  EXPECT_TRUE(c.WaitForClose());
+}
+
+TEST_F(HttpServerTest, ExpectContinueWithinLimitGets100ThenTheAnswer) {
+  StartServer();
+  const std::string body = Issued("evt_e1", "r5");
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n"));
+  c.ReadUntil([](const std::string& r) { return r.find("\r\n\r\n") != std::string::npos; });
+  EXPECT_EQ(c.received(), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(c.Send(body));
+  c.ReadUntil([](const std::string& r) { return r.find("accepted") != std::string::npos; });
+  EXPECT_NE(c.received().find("HTTP/1.1 200 OK"), std::string::npos) << c.received();
+}
+
+TEST_F(HttpServerTest, AmbiguousOrMalformedFramingIs400AndClose) {
+  StartServer();
+  const std::string head = "POST /hooks HTTP/1.1\r\nHost: t\r\n";
+  const std::vector<std::string> requests = {
+      head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      head + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+      head + "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+      head + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+      head + "Content-Length: 2, 2\r\n\r\n{}",
+      head + "Content-Length: abc\r\n\r\n",
+      head + "Content-Length: 10abc\r\n\r\n",
+      head + "Content-Length: -1\r\n\r\n",
+      head + "Content-Length: 99999999999999999999999\r\n\r\n",
+      head + "Transfer-Encoding: gzip\r\n\r\n",
+      head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+      "POST /hooks HTTP/1.1\nHost: t\r\n\r\n",
+      "NOT A REQUEST\r\n\r\n",
+  };
+  for (const std::string& r : requests) {
+    const auto [status, closed] = AnswerAndClose(r);
+    EXPECT_EQ(status, 400) << r;
+    EXPECT_TRUE(closed) << r;
+  }
+  std::string metrics;
+  {
+    RawClient c(server_->port());
+    c.Send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+    c.ReadAnswers(1);
+    metrics = c.received();
+  }
+  EXPECT_NE(metrics.find("eventfold_http_refused_total{reason=\"bad_framing\"} " +
+                         std::to_string(requests.size())),
+            std::string::npos)
+      << metrics;
+}
+
+TEST_F(HttpServerTest, HeaderAndUrlLimits) {
+  StartServer();
+  std::string many = "POST /hooks HTTP/1.1\r\nHost: t\r\n";
+  for (int i = 0; i < 30; ++i) many += "X-F" + std::to_string(i) + ": v\r\n";
+  EXPECT_EQ(AnswerAndClose(many + "Content-Length: 0\r\n\r\n"), std::make_pair(431, true));
+  EXPECT_EQ(AnswerAndClose("POST /hooks HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(5000, 'a') +
+                           "\r\n\r\n"),
+            std::make_pair(431, true));
+  // A target over max_url_bytes inside the header limit, and one past it.
+  EXPECT_EQ(AnswerAndClose("GET /" + std::string(2000, 'u') + " HTTP/1.1\r\nHost: t\r\n\r\n"),
+            std::make_pair(414, true));
+  EXPECT_EQ(AnswerAndClose("GET /" + std::string(10000, 'u') + " HTTP/1.1\r\nHost: t\r\n\r\n"),
+            std::make_pair(414, true));
+}
+
+TEST_F(HttpServerTest, OneHeaderLineWithoutNewlineIsBoundedWhileReading) {
+  StartServer();
+  RawClient c(server_->port());
+  // Far more than the header limit, never a newline: refused once the limit
+  // is passed, long before the client stops sending.
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nX: "));
+  std::string filler(64 * 1024, 'a');
+  c.Send(filler);
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{431});
+  EXPECT_TRUE(c.WaitForClose());
+}
+
+TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413WhileReading) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  // Chunks of 1 KiB: the fifth passes the 4 KiB limit; the client would go on.
+  for (int i = 0; i < 5; ++i) c.Send("400\r\n" + std::string(1024, 'x') + "\r\n");
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{413});
+  EXPECT_TRUE(c.WaitForClose());
+}
+
+TEST_F(HttpServerTest, SlowHeaderTimesOutWith408) {
+  StartServer();  // header_timeout 400 ms
+  RawClient c(server_->port());
+  const auto start = SteadyClock::now();
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHo"));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{408});
+  EXPECT_TRUE(c.WaitForClose());
+  EXPECT_LT(SteadyClock::now() - start, milliseconds(2500));
+}
+
+TEST_F(HttpServerTest, SlowBodyIs408) {
+  StartServer();  // body_grace 400 ms
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"a\""));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{408});
+  EXPECT_TRUE(c.WaitForClose());
+}
+
+TEST_F(HttpServerTest, ConnectionsOverTheCapGet503AndAClose) {
+  HttpServerOptions o = TestOptions();
+  o.max_connections = 2;
+  StartServer(o);
+  RawClient a(server_->port()), b(server_->port());
+  // Both held: each has been answered once.
+  a.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+  b.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_EQ(a.ReadAnswers(1), std::vector<int>{200});
+  ASSERT_EQ(b.ReadAnswers(1), std::vector<int>{200});
+  RawClient over(server_->port());
+  EXPECT_EQ(over.ReadAnswers(1), std::vector<int>{503});
+  EXPECT_TRUE(over.WaitForClose());
+  EXPECT_NE(over.received().find("Connection: close"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, StopClosesIdleKeepAliveAtOnceAndFinishesBodiesInFlight) {
+  StartServer();  // idle_timeout 30 s
+  RawClient idle(server_->port());
+  idle.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_EQ(idle.ReadAnswers(1), std::vector<int>{200});
+  // A request whose body is still on its way when Stop() begins.
+  const std::string body = Issued("evt_s1", "r9");
+  RawClient busy(server_->port());
+  busy.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\n\r\n" + body.substr(0, 5));
+  busy.ReadUntil([](const std::string&) { return false; }, milliseconds(100));
+  const auto start = SteadyClock::now();
+  std::thread stopper([&] { server_->Stop(); });
+  EXPECT_TRUE(idle.WaitForClose(milliseconds(1000)));
+  busy.Send(body.substr(5));
+  EXPECT_EQ(busy.ReadAnswers(1), std::vector<int>{200});
+  EXPECT_NE(busy.received().find("Connection: close"), std::string::npos);
+  stopper.join();
+  EXPECT_LT(SteadyClock::now() - start, milliseconds(2000));
+  // Stopped: nobody accepts any more.
+  RawClient after(server_->port());
+  EXPECT_FALSE(after.connected() && after.Send("GET /healthz HTTP/1.1\r\n\r\n") &&
+               !after.ReadAnswers(1).empty());
+}
+
+}  // namespace
+}  // namespace eventfold
