@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "core/parse_number.h"
 #include "tools/connection_pool.h"
 
 namespace eventfold::cli {
@@ -38,12 +39,9 @@ thread_local std::chrono::steady_clock::time_point request_start;
 void EnlargeListenBacklog(int port) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    int fd = -1;
-    try {
-      fd = std::stoi(entry.path().filename().string());
-    } catch (...) {
-      continue;
-    }
+    std::optional<int> parsed = ParseDecimal<int>(entry.path().filename().string());
+    if (!parsed) continue;
+    const int fd = *parsed;
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
@@ -112,12 +110,8 @@ Status HttpServer::Start() {
     // ran, no body yet). A 413 the receiver answered itself (e.g. a chunked
     // body, which httplib reads whole) is already recorded and quarantined.
     if (res.status != 413 || !res.body.empty()) return;
-    uint64_t declared = 0;
-    try {
-      declared = std::stoull(req.get_header_value("Content-Length"));
-    } catch (...) {
-      declared = 0;  // no usable Content-Length: the size stays unknown
-    }
+    // No usable Content-Length: the size stays unknown (0).
+    const uint64_t declared = ParseU64(req.get_header_value("Content-Length")).value_or(0);
     HttpResponse r = rx->RefuseOversized(ToHeaders(req.headers), declared);
     res.set_content(r.body, r.content_type.c_str());
   });

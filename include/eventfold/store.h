@@ -42,6 +42,12 @@ struct Counters {
   uint64_t unrouted = 0;  // accepted events whose type no entity knows
   uint64_t late = 0;      // accepted events that sorted before their entity's last
   uint64_t refolded = 0;  // events re-folded because of late ones
+  // Refused deliveries the quarantine did not keep: over its write rate,
+  // larger than its byte cap, or its best-effort write failed.
+  uint64_t quarantine_dropped = 0;
+  // Headers of quarantined deliveries not kept: not on the allowlist, or
+  // past the per-delivery header budget (values are cut, not counted).
+  uint64_t quarantine_headers_dropped = 0;
 };
 
 // Totals of a rebuild.
@@ -94,6 +100,14 @@ struct RefusedDelivery {
 };
 
 inline constexpr size_t kQuarantineBodyBytes = 1024;
+// Of a refused delivery's headers the quarantine keeps only those an
+// operator needs to trace it (content-type, content-length,
+// content-encoding, transfer-encoding, user-agent, host, x-forwarded-for,
+// x-real-ip, x-request-id, x-rr-event-id, webhook-id, webhook-timestamp):
+// at most kQuarantineHeaderCount of them, each value cut to
+// kQuarantineHeaderValueBytes.
+inline constexpr size_t kQuarantineHeaderCount = 16;
+inline constexpr size_t kQuarantineHeaderValueBytes = 256;
 
 // What a store is and holds, cheaply (no scans).
 struct StoreStats {
@@ -315,8 +329,11 @@ class Store {
   // returns LastChangeSeq().
   virtual uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) = 0;
 
-  // The profile this store routes and folds with.
-  virtual const Profile& profile() const = 0;
+  // The profile this store routes and folds with: an immutable snapshot,
+  // safe to hold and use from any thread while a Rebuild switches the store
+  // to another profile (the holder keeps the one it got; call again for the
+  // new one). Never null.
+  virtual std::shared_ptr<const Profile> profile() const = 0;
 
   virtual Counters counters() const = 0;
 };
