@@ -2,9 +2,9 @@
 
 #include <simdjson.h>
 
-#include <cerrno>
 #include <cstdlib>
 
+#include "core/parse_number.h"
 #include "core/rfc3339.h"
 
 namespace eventfold {
@@ -419,11 +419,9 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
     if (!digits || (v.size() > 1 && v[0] == '0')) {
       return Refuse("version", "must be an integer >= 0");
     }
-    errno = 0;
-    char* end = nullptr;
-    const long long n = std::strtoll(v.c_str(), &end, 10);
-    if (errno == ERANGE) return Refuse("version", "exceeds the int64 range");
-    ev.version = n;
+    std::optional<int64_t> n = ParseDecimal<int64_t>(v);
+    if (!n) return Refuse("version", "exceeds the int64 range");
+    ev.version = *n;
   }
 
   if (!raw.has_data) return Refuse("data", "required");

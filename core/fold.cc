@@ -37,6 +37,16 @@ FoldKey KeyOf(const Event& event, uint32_t rank) {
   return FoldKey{event.occurred_at, event.version, rank, event.event_id};
 }
 
+Result<const Transition*> TransitionOf(const EntityType& type, const RankedEvent& event) {
+  if (event.rank >= type.transitions.size()) {
+    return Status::Corruption("event " + event.event.event_id + " (" + event.event.type +
+                              ") has transition rank " + std::to_string(event.rank) + ", but " +
+                              type.name + " has " + std::to_string(type.transitions.size()) +
+                              " transitions");
+  }
+  return &type.transitions[event.rank];
+}
+
 std::string ApplyEvent(const Transition& t, const Event& event, Projection* p) {
   std::string reason;
   if (std::find(t.from.begin(), t.from.end(), p->state) == t.from.end()) {
@@ -65,8 +75,8 @@ std::string ApplyEvent(const Transition& t, const Event& event, Projection* p) {
   return reason;
 }
 
-Projection Fold(const EntityType& type, const EntityRef& ref, std::vector<RankedEvent>* events,
-                std::vector<std::string>* verdicts) {
+Result<Projection> Fold(const EntityType& type, const EntityRef& ref,
+                        std::vector<RankedEvent>* events, std::vector<std::string>* verdicts) {
   std::sort(events->begin(), events->end(), FoldsBefore);
   Projection p;
   p.entity = ref.entity;
@@ -74,7 +84,9 @@ Projection Fold(const EntityType& type, const EntityRef& ref, std::vector<Ranked
   p.state = std::string(kInitialState);
   if (verdicts) verdicts->clear();
   for (const RankedEvent& e : *events) {
-    std::string verdict = ApplyEvent(type.transitions[e.rank], e.event, &p);
+    Result<const Transition*> t = TransitionOf(type, e);
+    if (!t.ok()) return t.status();
+    std::string verdict = ApplyEvent(**t, e.event, &p);
     if (verdicts) verdicts->push_back(std::move(verdict));
   }
   return p;

@@ -19,6 +19,7 @@
 #include "eventfold/event.h"
 #include "eventfold/profile.h"
 #include "eventfold/projection.h"
+#include "eventfold/status.h"
 
 namespace eventfold {
 
@@ -53,15 +54,24 @@ struct ProjectionState {
 // True when `a` folds before `b`.
 bool FoldsBefore(const RankedEvent& a, const RankedEvent& b);
 
+// The transition an event's rank names in `type`. A rank comes from a stored
+// record, so a bad disk or a record written under another profile can make
+// it point past the list: that is a Corruption naming the event, never an
+// out-of-bounds read.
+[[nodiscard]] Result<const Transition*> TransitionOf(const EntityType& type,
+                                                     const RankedEvent& event);
+
 // Applies `event` (of transition `t`) to `p`. Returns "" when applied, else
 // the rejection reason; a rejected event is recorded in p->rejected.
 std::string ApplyEvent(const Transition& t, const Event& event, Projection* p);
 
 // Folds `events` (any order, unique event_ids) of entity `ref` from state
 // none. `verdicts`, when given, receives "" or the rejection reason for each
-// event in fold order, and `events` is left sorted in fold order.
-Projection Fold(const EntityType& type, const EntityRef& ref, std::vector<RankedEvent>* events,
-                std::vector<std::string>* verdicts = nullptr);
+// event in fold order, and `events` is left sorted in fold order. Fails
+// (Corruption) when an event's rank is outside the type's transitions.
+[[nodiscard]] Result<Projection> Fold(const EntityType& type, const EntityRef& ref,
+                                      std::vector<RankedEvent>* events,
+                                      std::vector<std::string>* verdicts = nullptr);
 
 }  // namespace eventfold
 

@@ -10,19 +10,24 @@ void StartFromNone(const EntityRef& ref, ProjectionState* state) {
   state->projection.id = ref.id;
 }
 
-void ApplyToState(const EntityType& type, const RankedEvent& event, ProjectionState* state) {
-  ApplyEvent(type.transitions[event.rank], event.event, &state->projection);
+Status ApplyToState(const EntityType& type, const RankedEvent& event, ProjectionState* state) {
+  Result<const Transition*> t = TransitionOf(type, event);
+  if (!t.ok()) return t.status();
+  ApplyEvent(**t, event.event, &state->projection);
   state->last = KeyOf(event.event, event.rank);
   ++state->events;
+  return Status::OK();
 }
 
-void FoldOnto(const EntityType& type, const EntityRef& ref, const std::vector<RankedEvent>& sorted,
-              uint64_t interval, ProjectionState* state, std::vector<ProjectionState>* snapshots) {
+Status FoldOnto(const EntityType& type, const EntityRef& ref,
+                const std::vector<RankedEvent>& sorted, uint64_t interval, ProjectionState* state,
+                std::vector<ProjectionState>* snapshots) {
   if (state->events == 0) StartFromNone(ref, state);
   for (const RankedEvent& e : sorted) {
-    ApplyToState(type, e, state);
+    if (Status st = ApplyToState(type, e, state); !st.ok()) return st;
     if (interval > 0 && state->events % interval == 0) snapshots->push_back(*state);
   }
+  return Status::OK();
 }
 
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
@@ -31,7 +36,11 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   Materialized out;
   const FoldKey key = KeyOf(event.event, event.rank);
   if (state->events == 0 || state->last < key) {
-    FoldOnto(type, ref, {event}, snapshot_interval, state, &out.snapshots);
+    // A refused rank leaves `state` as it was (ApplyToState checks first).
+    if (Status st = FoldOnto(type, ref, {event}, snapshot_interval, state, &out.snapshots);
+        !st.ok()) {
+      return st;
+    }
     out.events_folded = 1;
     return out;
   }
@@ -47,7 +56,8 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
 
   ProjectionState resumed;
   if (*snapshot) resumed = std::move(**snapshot);
-  FoldOnto(type, ref, events, snapshot_interval, &resumed, &out.snapshots);
+  st = FoldOnto(type, ref, events, snapshot_interval, &resumed, &out.snapshots);
+  if (!st.ok()) return st;
   *state = std::move(resumed);
   out.stale_after = key;
   out.events_folded = events.size();

@@ -41,14 +41,18 @@ struct Materialized {
 // Sets `state` to the entity's state before any event: state none.
 void StartFromNone(const EntityRef& ref, ProjectionState* state);
 
-// Applies one event to `state` and advances its cursor.
-void ApplyToState(const EntityType& type, const RankedEvent& event, ProjectionState* state);
+// Applies one event to `state` and advances its cursor. Fails (Corruption,
+// `state` unchanged) when the event's rank is outside the type's transitions.
+[[nodiscard]] Status ApplyToState(const EntityType& type, const RankedEvent& event,
+                                  ProjectionState* state);
 
 // Folds `sorted` (fold order) onto `state` (events == 0: from none), adding
 // a snapshot to `snapshots` whenever the event count reaches a multiple of
-// `interval` (0: never).
-void FoldOnto(const EntityType& type, const EntityRef& ref, const std::vector<RankedEvent>& sorted,
-              uint64_t interval, ProjectionState* state, std::vector<ProjectionState>* snapshots);
+// `interval` (0: never). Stops at the first event ApplyToState refuses and
+// returns its status.
+[[nodiscard]] Status FoldOnto(const EntityType& type, const EntityRef& ref,
+                              const std::vector<RankedEvent>& sorted, uint64_t interval,
+                              ProjectionState* state, std::vector<ProjectionState>* snapshots);
 
 // Adds `event` to `state` (state->events == 0 for an entity without events).
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,

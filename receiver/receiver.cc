@@ -14,7 +14,7 @@ namespace {
 constexpr std::array<double, 14> kLatencyBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                     0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
-constexpr size_t kOutcomes = 8;  // Outcome values 0..7
+constexpr size_t kOutcomes = kOutcomeCount;
 
 HttpResponse Json(int status, std::string body) {
   return HttpResponse{status, "application/json", std::move(body)};
@@ -88,6 +88,18 @@ class ReceiverImpl final : public Receiver {
     out += "# HELP eventfold_in_flight Deliveries being verified and stored now.\n";
     out += "# TYPE eventfold_in_flight gauge\n";
     out += "eventfold_in_flight " + std::to_string(in_flight_.load()) + "\n";
+    const Counters c = store_->counters();
+    out +=
+        "# HELP eventfold_quarantine_dropped_total Refused deliveries not kept (rate, size, "
+        "failed write).\n";
+    out += "# TYPE eventfold_quarantine_dropped_total counter\n";
+    out += "eventfold_quarantine_dropped_total " + std::to_string(c.quarantine_dropped) + "\n";
+    out +=
+        "# HELP eventfold_quarantine_headers_dropped_total Headers of refused deliveries not "
+        "kept.\n";
+    out += "# TYPE eventfold_quarantine_headers_dropped_total counter\n";
+    out += "eventfold_quarantine_headers_dropped_total " +
+           std::to_string(c.quarantine_headers_dropped) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
     out +=
@@ -157,7 +169,8 @@ class ReceiverImpl final : public Receiver {
   }
 
   void Record(Outcome outcome, double seconds) {
-    outcomes_[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
+    const auto index = static_cast<size_t>(outcome);
+    if (index < outcomes_.size()) outcomes_[index].fetch_add(1, std::memory_order_relaxed);
     size_t b = 0;
     while (b < kLatencyBuckets.size() && seconds > kLatencyBuckets[b]) ++b;
     buckets_[b].fetch_add(1, std::memory_order_relaxed);
@@ -176,18 +189,32 @@ class ReceiverImpl final : public Receiver {
 
 }  // namespace
 
-Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
-  std::optional<SignatureVerifier> verifier;
-  if (!options.secrets.empty()) {
-    Result<SignatureVerifier> v =
-        SignatureVerifier::Make(options.secrets, options.tolerance_seconds);
-    if (!v.ok()) return v.status();
-    verifier = std::move(*v);
-  } else if (!options.allow_unsigned) {
+namespace {
+
+// The verifier `options` asks for (nullopt: unsigned deliveries allowed), or
+// why the options are refused.
+Result<std::optional<SignatureVerifier>> VerifierFor(const ReceiverOptions& options) {
+  if (options.secrets.empty()) {
+    if (options.allow_unsigned) return std::optional<SignatureVerifier>();
     return Status::InvalidArgument(
         "secrets: none configured (set allow_unsigned only behind a verifying proxy)");
   }
-  return std::unique_ptr<Receiver>(new ReceiverImpl(store, options, std::move(verifier)));
+  Result<SignatureVerifier> v = SignatureVerifier::Make(options.secrets, options.tolerance_seconds);
+  if (!v.ok()) return v.status();
+  return std::optional<SignatureVerifier>(std::move(*v));
+}
+
+}  // namespace
+
+Status Receiver::ValidateOptions(const ReceiverOptions& options) {
+  Result<std::optional<SignatureVerifier>> v = VerifierFor(options);
+  return v.ok() ? Status::OK() : v.status();
+}
+
+Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
+  Result<std::optional<SignatureVerifier>> verifier = VerifierFor(options);
+  if (!verifier.ok()) return verifier.status();
+  return std::unique_ptr<Receiver>(new ReceiverImpl(store, options, std::move(*verifier)));
 }
 
 }  // namespace eventfold

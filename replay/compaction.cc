@@ -55,7 +55,7 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, const EntityType& type, cons
   batch->Put(storage::SnapshotKey(gen, ref, storage::CompactionPoint()),
              storage::EncodeProjection(state));
   std::vector<storage::ProjectionState> snapshots;
-  FoldOnto(type, ref, events, interval, &state, &snapshots);
+  if (Status st = FoldOnto(type, ref, events, interval, &state, &snapshots); !st.ok()) return st;
   for (const storage::ProjectionState& snap : snapshots) {
     batch->Put(storage::SnapshotKey(gen, ref, snap.last), storage::EncodeProjection(snap));
   }

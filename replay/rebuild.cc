@@ -207,7 +207,7 @@ class EntityFolder {
     }
     Result<storage::LogEntry> e = storage::DecodeLog(key, value);
     if (!e.ok()) return e.status();
-    ApplyToState(*type_, e->ranked, &state_);
+    if (Status st = ApplyToState(*type_, e->ranked, &state_); !st.ok()) return st;
     const uint64_t interval = target_.snapshot_interval;
     if (interval == 0 || state_.events % interval != 0) return Status::OK();
     return snapshots_->Add(storage::SnapshotKey(target_.gen, *current_, state_.last),

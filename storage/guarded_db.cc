@@ -65,6 +65,17 @@ leveldb::Status GuardedDb::Write(const leveldb::WriteOptions& options,
   return s;
 }
 
+bool GuardedDb::TryWrite(leveldb::WriteBatch* updates, leveldb::Status* status) {
+  std::unique_lock lock(write_mu_, std::try_to_lock);
+  if (!lock.owns_lock() || failed()) return false;
+  leveldb::DB* db = Enter();
+  if (db == nullptr) return false;
+  *status = db->Write(leveldb::WriteOptions(), updates);
+  Leave();
+  if (!status->ok()) failed_.store(true, std::memory_order_release);
+  return true;
+}
+
 leveldb::Status GuardedDb::Get(const leveldb::ReadOptions& options, const leveldb::Slice& key,
                                std::string* value) {
   leveldb::DB* db = Enter();

@@ -63,6 +63,14 @@ class GuardedDb final : public leveldb::DB {
   leveldb::Status Delete(const leveldb::WriteOptions& options, const leveldb::Slice& key) override;
   leveldb::Status Write(const leveldb::WriteOptions& options,
                         leveldb::WriteBatch* updates) override;
+  // A best-effort write for diagnostics (the quarantine): unsynced, and it
+  // never waits behind another write (a synced commit may hold the write
+  // path for a disk sync). Returns false, writing nothing, when another
+  // write is running or writes are stopped (failed()); else true with the
+  // write's status in `*status`. A failure stops writes like any other: a
+  // failed append may leave a torn record in LevelDB's log, and any write
+  // after it would be lost on the next open.
+  bool TryWrite(leveldb::WriteBatch* updates, leveldb::Status* status);
   leveldb::Status Get(const leveldb::ReadOptions& options, const leveldb::Slice& key,
                       std::string* value) override;
   leveldb::Iterator* NewIterator(const leveldb::ReadOptions& options) override;

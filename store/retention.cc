@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "core/parse_number.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
@@ -21,9 +22,6 @@ namespace {
 // Entities compacted (or whose tombstones expire) under one lock set and
 // one synced write.
 constexpr size_t kCompactionGroup = 64;
-
-// Real time between the background thread's looks at the store's Clock.
-constexpr std::chrono::milliseconds kGcPoll{20};
 
 // A state no transition of the profile leaves: nothing can change the
 // entity any more, except a late event, which the compaction snapshot takes.
@@ -57,11 +55,9 @@ Result<uint64_t> StoreImpl::RetiredSeq() {
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("retired_seq"), &value);
   if (s.IsNotFound()) return uint64_t{0};
   if (!s.ok()) return FromLevelDb(s, "reading m/retired_seq");
-  if (value.empty() || value.size() > 20 ||
-      value.find_first_not_of("0123456789") != std::string::npos) {
-    return Status::Corruption("m/retired_seq is not a number");
-  }
-  return static_cast<uint64_t>(std::stoull(value));
+  std::optional<uint64_t> seq = ParseU64(value);
+  if (!seq) return Status::Corruption("m/retired_seq is not a 64-bit decimal number");
+  return *seq;
 }
 
 Status StoreImpl::CompactedTypesKnown(const Profile& profile) {
@@ -137,7 +133,7 @@ Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSumma
     if (!ref) return Status::Corruption("malformed projection key");
     Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
     if (!p.ok()) return p.status();
-    const EntityType* type = profile_.FindEntity(ref->entity);
+    const EntityType* type = profile_->FindEntity(ref->entity);
     if (!type || !IsTerminal(*type, p->projection.state)) continue;
     CompactionCandidate c{std::move(*ref), {}};
     Status st = ReadLog(db_.get(), gen_, c.ref, &c.log);
@@ -318,7 +314,7 @@ void StoreImpl::GcLoop(int64_t first_due) {
   int64_t due = first_due;
   while (!gc_stop_) {
     if (clock_->NowMicros() < due) {
-      gc_cv_.wait_for(lock, kGcPoll);
+      clock_->WaitUntil(lock, gc_cv_, due);  // StopGc notifies gc_cv_
       continue;
     }
     lock.unlock();

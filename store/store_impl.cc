@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/materializer.h"
+#include "core/parse_number.h"
 #include "replay/check.h"
 #include "replay/rebuild.h"
 #include "replay/run_file.h"
@@ -35,14 +36,7 @@ constexpr std::string_view kFormatVersion = "1";
 
 std::string EncodeU32(uint32_t v) { return std::to_string(v); }
 
-std::optional<uint32_t> DecodeU32(const std::string& s) {
-  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) {
-    return std::nullopt;
-  }
-  const uint64_t v = std::stoull(s);
-  if (v > UINT32_MAX) return std::nullopt;
-  return static_cast<uint32_t>(v);
-}
+std::optional<uint32_t> DecodeU32(std::string_view s) { return ParseU32(s); }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
 std::string EncodeRebuildMarker(uint32_t gen, const Profile& p) {
@@ -53,10 +47,24 @@ std::string EncodeRebuildMarker(uint32_t gen, const Profile& p) {
 
 StoreImpl::StoreImpl(const Options& options, Profile profile)
     : options_(options),
-      profile_(std::move(profile)),
+      profile_(std::make_shared<const Profile>(std::move(profile))),
       clock_(options.clock ? options.clock : SystemClock()) {}
 
-StoreImpl::~StoreImpl() { StopGc(); }
+StoreImpl::~StoreImpl() {
+  StopGc();
+  if (db_) FlushQuarantine();  // what a busy write path held back
+}
+
+std::shared_ptr<const Profile> StoreImpl::profile() const {
+  std::lock_guard lock(profile_mu_);
+  return profile_;
+}
+
+void StoreImpl::SetProfile(Profile profile) {
+  auto next = std::make_shared<const Profile>(std::move(profile));
+  std::lock_guard lock(profile_mu_);
+  profile_ = std::move(next);
+}
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path, const Options& options) {
   const Profile& initial = options.profile ? *options.profile : Profile::ReceiptRoller();
@@ -101,7 +109,7 @@ Status StoreImpl::LoadOrCreateMeta() {
   if (s.IsNotFound()) {
     leveldb::WriteBatch batch;
     batch.Put(MetaKey("format"), std::string(kFormatVersion));
-    batch.Put(MetaKey("profile"), profile_.ToJson());
+    batch.Put(MetaKey("profile"), profile_->ToJson());
     batch.Put(MetaKey("generation"), EncodeU32(gen_));
     batch.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_));
     return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
@@ -122,7 +130,7 @@ Status StoreImpl::LoadOrCreateMeta() {
   if (!recorded.ok()) {
     return Status::Corruption("stored profile: " + recorded.status().message());
   }
-  profile_ = std::move(*recorded);
+  SetProfile(std::move(*recorded));
   for (auto [name, field] :
        {std::pair{"generation", &gen_}, std::pair{"routing_epoch", &routing_epoch_}}) {
     std::string value;
@@ -239,7 +247,7 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
                       std::to_string(options_.max_body_bytes);
     return false;
   }
-  Result<DecodedEvent> decoded = DecodeEvent(d.body, profile_);
+  Result<DecodedEvent> decoded = DecodeEvent(d.body, *profile_);
   if (!decoded.ok()) {
     result->outcome = Outcome::kInvalid;
     result->message = decoded.status().message();
@@ -298,7 +306,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       }
     }
     LockTable::Guard guard(&locks_, std::move(stripes));
-    IngestTxn txn(this, gen_, &profile_, /*record_changes=*/true);
+    IngestTxn txn(this, gen_, profile_.get(), /*record_changes=*/true);
     for (auto& [i, decoded] : items) {
       st = txn.Stage(std::move(decoded), *deliveries[i], &results[i]);
       if (!st.ok()) break;
@@ -338,18 +346,13 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   // Refusals go to the quarantine after the events: it is diagnostics and
   // must never delay or fail an acknowledgement.
   QuarantineRefusals(deliveries, results);
+  FlushQuarantine();  // refusals held while a commit had the write path
   return results;
 }
 
 namespace {
 
 constexpr std::chrono::milliseconds kRecoveryInterval{1000};
-
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -371,7 +374,7 @@ Status StoreImpl::ProbeDisk() {
 }
 
 void StoreImpl::MaybeRecover() {
-  const int64_t now = SteadyMicros();
+  const int64_t now = clock_->NowMicros();  // the backoff is on the store's Clock
   const int64_t interval = std::chrono::microseconds(kRecoveryInterval).count();
   int64_t due = recover_due_.load();
   if (due == 0) {
@@ -424,15 +427,14 @@ Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) 
 }
 
 Status StoreImpl::List(std::string_view entity, const std::function<bool(const Projection&)>& fn) {
-  leveldb::ReadOptions ro;
+  SnapshotGuard snapshot;
   std::string prefix;
   {
     std::shared_lock guard(rebuild_mu_);
     prefix = ProjectionScanPrefix(gen_, entity);
-    ro.snapshot = db_->GetSnapshot();
+    snapshot = SnapshotGuard(db_.get());
   }
-  ro.fill_cache = false;
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions(snapshot.get())));
   Status st;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
@@ -443,17 +445,15 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
     if (!fn(p->projection)) break;
   }
   if (st.ok()) st = FromLevelDb(it->status(), "listing projections");
-  it.reset();
-  db_->ReleaseSnapshot(ro.snapshot);
   return st;
 }
 
 Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   std::shared_lock guard(rebuild_mu_);
   EntityRef ref{std::string(entity), std::string(id)};
-  const EntityType* type = profile_.FindEntity(entity);
+  const EntityType* type = profile_->FindEntity(entity);
   if (!type) {
-    return Status::NotFound("profile \"" + profile_.name() + "\" has no entity \"" +
+    return Status::NotFound("profile \"" + profile_->name() + "\" has no entity \"" +
                             std::string(entity) + "\"");
   }
   EntityLog log;
@@ -486,10 +486,16 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
     Result<ProjectionState> state = DecodeProjection(compacted, value);
     if (!state.ok()) return state.status();
     for (const RankedEvent& e : ranked) {
-      verdicts.push_back(ApplyEvent(type->transitions[e.rank], e.event, &state->projection));
+      Result<const Transition*> t = TransitionOf(*type, e);
+      if (!t.ok()) return t.status().WithContext("reading the log of " + ref.entity + "/" + ref.id);
+      verdicts.push_back(ApplyEvent(**t, e.event, &state->projection));
     }
   } else {
-    Fold(*type, ref, &ranked, &verdicts);  // keys are in fold order: order is kept
+    // Keys are in fold order: order is kept.
+    Result<Projection> folded = Fold(*type, ref, &ranked, &verdicts);
+    if (!folded.ok()) {
+      return folded.status().WithContext("reading the log of " + ref.entity + "/" + ref.id);
+    }
   }
   for (size_t i = 0; i < verdicts.size(); ++i) {
     log.fold_order[i].applied = verdicts[i].empty();
@@ -524,10 +530,10 @@ Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
 Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   std::shared_lock guard(rebuild_mu_);
-  const EntityType* type = profile_.FindEntity(options.entity);
+  const EntityType* type = profile_->FindEntity(options.entity);
   if (!type) {
-    return Status::InvalidArgument("rebuild: profile \"" + profile_.name() + "\" has no entity \"" +
-                                   options.entity + "\"");
+    return Status::InvalidArgument("rebuild: profile \"" + profile_->name() +
+                                   "\" has no entity \"" + options.entity + "\"");
   }
   // The entities to re-fold: one, or every projection of the type.
   std::vector<EntityRef> refs;
@@ -572,7 +578,8 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
     if (events.empty() && state.events == 0) continue;
     std::vector<ProjectionState> snapshots;
-    FoldOnto(*type, ref, events, options_.snapshot_interval, &state, &snapshots);
+    Status folded = FoldOnto(*type, ref, events, options_.snapshot_interval, &state, &snapshots);
+    if (!folded.ok()) return folded.WithContext("re-folding " + ref.entity + "/" + ref.id);
     for (const ProjectionState& snap : snapshots) {
       batch.Put(SnapshotKey(gen_, ref, snap.last), EncodeProjection(snap));
     }
@@ -607,25 +614,22 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   std::optional<Profile> target;
   uint32_t next = 0;
   uint64_t boundary = 0;
-  const leveldb::Snapshot* input = nullptr;
+  SnapshotGuard input;
   {
     std::unique_lock guard(rebuild_mu_);
-    target = profile ? *profile : profile_;
+    target = profile ? *profile : *profile_;
     next = gen_ + 1;
     Status st =
         FromLevelDb(db_->Put(Synced(), MetaKey("rebuild"), EncodeRebuildMarker(next, *target)),
                     "marking rebuild");
     if (!st.ok()) return st;
     boundary = next_seq_.load();
-    input = db_->GetSnapshot();
+    input = SnapshotGuard(db_.get());
   }
 
   // 2. Build the new generation beside the live one; ingest and reads go on.
   Status st = DropGeneration(db_.get(), next);  // leftovers of an earlier attempt
-  if (!st.ok()) {
-    db_->ReleaseSnapshot(input);
-    return st;
-  }
+  if (!st.ok()) return st;
   RebuildTarget build;
   build.gen = next;
   build.snapshot_interval = options_.snapshot_interval;
@@ -635,8 +639,8 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   build.progress = options.progress;
   build.scratch_path = path_ + ".rebuild";
   build.env = options_.env;
-  Result<RebuildSummary> summary = BuildGeneration(db_.get(), input, *target, build);
-  db_->ReleaseSnapshot(input);
+  Result<RebuildSummary> summary = BuildGeneration(db_.get(), input.get(), *target, build);
+  input.Release();
   if (!summary.ok()) return summary;
 
   // 3. Catch up with what arrived meanwhile in rounds while ingest goes on,
@@ -656,7 +660,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     st = CatchUp(boundary, /*to_seq=*/0, next, *target, &*summary);
     if (!st.ok()) return st;
     summary->events_caught_up_paused = summary->events - before;
-    const bool rerouted = target->Fingerprint() != profile_.Fingerprint();
+    const bool rerouted = target->Fingerprint() != profile_->Fingerprint();
     leveldb::WriteBatch flip;
     flip.Put(MetaKey("profile"), target->ToJson());
     flip.Put(MetaKey("generation"), EncodeU32(next));
@@ -667,7 +671,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     old = gen_;
     gen_ = next;
     if (rerouted) ++routing_epoch_;
-    profile_ = std::move(*target);
+    SetProfile(std::move(*target));
     summary->pause_seconds = static_cast<double>(clock_->NowMicros() - paused_at) / 1e6;
   }
 
@@ -723,19 +727,19 @@ Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
   vo.scratch_path = path_ + ".verify";
   vo.env = options_.env;
   vo.snapshot_interval = options_.snapshot_interval;
-  std::optional<Profile> profile;
+  std::shared_ptr<const Profile> profile;
+  SnapshotGuard snapshot;
   {
     // The generation, profile and snapshot must agree; a later switch or
     // drop cannot change what the snapshot shows.
     std::shared_lock guard(rebuild_mu_);
-    profile = profile_;
+    profile = profile_;  // a snapshot: a later switch leaves it as it is
     vo.live_gen = gen_;
-    vo.snapshot = db_->GetSnapshot();
+    snapshot = SnapshotGuard(db_.get());
   }
-  vo.profile = &*profile;
-  Result<VerifySummary> result = VerifyAside(db_.get(), vo, on_difference);
-  db_->ReleaseSnapshot(vo.snapshot);
-  return result;
+  vo.snapshot = snapshot.get();
+  vo.profile = profile.get();
+  return VerifyAside(db_.get(), vo, on_difference);
 }
 
 Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
@@ -744,28 +748,28 @@ Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
   co.env = options_.env;
   co.snapshot_interval = options_.snapshot_interval;
   co.rebuild_running = rebuilding_.load();
-  std::optional<Profile> profile;
+  std::shared_ptr<const Profile> profile;
+  SnapshotGuard snapshot;
   {
     // As in Verify: generation, profile and snapshot agree. Changes numbered
     // before the snapshot must all be in it.
     std::shared_lock guard(rebuild_mu_);
-    profile = profile_;
+    profile = profile_;  // a snapshot: a later switch leaves it as it is
     co.live_gen = gen_;
     co.last_change_seq = commit_queue_->last_seq();
-    co.snapshot = db_->GetSnapshot();
+    snapshot = SnapshotGuard(db_.get());
   }
-  co.profile = &*profile;
-  Result<CheckSummary> result = CheckStore(db_.get(), co, on_problem);
-  db_->ReleaseSnapshot(co.snapshot);
-  return result;
+  co.snapshot = snapshot.get();
+  co.profile = profile.get();
+  return CheckStore(db_.get(), co, on_problem);
 }
 
 StoreStats StoreImpl::Stats() {
   StoreStats s;
   {
     std::shared_lock guard(rebuild_mu_);
-    s.profile_name = profile_.name();
-    s.profile_fingerprint = profile_.Fingerprint();
+    s.profile_name = profile_->name();
+    s.profile_fingerprint = profile_->Fingerprint();
     s.generation = gen_;
   }
   if (options_.profile) {
@@ -800,6 +804,8 @@ Counters StoreImpl::counters() const {
   c.unrouted = counters_.unrouted.load();
   c.late = counters_.late.load();
   c.refolded = counters_.refolded.load();
+  c.quarantine_dropped = counters_.quarantine_dropped.load();
+  c.quarantine_headers_dropped = counters_.quarantine_headers_dropped.load();
   return c;
 }
 

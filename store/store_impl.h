@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,7 +56,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Maintenance& maintenance() override { return *this; }
   ChangeFeed& feed() override { return *this; }
   Quarantine& quarantine() override { return *this; }
-  const Profile& profile() const override { return profile_; }
+  std::shared_ptr<const Profile> profile() const override;
   Counters counters() const override;
 
   // Maintenance.
@@ -149,9 +150,18 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   void GcLoop(int64_t first_due);
   void StopGc();
 
+  // Replaces the profile; the caller holds `rebuild_mu_` exclusively (or is
+  // Open, before anyone else can see the store).
+  void SetProfile(Profile profile);
+
   Options options_;
   std::string path_;
-  Profile profile_;
+  // The live profile. The store reads it under `rebuild_mu_` (shared or
+  // exclusive); SetProfile swaps it under `rebuild_mu_` exclusively and
+  // `profile_mu_`, so that profile() can hand out a snapshot without
+  // waiting for a running rebuild.
+  std::shared_ptr<const Profile> profile_;
+  mutable std::mutex profile_mu_;
   Clock* clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
@@ -168,14 +178,24 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   std::atomic<bool> rebuilding_{false};
 
   // MaybeRecover: one attempt at a time, none before recover_due_
-  // (steady-clock microseconds; 0: no failure noticed yet).
+  // (microseconds on the store's Clock; 0: no failure noticed yet).
   std::mutex recover_mu_;
   std::atomic<int64_t> recover_due_{0};
 
-  // Quarantine keys are contiguous: [oldest, next).
+  // Writes the held refusals when the write path is free (quarantine.cc).
+  void FlushQuarantine();
+  Status FlushQuarantineLocked();
+
+  // Quarantine keys are contiguous: [oldest, next); each entry's seq and
+  // bytes, oldest first; refusals not yet written; the rate window.
   std::mutex quarantine_mu_;
   uint64_t quarantine_oldest_ = 1;
   uint64_t quarantine_next_ = 1;
+  std::deque<std::pair<uint64_t, uint64_t>> quarantine_sizes_;
+  uint64_t quarantine_bytes_ = 0;
+  std::vector<RefusedDelivery> quarantine_pending_;
+  int64_t quarantine_second_ = -1;
+  size_t quarantine_this_second_ = 0;
 
   // Serializes TrimFeed with checkpoint writes: a subscription that
   // registers while a trim runs is either seen by the trim or sees its
@@ -194,7 +214,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
 
   struct AtomicCounters {
     std::atomic<uint64_t> accepted{0}, duplicate{0}, conflict{0}, invalid{0}, too_large{0},
-        storage_error{0}, unrouted{0}, late{0}, refolded{0};
+        storage_error{0}, unrouted{0}, late{0}, refolded{0}, quarantine_dropped{0},
+        quarantine_headers_dropped{0};
   };
   mutable AtomicCounters counters_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "core/parse_number.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
@@ -29,10 +30,12 @@ Result<uint64_t> StoreImpl::GetCheckpoint(std::string_view subscription) {
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), CheckpointKey(subscription), &value);
   if (s.IsNotFound()) return uint64_t{0};
   if (!s.ok()) return FromLevelDb(s, "reading checkpoint");
-  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-    return Status::Corruption("checkpoint of " + std::string(subscription) + " is malformed");
+  std::optional<uint64_t> seq = ParseU64(value);
+  if (!seq) {
+    return Status::Corruption("checkpoint of " + std::string(subscription) +
+                              " is not a 64-bit decimal number");
   }
-  return static_cast<uint64_t>(std::stoull(value));
+  return *seq;
 }
 
 Status StoreImpl::SetCheckpoint(std::string_view subscription, uint64_t seq) {
@@ -46,11 +49,9 @@ Status StoreImpl::ListSubscriptions(const std::function<bool(const std::string&,
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kCheckpointPrefix);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    const std::string value = it->value().ToString();
-    if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-      return Status::Corruption("a checkpoint is malformed");
-    }
-    if (!fn(std::string(View(it->key()).substr(prefix.size())), std::stoull(value))) break;
+    std::optional<uint64_t> seq = ParseU64(View(it->value()));
+    if (!seq) return Status::Corruption("a checkpoint is not a 64-bit decimal number");
+    if (!fn(std::string(View(it->key()).substr(prefix.size())), *seq)) break;
   }
   return FromLevelDb(it->status(), "listing subscriptions");
 }

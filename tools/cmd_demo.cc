@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -226,7 +227,8 @@ int Run(const DemoArgs& a) {
   // Entities in profile order; states in the order the transitions reach them.
   out << "  entities:";
   bool first_entity = true;
-  for (const EntityType& type : store->profile().entities()) {
+  const std::shared_ptr<const Profile> profile = store->profile();
+  for (const EntityType& type : profile->entities()) {
     auto it = states.find(type.name);
     if (it == states.end()) continue;
     std::vector<std::string> order;

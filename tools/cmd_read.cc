@@ -1,6 +1,7 @@
 // Read-only commands: show, list, log.
 
 #include <iostream>
+#include <memory>
 
 #include "tools/cli_common.h"
 
@@ -22,9 +23,10 @@ int Show(const std::string& dir, const std::string& entity, const std::string& i
 int List(const std::string& dir, const std::string& entity) {
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
   if (!store) return kExitError;
-  if (!entity.empty() && !store->profile().FindEntity(entity)) {
-    std::cerr << "eventfold: profile \"" << store->profile().name() << "\" has no entity \""
-              << entity << "\"\n";
+  const std::shared_ptr<const Profile> profile = store->profile();
+  if (!entity.empty() && !profile->FindEntity(entity)) {
+    std::cerr << "eventfold: profile \"" << profile->name() << "\" has no entity \"" << entity
+              << "\"\n";
     return kExitRefused;
   }
   std::string out;

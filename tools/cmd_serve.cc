@@ -7,6 +7,7 @@
 
 #include <iostream>
 
+#include "core/parse_number.h"
 #include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
 #include "tools/cli_common.h"
@@ -45,12 +46,11 @@ bool SplitHostPort(const std::string& listen, std::string* host, int* port) {
   if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
     *host = host->substr(1, host->size() - 2);
   }
-  try {
-    *port = std::stoi(listen.substr(colon + 1));
-  } catch (...) {
-    return false;
-  }
-  return *port >= 0 && *port <= 65535 && !host->empty();
+  std::optional<uint16_t> parsed =
+      ParseDecimal<uint16_t>(std::string_view(listen).substr(colon + 1));
+  if (!parsed) return false;
+  *port = *parsed;
+  return !host->empty();
 }
 
 int Serve(const ServeArgs& a) {
@@ -68,6 +68,22 @@ int Serve(const ServeArgs& a) {
   if (secrets->empty() && !a.allow_unsigned) {
     std::cerr << "eventfold: serve needs --secret, --secret-file or " << kSecretsEnv
               << " (or --allow-unsigned behind a verifying proxy)\n";
+    return kExitError;
+  }
+  ReceiverOptions ro;
+  ro.secrets = *secrets;
+  ro.allow_unsigned = a.allow_unsigned;
+  ro.tolerance_seconds = a.tolerance;
+  ro.max_in_flight = a.max_in_flight;
+  ro.max_body_bytes = a.max_body;
+  // Every flag is checked before Store::Open creates --data: a refused
+  // secret must leave no empty store behind.
+  if (Status valid = Receiver::ValidateOptions(ro); !valid.ok()) {
+    std::cerr << "eventfold: " << valid.message() << "\n";
+    return kExitError;
+  }
+  if (a.threads <= 0) {
+    std::cerr << "eventfold: --threads must be > 0, got " << a.threads << "\n";
     return kExitError;
   }
 
@@ -88,12 +104,6 @@ int Serve(const ServeArgs& a) {
     return kExitError;
   }
   std::unique_ptr<Store> store = std::move(*opened);
-  ReceiverOptions ro;
-  ro.secrets = *secrets;
-  ro.allow_unsigned = a.allow_unsigned;
-  ro.tolerance_seconds = a.tolerance;
-  ro.max_in_flight = a.max_in_flight;
-  ro.max_body_bytes = a.max_body;
   Result<std::unique_ptr<Receiver>> receiver = Receiver::Make(store.get(), ro);
   if (!receiver.ok()) {
     std::cerr << "eventfold: " << receiver.status().message() << "\n";

@@ -10,6 +10,7 @@
 #ifndef EVENTFOLD_INGEST_H_
 #define EVENTFOLD_INGEST_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,7 +43,12 @@ enum class Outcome : uint8_t {
   kTooLarge = 5,      // body over the size limit
   kOverloaded = 6,    // ingest queue full
   kStorageError = 7,  // I/O error, disk full, store closing
+  // A new outcome goes here, and kOutcomeCount below names it.
 };
+
+// The number of Outcome values (0..kOutcomeCount-1), for arrays indexed by
+// outcome; derived from the last enumerator so a table cannot fall behind.
+inline constexpr size_t kOutcomeCount = static_cast<size_t>(Outcome::kStorageError) + 1;
 
 // "accepted", "duplicate", "conflict", ...
 std::string_view OutcomeName(Outcome outcome);

@@ -76,8 +76,19 @@ struct Options {
   // most about this many events, however long the entity's log. 0: none.
   uint64_t snapshot_interval = 1000;
 
-  // Refused deliveries kept for operators; the oldest go first.
+  // Refused deliveries kept for operators; the oldest go first when either
+  // cap is reached. 0 in either: keep none.
   size_t quarantine_max_entries = 10000;
+  // Bytes the quarantine's records may take (keys and values, before
+  // LevelDB's compression). An entry is at most about 6 KiB (a 1 KiB body
+  // prefix, 16 headers of 256 bytes, the reason), so the default keeps the
+  // newest few thousand refusals and bounds what an unauthenticated flood
+  // can make the store hold.
+  size_t quarantine_max_bytes = 16 << 20;
+  // Refused deliveries quarantined per second of the store's Clock; more in
+  // the same second are dropped (counted in Counters::quarantine_dropped).
+  // 0: no limit.
+  size_t quarantine_max_per_second = 200;
 
   // Source of time; nullptr means SystemClock().
   Clock* clock = nullptr;

@@ -34,6 +34,14 @@ struct RefusedDelivery {
 };
 
 inline constexpr size_t kQuarantineBodyBytes = 1024;
+// Of a refused delivery's headers the quarantine keeps only those an
+// operator needs to trace it (content-type, content-length,
+// content-encoding, transfer-encoding, user-agent, host, x-forwarded-for,
+// x-real-ip, x-request-id, x-rr-event-id, webhook-id, webhook-timestamp):
+// at most kQuarantineHeaderCount of them, each value cut to
+// kQuarantineHeaderValueBytes.
+inline constexpr size_t kQuarantineHeaderCount = 16;
+inline constexpr size_t kQuarantineHeaderValueBytes = 256;
 
 class Quarantine {
  public:

@@ -64,6 +64,11 @@ class Receiver {
   // `store` must outlive the receiver.
   static Result<std::unique_ptr<Receiver>> Make(Store* store, const ReceiverOptions& options);
 
+  // The checks Make() applies to `options`, without a store: OK, or
+  // kInvalidArgument naming the option and the reason. Lets a command
+  // refuse bad flags before it touches the disk.
+  [[nodiscard]] static Status ValidateOptions(const ReceiverOptions& options);
+
   virtual ~Receiver() = default;
 
   // Answers one request. Never throws.

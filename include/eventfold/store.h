@@ -50,6 +50,12 @@ struct Counters {
   uint64_t unrouted = 0;  // accepted events whose type no entity knows
   uint64_t late = 0;      // accepted events that sorted before their entity's last
   uint64_t refolded = 0;  // events re-folded because of late ones
+  // Refused deliveries the quarantine did not keep: over its write rate,
+  // larger than its byte cap, or its best-effort write failed.
+  uint64_t quarantine_dropped = 0;
+  // Headers of quarantined deliveries not kept: not on the allowlist, or
+  // past the per-delivery header budget (values are cut, not counted).
+  uint64_t quarantine_headers_dropped = 0;
 };
 
 // What a store is and holds, cheaply (no scans).
@@ -116,8 +122,11 @@ class Store {
   virtual ChangeFeed& feed() = 0;
   virtual Quarantine& quarantine() = 0;
 
-  // The profile this store routes and folds with.
-  virtual const Profile& profile() const = 0;
+  // The profile this store routes and folds with: an immutable snapshot,
+  // safe to hold and use from any thread while a Rebuild switches the store
+  // to another profile (the holder keeps the one it got; call again for the
+  // new one). Never null.
+  virtual std::shared_ptr<const Profile> profile() const = 0;
 
   virtual Counters counters() const = 0;
 };

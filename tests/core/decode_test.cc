@@ -81,6 +81,15 @@ std::string FieldJson(const std::vector<eventfold::Field>& fields, const std::st
 
 // ---------------------------------------------------------------- valid
 
+// kOutcomeCount covers every outcome with a name, and nothing past them:
+// tables indexed by outcome (the receiver's counters) stay in step.
+TEST(DecodeTest, OutcomeCountCoversEveryNamedOutcome) {
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    EXPECT_NE(OutcomeName(static_cast<Outcome>(i)), "unknown") << i;
+  }
+  EXPECT_EQ(OutcomeName(static_cast<Outcome>(kOutcomeCount)), "unknown");
+}
+
 TEST(DecodeTest, ValidBodyDecodesAndRoutes) {
   const DecodedEvent d = DecodeOk(BodyParts{}.Json());
   EXPECT_EQ(d.event.event_id, "evt_1");

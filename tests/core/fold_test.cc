@@ -54,7 +54,9 @@ struct Folded {
 
 Folded FoldAll(const char* entity, const std::string& id, std::vector<RankedEvent> events) {
   Folded out;
-  out.p = Fold(Entity(entity), EntityRef{entity, id}, &events, &out.verdicts);
+  Result<Projection> p = Fold(Entity(entity), EntityRef{entity, id}, &events, &out.verdicts);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  if (p.ok()) out.p = std::move(*p);
   for (const RankedEvent& e : events) out.order.push_back(e.event.event_id);
   EXPECT_EQ(out.verdicts.size(), events.size());
   return out;
@@ -385,6 +387,23 @@ TEST(FoldTest, ApplyEventDirectly) {
   EXPECT_EQ(p.rejected, (std::vector<Rejection>{{"e2", "receipt.refunded", why}}));
 }
 
+// A rank read from a damaged record, past the type's transitions: a
+// Corruption naming the event, never an out-of-bounds read.
+TEST(FoldTest, RankOutsideTheTransitionsIsCorruption) {
+  const EntityType& receipt = Entity("receipt");
+  RankedEvent bad = Ev("e2", "receipt.refunded", kT0 + kMinute);
+  bad.rank = static_cast<uint32_t>(receipt.transitions.size());
+  Result<const Transition*> t = TransitionOf(receipt, bad);
+  ASSERT_FALSE(t.ok());
+  EXPECT_TRUE(t.status().IsCorruption());
+  EXPECT_NE(t.status().message().find("e2"), std::string::npos) << t.status().ToString();
+  std::vector<RankedEvent> events = {Ev("e1", "receipt.issued", kT0), bad};
+  events[1].rank = 0xFFFFFFFFu;
+  Result<Projection> p = Fold(receipt, EntityRef{"receipt", "r1"}, &events);
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(p.status().IsCorruption()) << p.status().ToString();
+}
+
 // ---------------------------------------------------------------- properties
 
 // A plain re-statement of docs/SPEC.md §4 to check Fold against.
@@ -466,7 +485,7 @@ TEST(FoldTest, AnyArrivalOrderFoldsTheSameProperty) {
     std::vector<RankedEvent> events = RandomProductEvents(rng);
     std::vector<std::string> first_verdicts;
     std::vector<RankedEvent> sorted = events;
-    const Projection first = Fold(product, ref, &sorted, &first_verdicts);
+    const Projection first = Fold(product, ref, &sorted, &first_verdicts).value();
     if (first.applied > 0 && !first.rejected.empty()) ++non_trivial;
 
     std::vector<std::string> want_verdicts;
@@ -486,7 +505,7 @@ TEST(FoldTest, AnyArrivalOrderFoldsTheSameProperty) {
       std::vector<RankedEvent> shuffled = events;
       std::shuffle(shuffled.begin(), shuffled.end(), rng);
       std::vector<std::string> verdicts;
-      const Projection p = Fold(product, ref, &shuffled, &verdicts);
+      const Projection p = Fold(product, ref, &shuffled, &verdicts).value();
       ASSERT_EQ(p, first) << "round " << round << " permutation " << perm;
       ASSERT_EQ(verdicts, first_verdicts);
       for (size_t i = 0; i < shuffled.size(); ++i) {

@@ -45,7 +45,7 @@ FoldKey Key(const RankedEvent& e) { return KeyOf(e.event, e.rank); }
 ProjectionState FoldAll(const EntityType& type, const EntityRef& ref,
                         std::vector<RankedEvent> events) {
   ProjectionState s;
-  s.projection = Fold(type, ref, &events);
+  s.projection = Fold(type, ref, &events).value();
   s.events = events.size();
   if (!events.empty()) s.last = Key(events.back());
   return s;
@@ -227,6 +227,30 @@ TEST(Materializer, LogErrorIsReturnedAndStateKept) {
   ASSERT_FALSE(m.ok());
   EXPECT_TRUE(m.status().IsIOError()) << m.status().ToString();
   ExpectSameState(state, before);
+}
+
+// A rank past the type's transitions (a damaged record) is a Corruption and
+// leaves the state as it was, in order and late alike.
+TEST(Materializer, RankOutsideTheTransitionsIsCorruptionAndStateKept) {
+  const EntityType& type = TypeOf("inventory");
+  const EntityRef ref{"inventory", "p1"};
+  FakeLog log;
+  ProjectionState state;
+  ASSERT_TRUE(Feed(type, ref, Ev("e2", "inventory.updated", kT0 + kSec, 2), 0, &log, &state).ok());
+  const ProjectionState before = state;
+  for (const int64_t at : {kT0 + 2 * kSec, kT0}) {  // in order, then late
+    RankedEvent bad = Ev("e3", "inventory.updated", at, 3);
+    bad.rank = static_cast<uint32_t>(type.transitions.size()) + 7;
+    Result<Materialized> m = Materialize(type, ref, bad, log, 0, &state);
+    ASSERT_FALSE(m.ok());
+    EXPECT_TRUE(m.status().IsCorruption()) << m.status().ToString();
+    ExpectSameState(state, before);
+  }
+  ProjectionState fresh;
+  RankedEvent bad = Ev("e4", "inventory.updated", kT0, 4);
+  bad.rank = 1000;
+  EXPECT_TRUE(ApplyToState(type, bad, &fresh).IsCorruption());
+  EXPECT_EQ(fresh.events, 0u);
 }
 
 // With snapshots every 4 events, a late event re-folds only what follows

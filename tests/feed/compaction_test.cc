@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -60,7 +61,8 @@ void ExpectReplaysAgree(MemStore* m) {
   const std::vector<std::string> before = ListAll(m->store());
   ASSERT_TRUE(m->store()->maintenance().Rebuild(nullptr).ok());
   EXPECT_EQ(ListAll(m->store()), before);
-  for (const EntityType& type : m->store()->profile().entities()) {
+  const std::shared_ptr<const Profile> profile = m->store()->profile();
+  for (const EntityType& type : profile->entities()) {
     RebuildOptions ro;
     ro.entity = type.name;
     Result<RebuildSummary> r = m->store()->maintenance().Rebuild(ro);

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -805,6 +806,25 @@ TEST_F(serve_e2e, RefusesToStartWithoutAUsableSecret) {
   EXPECT_EQ(r.err.find("too-short"), std::string::npos) << r.err;
   r = Cli({"serve", "--data", data_, "--listen", "nonsense", "--secret", kSecret});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// A refused flag leaves the disk untouched: no --data directory appears.
+TEST_F(serve_e2e, RefusedFlagsCreateNoDataDirectory) {
+  ASSERT_FALSE(std::filesystem::exists(data_)) << data_;
+  const std::vector<std::vector<std::string>> refused = {
+      {"--listen", "127.0.0.1:0", "--secret", "too-short"},
+      {"--listen", "127.0.0.1:0", "--secret", kSecret, "--tolerance=-1"},
+      {"--listen", "127.0.0.1:0", "--secret", kSecret, "--threads", "0"},
+      {"--listen", "127.0.0.1:99999", "--secret", kSecret},
+  };
+  for (const std::vector<std::string>& flags : refused) {
+    std::vector<std::string> args = {"serve", "--data", data_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CommandResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 2) << flags[flags.size() - 2] << " " << flags.back() << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(data_))
+        << flags[flags.size() - 2] << " " << flags.back() << " created " << data_;
+  }
 }
 
 }  // namespace

@@ -877,7 +877,7 @@ TEST(Rebuild, AProfileChangeProjectsUnroutedEventsAndIsRemembered) {
   EXPECT_EQ(s.profile_name, "receiptroller-invoices");
   EXPECT_EQ(s.profile_fingerprint, b->Fingerprint());
   EXPECT_EQ(s.generation, gen + 1);
-  EXPECT_EQ(store->profile().Fingerprint(), b->Fingerprint());
+  EXPECT_EQ(store->profile()->Fingerprint(), b->Fingerprint());
   Result<Projection> inv = store->Get("invoice", "inv_0");
   ASSERT_TRUE(inv.ok()) << inv.status().ToString();
   EXPECT_EQ(inv->state, "paid");

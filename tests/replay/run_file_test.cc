@@ -127,7 +127,7 @@ TEST(RunFile, ManySpilledRunsBuildTheSameGenerationAsOne) {
   MemStore store(/*snapshot_interval=*/7);
   ASSERT_TRUE(store);
   IngestChunked(store.get(), h.deliveries, seed);
-  const Profile profile = store->profile();
+  const Profile profile = *store->profile();
   const uint32_t live = store->Stats().generation;
   store.Close();
 

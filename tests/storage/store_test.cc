@@ -662,7 +662,7 @@ TEST_F(storage_store, RebuildWithTheSameProfileKeepsProjections) {
   EXPECT_EQ(sum->applied, applied);
   EXPECT_EQ(sum->rejected, rejected);
   EXPECT_EQ(sum->applied + sum->rejected + sum->unrouted, sum->events);
-  EXPECT_EQ(store->profile().Fingerprint(), Profile::ReceiptRoller().Fingerprint());
+  EXPECT_EQ(store->profile()->Fingerprint(), Profile::ReceiptRoller().Fingerprint());
   // Ingest still works and dedups after a rebuild.
   EXPECT_EQ(store->Ingest(events[0]).outcome, Outcome::kDuplicate);
   EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv", "inv_1")).outcome, Outcome::kDuplicate);
@@ -687,7 +687,7 @@ TEST_F(storage_store, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered)
     EXPECT_EQ(sum->events, 3u);
     EXPECT_EQ(sum->entities, 3u);
     EXPECT_EQ(sum->unrouted, 0u);
-    EXPECT_EQ(store->profile().name(), "receiptroller-invoices");
+    EXPECT_EQ(store->profile()->name(), "receiptroller-invoices");
     Result<Projection> inv = store->Get("invoice", "inv_1");
     ASSERT_TRUE(inv.ok()) << inv.status().ToString();
     EXPECT_EQ(inv->state, "paid");
@@ -703,7 +703,7 @@ TEST_F(storage_store, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered)
   {
     auto store = Open();
     ASSERT_TRUE(store);
-    EXPECT_EQ(store->profile().Fingerprint(), invoices->Fingerprint());
+    EXPECT_EQ(store->profile()->Fingerprint(), invoices->Fingerprint());
     EXPECT_EQ(store->Get("invoice", "inv_3")->state, "paid");
     EXPECT_EQ(ListAll(store.get()).size(), 4u);
     EXPECT_EQ(store->Ingest(InvoicePaid("evt_inv_2", "inv_2")).outcome, Outcome::kDuplicate);
@@ -715,7 +715,7 @@ TEST_F(storage_store, RebuildWithANewProfileRoutesUnroutedEventsAndIsRemembered)
   {
     Result<std::unique_ptr<Store>> s = Store::Open(path_, o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
-    EXPECT_EQ((*s)->profile().Fingerprint(), invoices->Fingerprint());
+    EXPECT_EQ((*s)->profile()->Fingerprint(), invoices->Fingerprint());
     const StoreStats stats = (*s)->Stats();
     EXPECT_TRUE(stats.profile_stale);
     EXPECT_EQ(stats.requested_fingerprint, Profile::ReceiptRoller().Fingerprint());
@@ -1100,7 +1100,7 @@ TEST_F(storage_store, OpeningWithAnotherProfileKeepsTheStoredOneAndReportsItStal
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     Store& store = **s;
     // The store routes and folds with its own profile until a rebuild.
-    EXPECT_EQ(store.profile().Fingerprint(), Profile::ReceiptRoller().Fingerprint());
+    EXPECT_EQ(store.profile()->Fingerprint(), Profile::ReceiptRoller().Fingerprint());
     StoreStats stats = store.Stats();
     EXPECT_TRUE(stats.profile_stale);
     EXPECT_EQ(stats.profile_name, "receiptroller");
