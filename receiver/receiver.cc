@@ -22,11 +22,26 @@ HttpResponse Json(int status, std::string body) {
 
 HttpResponse Answer(const IngestResult& r) { return Json(r.http_status(), r.ResponseBody()); }
 
+// A Store as a sink: what one node does.
+class StoreSink final : public IngestSink {
+ public:
+  explicit StoreSink(Store* store) : store_(store) {}
+  IngestResult Ingest(const Delivery& delivery) override { return store_->Ingest(delivery); }
+  Status Quarantine(RefusedDelivery refused) override {
+    return store_->Quarantine(std::move(refused));
+  }
+  uint64_t ApproximateBytes() override { return store_->ApproximateBytes(); }
+
+ private:
+  Store* store_;
+};
+
 class ReceiverImpl final : public Receiver {
  public:
-  ReceiverImpl(Store* store, const ReceiverOptions& options,
+  ReceiverImpl(IngestSink* sink, std::unique_ptr<IngestSink> owned, const ReceiverOptions& options,
                std::optional<SignatureVerifier> verifier)
-      : store_(store),
+      : owned_(std::move(owned)),
+        sink_(sink),
         options_(options),
         clock_(options.clock ? options.clock : SystemClock()),
         verifier_(std::move(verifier)) {}
@@ -90,7 +105,7 @@ class ReceiverImpl final : public Receiver {
     out += "eventfold_in_flight " + std::to_string(in_flight_.load()) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
-    out += "eventfold_store_bytes " + std::to_string(store_->ApproximateBytes()) + "\n";
+    out += "eventfold_store_bytes " + std::to_string(sink_->ApproximateBytes()) + "\n";
     return out;
   }
 
@@ -123,7 +138,7 @@ class ReceiverImpl final : public Receiver {
         return r;
       }
     }
-    r = store_->Ingest(Delivery{headers, std::string(body)});
+    r = sink_->Ingest(Delivery{headers, std::string(body)});
     in_flight_.fetch_sub(1);
     return r;
   }
@@ -137,7 +152,7 @@ class ReceiverImpl final : public Receiver {
     refused.headers = headers;
     refused.body_prefix = body.substr(0, kQuarantineBodyBytes);
     refused.body_bytes = body_bytes;
-    (void)store_->Quarantine(std::move(refused));
+    (void)sink_->Quarantine(std::move(refused));
   }
 
   static IngestResult Overloaded(std::string_view why) {
@@ -163,7 +178,8 @@ class ReceiverImpl final : public Receiver {
     latency_sum_ns_.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
   }
 
-  Store* store_;
+  std::unique_ptr<IngestSink> owned_;  // the StoreSink when made over a Store
+  IngestSink* sink_;
   ReceiverOptions options_;
   Clock* clock_;
   std::optional<SignatureVerifier> verifier_;
@@ -173,9 +189,8 @@ class ReceiverImpl final : public Receiver {
   std::atomic<uint64_t> latency_sum_ns_{0};
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
+Result<std::unique_ptr<Receiver>> MakeOver(IngestSink* sink, std::unique_ptr<IngestSink> owned,
+                                           const ReceiverOptions& options) {
   std::optional<SignatureVerifier> verifier;
   if (!options.secrets.empty()) {
     Result<SignatureVerifier> v =
@@ -186,7 +201,20 @@ Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOpt
     return Status::InvalidArgument(
         "secrets: none configured (set allow_unsigned only behind a verifying proxy)");
   }
-  return std::unique_ptr<Receiver>(new ReceiverImpl(store, options, std::move(verifier)));
+  return std::unique_ptr<Receiver>(
+      new ReceiverImpl(sink, std::move(owned), options, std::move(verifier)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
+  auto sink = std::make_unique<StoreSink>(store);
+  IngestSink* raw = sink.get();
+  return MakeOver(raw, std::move(sink), options);
+}
+
+Result<std::unique_ptr<Receiver>> Receiver::Make(IngestSink* sink, const ReceiverOptions& options) {
+  return MakeOver(sink, nullptr, options);
 }
 
 }  // namespace eventfold

@@ -2,29 +2,15 @@
 
 #include <leveldb/write_batch.h>
 
-#include <cctype>
 #include <memory>
 
+#include "core/credential_headers.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "store/store_impl.h"
 
 namespace eventfold::storage {
-namespace {
-
-// Header names whose values are credentials: never stored.
-bool IsCredential(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (std::string_view word :
-       {"signature", "secret", "authorization", "cookie", "token", "api-key", "apikey"}) {
-    if (lower.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 Status StoreImpl::RecoverQuarantine() {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
@@ -43,7 +29,7 @@ Status StoreImpl::Quarantine(RefusedDelivery r) {
   if (options_.quarantine_max_entries == 0) return Status::OK();
   r.received_at = clock_->NowMicros();
   r.status = HttpStatus(r.outcome);
-  std::erase_if(r.headers, [](const auto& h) { return IsCredential(h.first); });
+  std::erase_if(r.headers, [](const auto& h) { return IsCredentialHeader(h.first); });
   if (r.body_bytes == 0) r.body_bytes = r.body_prefix.size();
   if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
 

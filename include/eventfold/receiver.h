@@ -23,6 +23,7 @@
 
 #include "eventfold/clock.h"
 #include "eventfold/ingest.h"
+#include "eventfold/ingest_sink.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
 
@@ -63,6 +64,11 @@ class Receiver {
   // Fails with kInvalidArgument for an empty, short or malformed secret.
   // `store` must outlive the receiver.
   static Result<std::unique_ptr<Receiver>> Make(Store* store, const ReceiverOptions& options);
+
+  // The same over any sink (cluster mode publishes instead of storing):
+  // the receiver checks method, size, admission and signature, the sink
+  // does the rest. `sink` must outlive the receiver.
+  static Result<std::unique_ptr<Receiver>> Make(IngestSink* sink, const ReceiverOptions& options);
 
   virtual ~Receiver() = default;
 
