@@ -76,7 +76,16 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
   for (PartitionStatus& p : status.partitions) {
     Result<cluster::KvValue> owner =
         cluster::KvGet(leases.get(), "p." + std::to_string(p.partition));
-    if (owner.ok()) p.owner = owner->value;
+    if (!owner.ok()) continue;
+    p.owner = owner->value;
+    // A new owner still setting up its consumer has folded nothing yet; the
+    // consumer there may still be the previous owner's.
+    constexpr std::string_view kAcquiring = "acquiring:";
+    if (p.owner.starts_with(kAcquiring)) {
+      p.owner = p.owner.substr(kAcquiring.size());
+      p.lag = p.messages;
+      p.acked = 0;
+    }
   }
   kvKeysList keys{};
   if (kvStore_Keys(&keys, leases.get(), nullptr) == NATS_OK) {

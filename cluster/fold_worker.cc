@@ -1,7 +1,8 @@
 // FoldWorker (include/eventfold/cluster.h): partition leases in the lease
 // bucket, one Store per owned partition, a durable pull consumer feeding it.
 //
-// Leases: key "p.<k>" holds the owner's id; "w.<id>" says a worker is alive.
+// Leases: key "p.<k>" holds the owner's id ("acquiring:<id>" while it sets
+// up the partition's consumer); "w.<id>" says a worker is alive.
 // Both expire with the bucket's TTL unless rewritten, so a dead worker's
 // partitions free themselves; renewals are kvStore_Update with the last
 // revision, so a worker that lost a lease (it expired and another created
@@ -38,6 +39,9 @@ using cluster::KvBucket;
 using cluster::NatsConnection;
 
 namespace fs = std::filesystem;
+
+// Lease value prefix while a new owner recreates the partition's consumer.
+constexpr const char* kAcquiring = "acquiring:";
 
 std::string DefaultWorkerId() {
   char host[256] = {0};
@@ -202,14 +206,32 @@ class FoldWorkerImpl final : public FoldWorker {
     for (int i = 0; i < p && parts_.size() < share; ++i) {
       const int k = (offset + i) % p;
       if (parts_.count(k)) continue;
-      Result<uint64_t> created = cluster::KvCreate(leases_->get(), LeaseKey(k), options_.worker_id);
+      // Taken as "acquiring:<id>" until the consumer is recreated, so that
+      // `cluster status` does not read the previous owner's consumer as ours.
+      const std::string acquiring = std::string(kAcquiring) + options_.worker_id;
+      Result<uint64_t> created = cluster::KvCreate(leases_->get(), LeaseKey(k), acquiring);
       if (!created.ok() && created.status().code() == Status::Code::kBusy) {
         // Ours from before a restart of this same worker id: adopt it.
         Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), LeaseKey(k));
-        if (held.ok() && held->value == options_.worker_id) created = held->revision;
+        if (held.ok() && (held->value == options_.worker_id || held->value == acquiring)) {
+          created = held->revision;
+        }
       }
       if (!created.ok()) continue;
-      if (Status st = Acquire(k, *created); !st.ok()) {
+      Status st = Acquire(k, *created);
+      if (st.ok()) {
+        // Ready: the lease now names us plainly (revision-checked).
+        const std::string& id = options_.worker_id;
+        s = kvStore_Update(&rev, leases_->get(), LeaseKey(k).c_str(), id.data(),
+                           static_cast<int>(id.size()), *created);
+        if (s == NATS_OK) {
+          parts_[k].lease_rev = rev;
+        } else {
+          st = FromNats(s, "taking the lease of partition " + std::to_string(k));
+          Close(k);
+        }
+      }
+      if (!st.ok()) {
         Fail(st);
         (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
       }

@@ -151,6 +151,20 @@ TEST_F(ClusterInitTest, CommandInitsPrintsTheLayoutAndRefusesAChange) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("partitions: the cluster has 3, not 8"), std::string::npos) << r.err;
 
+  // Status of the fresh cluster: every partition, nothing owned or stored.
+  r = test_util::RunCli(EVENTFOLD_CLI,
+                        {"cluster", "status", "--cluster", urls, "--stream", "clitest"},
+                        scratch.path() + "/s");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find(R"({"stream":"clitest","partitions":[{"partition":0,"owner":"","standbys":[],)"
+                 R"("messages":0,"acked":0,"lag":0},{"partition":1,)"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"({"partition":2,)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(R"({"partition":3,)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("workers":[],"refused":0,"replicas":3)"), std::string::npos) << r.out;
+
   r = test_util::RunCli(EVENTFOLD_CLI, {"cluster", "init", "--cluster", "127.0.0.1:4222"},
                         scratch.path() + "/d");
   EXPECT_EQ(r.exit_code, 2);
