@@ -22,11 +22,26 @@ HttpResponse Json(int status, std::string body) {
 
 HttpResponse Answer(const IngestResult& r) { return Json(r.http_status(), r.ResponseBody()); }
 
+// A Store as a sink: what one node does.
+class StoreSink final : public IngestSink {
+ public:
+  explicit StoreSink(Store* store) : store_(store) {}
+  IngestResult Ingest(const Delivery& delivery) override { return store_->Ingest(delivery); }
+  Status Quarantine(RefusedDelivery refused) override {
+    return store_->quarantine().Add(std::move(refused));
+  }
+  uint64_t ApproximateBytes() override { return store_->maintenance().ApproximateBytes(); }
+
+ private:
+  Store* store_;
+};
+
 class ReceiverImpl final : public Receiver {
  public:
-  ReceiverImpl(Store* store, const ReceiverOptions& options,
+  ReceiverImpl(IngestSink* sink, std::unique_ptr<IngestSink> owned, const ReceiverOptions& options,
                std::optional<SignatureVerifier> verifier)
-      : store_(store),
+      : owned_(std::move(owned)),
+        sink_(sink),
         options_(options),
         clock_(options.clock ? options.clock : SystemClock()),
         verifier_(std::move(verifier)) {}
@@ -102,8 +117,7 @@ class ReceiverImpl final : public Receiver {
            std::to_string(c.quarantine_headers_dropped) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
-    out +=
-        "eventfold_store_bytes " + std::to_string(store_->maintenance().ApproximateBytes()) + "\n";
+    out += "eventfold_store_bytes " + std::to_string(sink_->ApproximateBytes()) + "\n";
     return out;
   }
 
@@ -136,7 +150,7 @@ class ReceiverImpl final : public Receiver {
         return r;
       }
     }
-    r = store_->Ingest(Delivery{headers, std::string(body)});
+    r = sink_->Ingest(Delivery{headers, std::string(body)});
     in_flight_.fetch_sub(1);
     return r;
   }
@@ -150,7 +164,7 @@ class ReceiverImpl final : public Receiver {
     refused.headers = headers;
     refused.body_prefix = body.substr(0, kQuarantineBodyBytes);
     refused.body_bytes = body_bytes;
-    (void)store_->quarantine().Add(std::move(refused));
+    (void)sink_->Quarantine(std::move(refused));
   }
 
   static IngestResult Overloaded(std::string_view why) {
@@ -177,7 +191,8 @@ class ReceiverImpl final : public Receiver {
     latency_sum_ns_.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
   }
 
-  Store* store_;
+  std::unique_ptr<IngestSink> owned_;  // the StoreSink when made over a Store
+  IngestSink* sink_;
   ReceiverOptions options_;
   Clock* clock_;
   std::optional<SignatureVerifier> verifier_;
@@ -204,6 +219,14 @@ Result<std::optional<SignatureVerifier>> VerifierFor(const ReceiverOptions& opti
   return std::optional<SignatureVerifier>(std::move(*v));
 }
 
+Result<std::unique_ptr<Receiver>> MakeOver(IngestSink* sink, std::unique_ptr<IngestSink> owned,
+                                           const ReceiverOptions& options) {
+  Result<std::optional<SignatureVerifier>> verifier = VerifierFor(options);
+  if (!verifier.ok()) return verifier.status();
+  return std::unique_ptr<Receiver>(
+      new ReceiverImpl(sink, std::move(owned), options, std::move(*verifier)));
+}
+
 }  // namespace
 
 Status Receiver::ValidateOptions(const ReceiverOptions& options) {
@@ -212,9 +235,13 @@ Status Receiver::ValidateOptions(const ReceiverOptions& options) {
 }
 
 Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
-  Result<std::optional<SignatureVerifier>> verifier = VerifierFor(options);
-  if (!verifier.ok()) return verifier.status();
-  return std::unique_ptr<Receiver>(new ReceiverImpl(store, options, std::move(*verifier)));
+  auto sink = std::make_unique<StoreSink>(store);
+  IngestSink* raw = sink.get();
+  return MakeOver(raw, std::move(sink), options);
+}
+
+Result<std::unique_ptr<Receiver>> Receiver::Make(IngestSink* sink, const ReceiverOptions& options) {
+  return MakeOver(sink, nullptr, options);
 }
 
 }  // namespace eventfold

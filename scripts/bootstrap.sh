@@ -35,6 +35,8 @@ packages=(
   clang
   clang-format  # scripts/check_format.sh
   libclang-rt-14-dev
+  nats-server   # cluster mode's tests start a 3-node JetStream cluster
+  libnats-dev   # cluster mode (eventfold_cluster): the nats.c client
 )
 
 missing=()

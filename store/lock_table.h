@@ -15,23 +15,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/stable_hash.h"
+
 namespace eventfold::storage {
 
-// 64-bit FNV-1a: stable, so it can also pick partitions.
-inline uint64_t StableHash(std::string_view a, std::string_view b = {}) {
-  uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(a);
-  h ^= 0xFF;  // separator, so ("ab","c") and ("a","bc") differ
-  h *= 1099511628211ull;
-  mix(b);
-  return h;
-}
+// 64-bit FNV-1a (core/stable_hash.h): stable, so it also picks partitions.
+using eventfold::StableHash;
 
 class LockTable {
  public:

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "core/parse_number.h"
+#include "eventfold/cluster.h"
 #include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
 #include "tools/cli_common.h"
@@ -27,6 +28,9 @@ struct ServeArgs {
   int threads = 64;
   int io_threads = 2;
   size_t max_connections = 16384;
+  // Cluster mode: publish to JetStream instead of storing (docs/CLUSTER.md).
+  std::string cluster_urls, stream = "eventfold";
+  int64_t publish_timeout_ms = 2000;
 };
 
 // Idle keep-alive connections cost a descriptor each, not a thread: lift the
@@ -96,15 +100,38 @@ int Serve(const ServeArgs& a) {
 
   // The store applies its own body limit too (Options::max_body_bytes,
   // default 1 MiB): --max-body must raise both, or larger bodies still 413.
-  Options options;
-  options.max_body_bytes = a.max_body;
-  Result<std::unique_ptr<Store>> opened = Store::Open(a.dir, options);
-  if (!opened.ok()) {
-    std::cerr << "eventfold: " << opened.status().ToString() << "\n";
-    return kExitError;
+  // In cluster mode the receiver's sink publishes to JetStream instead.
+  std::unique_ptr<Store> store;
+  std::unique_ptr<IngestSink> sink;
+  if (!a.cluster_urls.empty()) {
+    Result<std::vector<std::string>> urls = ParseClusterUrls(a.cluster_urls);
+    if (!urls.ok()) {
+      std::cerr << "eventfold: " << urls.status().message() << "\n";
+      return kExitError;
+    }
+    ClusterOptions cluster;
+    cluster.urls = std::move(*urls);
+    cluster.stream = a.stream;
+    ClusterSinkOptions sink_options;
+    sink_options.publish_timeout_ms = a.publish_timeout_ms;
+    Result<std::unique_ptr<IngestSink>> opened = OpenClusterSink(cluster, sink_options);
+    if (!opened.ok()) {
+      std::cerr << "eventfold: " << opened.status().ToString() << "\n";
+      return kExitError;
+    }
+    sink = std::move(*opened);
+  } else {
+    Options options;
+    options.max_body_bytes = a.max_body;
+    Result<std::unique_ptr<Store>> opened = Store::Open(a.dir, options);
+    if (!opened.ok()) {
+      std::cerr << "eventfold: " << opened.status().ToString() << "\n";
+      return kExitError;
+    }
+    store = std::move(*opened);
   }
-  std::unique_ptr<Store> store = std::move(*opened);
-  Result<std::unique_ptr<Receiver>> receiver = Receiver::Make(store.get(), ro);
+  Result<std::unique_ptr<Receiver>> receiver =
+      sink ? Receiver::Make(sink.get(), ro) : Receiver::Make(store.get(), ro);
   if (!receiver.ok()) {
     std::cerr << "eventfold: " << receiver.status().message() << "\n";
     return kExitError;
@@ -126,8 +153,9 @@ int Serve(const ServeArgs& a) {
     std::cerr << "eventfold: " << st.message() << "\n";
     return kExitError;
   }
-  std::cerr << "eventfold: listening on " << host << ":" << server.port() << " (store " << a.dir
-            << ", " << secrets->size() << " secret(s))" << std::endl;
+  std::cerr << "eventfold: listening on " << host << ":" << server.port() << " ("
+            << (sink ? "cluster " + a.cluster_urls : "store " + a.dir) << ", " << secrets->size()
+            << " secret(s))" << std::endl;
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -136,6 +164,7 @@ int Serve(const ServeArgs& a) {
   server.Stop();
   receiver->reset();
   store.reset();
+  sink.reset();
   std::cerr << "eventfold: stopped; store closed" << std::endl;
   return kExitOk;
 }
@@ -166,6 +195,12 @@ void AddServeCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--max-connections", a->max_connections,
                   "open connections beyond which new ones get 503 and a close")
+      ->capture_default_str();
+  cmd->add_option("--cluster", a->cluster_urls,
+                  "cluster mode: comma-separated nats:// URLs; publish instead of storing");
+  cmd->add_option("--stream", a->stream, "cluster mode: intake stream name")->capture_default_str();
+  cmd->add_option("--publish-timeout-ms", a->publish_timeout_ms,
+                  "cluster mode: wait this long for JetStream's ack before answering 503")
       ->capture_default_str();
   cmd->callback([=] { *action = [=] { return Serve(*a); }; });
 }

@@ -23,6 +23,7 @@
 
 #include "eventfold/clock.h"
 #include "eventfold/ingest.h"
+#include "eventfold/ingest_sink.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
 
@@ -68,6 +69,11 @@ class Receiver {
   // kInvalidArgument naming the option and the reason. Lets a command
   // refuse bad flags before it touches the disk.
   [[nodiscard]] static Status ValidateOptions(const ReceiverOptions& options);
+
+  // The same over any sink (cluster mode publishes instead of storing):
+  // the receiver checks method, size, admission and signature, the sink
+  // does the rest. `sink` must outlive the receiver.
+  static Result<std::unique_ptr<Receiver>> Make(IngestSink* sink, const ReceiverOptions& options);
 
   virtual ~Receiver() = default;
 

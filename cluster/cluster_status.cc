@@ -1,0 +1,109 @@
+// ReadClusterStatus (include/eventfold/cluster.h): who owns which
+// partition, how many messages each holds and how many its owner has folded.
+
+#include <charconv>
+#include <memory>
+#include <string>
+
+#include "cluster/nats_connection.h"
+#include "eventfold/cluster.h"
+
+namespace eventfold {
+
+using cluster::FromNats;
+using cluster::KvBucket;
+using cluster::NatsConnection;
+
+Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
+  ClusterStatus status;
+  Result<ClusterLayout> layout = ReadClusterLayout(options);
+  if (!layout.ok()) return layout.status();
+  status.layout = std::move(*layout);
+  Result<std::unique_ptr<NatsConnection>> c =
+      NatsConnection::Open(options.urls, options.timeout_ms);
+  if (!c.ok()) return c.status();
+  jsCtx* js = (*c)->js();
+
+  // Message counts per partition subject.
+  const std::string filter = options.stream + ".p.*";
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Stream.Info.SubjectsFilter = filter.c_str();
+  jsStreamInfo* si = nullptr;
+  jsErrCode err = jsErrCode{};
+  natsStatus s = js_GetStreamInfo(&si, js, options.stream.c_str(), &jo, &err);
+  if (s != NATS_OK) return FromNats(s, "reading stream " + options.stream, err);
+  status.partitions.resize(static_cast<size_t>(status.layout.partitions));
+  for (int k = 0; k < status.layout.partitions; ++k) status.partitions[k].partition = k;
+  if (si->State.Subjects != nullptr) {
+    for (int i = 0; i < si->State.Subjects->Count; ++i) {
+      const jsStreamStateSubject& sub = si->State.Subjects->List[i];
+      const std::string_view name(sub.Subject);
+      const std::string prefix = options.stream + ".p.";
+      if (!name.starts_with(prefix)) continue;
+      int k = -1;
+      const std::string_view digits = name.substr(prefix.size());
+      std::from_chars(digits.data(), digits.data() + digits.size(), k);
+      if (k >= 0 && k < status.layout.partitions) status.partitions[k].messages = sub.Msgs;
+    }
+  }
+  jsStreamInfo_Destroy(si);
+
+  // The owners' consumers: what they have not yet folded and acknowledged.
+  for (PartitionStatus& p : status.partitions) {
+    const std::string durable = options.stream + "_p" + std::to_string(p.partition);
+    jsConsumerInfo* ci = nullptr;
+    err = jsErrCode{};
+    s = js_GetConsumerInfo(&ci, js, options.stream.c_str(), durable.c_str(), nullptr, &err);
+    if (s == NATS_OK) {
+      p.lag = ci->NumPending + static_cast<uint64_t>(ci->NumAckPending);
+      if (p.lag > p.messages) p.lag = p.messages;
+      jsConsumerInfo_Destroy(ci);
+    } else if (s == NATS_NOT_FOUND || err == JSConsumerNotFoundErr) {
+      p.lag = p.messages;
+    } else {
+      return FromNats(s, "reading consumer " + durable, err);
+    }
+    p.acked = p.messages - p.lag;
+  }
+
+  // Leases and live workers.
+  const std::string bucket = options.stream + "_leases";
+  kvStore* raw = nullptr;
+  s = js_KeyValue(&raw, js, bucket.c_str());
+  if (s != NATS_OK) return FromNats(s, "opening bucket " + bucket);
+  KvBucket leases(raw);
+  for (PartitionStatus& p : status.partitions) {
+    Result<cluster::KvValue> owner =
+        cluster::KvGet(leases.get(), "p." + std::to_string(p.partition));
+    if (!owner.ok()) continue;
+    p.owner = owner->value;
+    // A new owner still setting up its consumer has folded nothing yet; the
+    // consumer there may still be the previous owner's.
+    constexpr std::string_view kAcquiring = "acquiring:";
+    if (p.owner.starts_with(kAcquiring)) {
+      p.owner = p.owner.substr(kAcquiring.size());
+      p.lag = p.messages;
+      p.acked = 0;
+    }
+  }
+  kvKeysList keys{};
+  if (kvStore_Keys(&keys, leases.get(), nullptr) == NATS_OK) {
+    for (int i = 0; i < keys.Count; ++i) {
+      const std::string_view key(keys.Keys[i]);
+      if (key.starts_with("w.")) status.workers.emplace_back(key.substr(2));
+    }
+    kvKeysList_Destroy(&keys);
+  }
+
+  // The refused stream's size.
+  const std::string refused = options.stream + "_refused";
+  si = nullptr;
+  if (js_GetStreamInfo(&si, js, refused.c_str(), nullptr, nullptr) == NATS_OK) {
+    status.refused = si->State.Msgs;
+  }
+  jsStreamInfo_Destroy(si);
+  return status;
+}
+
+}  // namespace eventfold

@@ -1,0 +1,445 @@
+// FoldWorker (include/eventfold/cluster.h): partition leases in the lease
+// bucket, one Store per owned partition, a durable pull consumer feeding it.
+//
+// Leases: key "p.<k>" holds the owner's id ("acquiring:<id>" while it sets
+// up the partition's consumer); "w.<id>" says a worker is alive.
+// Both expire with the bucket's TTL unless rewritten, so a dead worker's
+// partitions free themselves; renewals are kvStore_Update with the last
+// revision, so a worker that lost a lease (it expired and another created
+// it) finds out on its next renewal and stops folding that partition.
+//
+// Consumers: the new owner of partition k deletes and recreates the durable
+// consumer "<stream>_p<k>" to start right after the last sequence its own
+// store has folded (DIR/p<k>.seq), or at the start of the stream when it has
+// no store: the consumer's acknowledgements then always describe the current
+// owner's store, and `lag` is what that store has not folded yet.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cluster/nats_connection.h"
+#include "cluster/wire.h"
+#include "eventfold/cluster.h"
+#include "eventfold/store.h"
+
+namespace eventfold {
+namespace {
+
+using cluster::FromNats;
+using cluster::KvBucket;
+using cluster::NatsConnection;
+
+namespace fs = std::filesystem;
+
+// Lease value prefix while a new owner recreates the partition's consumer.
+constexpr const char* kAcquiring = "acquiring:";
+
+std::string DefaultWorkerId() {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::string id = std::string(host[0] ? host : "worker") + "-" + std::to_string(::getpid());
+  for (char& c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_';
+    if (!ok) c = '_';
+  }
+  return id;
+}
+
+struct Partition {
+  uint64_t lease_rev = 0;
+  std::unique_ptr<Store> store;
+  natsSubscription* sub = nullptr;
+  uint64_t folded_seq = 0;  // last intake sequence folded into `store`
+};
+
+class FoldWorkerImpl final : public FoldWorker {
+ public:
+  FoldWorkerImpl(const ClusterOptions& cluster, const FoldWorkerOptions& options,
+                 ClusterLayout layout, Profile profile, std::unique_ptr<NatsConnection> conn,
+                 std::unique_ptr<KvBucket> leases, int64_t renew_ms)
+      : cluster_(cluster),
+        options_(options),
+        layout_(std::move(layout)),
+        profile_(std::move(profile)),
+        conn_(std::move(conn)),
+        leases_(std::move(leases)),
+        clock_(options.clock ? options.clock : SystemClock()),
+        renew_ms_(renew_ms) {
+    if (options_.worker_id.empty()) options_.worker_id = DefaultWorkerId();
+  }
+
+  ~FoldWorkerImpl() override { Stop(); }
+
+  void StartThread() {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  std::vector<int> Owned() const override {
+    std::lock_guard lock(mu_);
+    return owned_;
+  }
+
+  uint64_t Folded() const override { return folded_.load(); }
+
+  std::string LastError() const override {
+    std::lock_guard lock(mu_);
+    return last_error_;
+  }
+
+  void Stop() override {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    while (!parts_.empty()) Release(parts_.begin()->first);
+    (void)kvStore_Delete(leases_->get(), WorkerKey().c_str());
+    Publish();
+  }
+
+ private:
+  std::string LeaseKey(int k) const { return "p." + std::to_string(k); }
+  std::string WorkerKey() const { return "w." + options_.worker_id; }
+  std::string StoreDir(int k) const {
+    return (fs::path(options_.data_dir) / ("p" + std::to_string(k))).string();
+  }
+  std::string SeqPath(int k) const { return StoreDir(k) + ".seq"; }
+  std::string Durable(int k) const { return cluster_.stream + "_p" + std::to_string(k); }
+
+  void Fail(const Status& st) {
+    std::lock_guard lock(mu_);
+    last_error_ = st.ToString();
+  }
+
+  // Makes Owned() reflect parts_.
+  void Publish() {
+    std::lock_guard lock(mu_);
+    owned_.clear();
+    for (const auto& [k, p] : parts_) owned_.push_back(k);
+  }
+
+  void Run() {
+    int64_t next_lease = 0;
+    while (!stop_.load()) {
+      const int64_t now = clock_->NowMicros();
+      if (now >= next_lease) {
+        Leases();
+        next_lease = now + renew_ms_ * 1000;
+      }
+      if (parts_.empty()) {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(renew_ms_ / 4, 10)),
+                     [this] { return stop_.load(); });
+        continue;
+      }
+      bool failed = false;
+      for (auto& [k, p] : parts_) {
+        if (stop_.load()) break;
+        failed |= !FoldSome(k, &p);
+      }
+      if (failed) {
+        // JetStream unreachable or a store failing: do not spin.
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_.load(); });
+      }
+    }
+  }
+
+  // The number of live workers, from their "w.<id>" keys; at least 1.
+  int LiveWorkers() {
+    kvKeysList list{};
+    int live = 0;
+    if (kvStore_Keys(&list, leases_->get(), nullptr) == NATS_OK) {
+      for (int i = 0; i < list.Count; ++i) {
+        if (std::string_view(list.Keys[i]).starts_with("w.")) ++live;
+      }
+      kvKeysList_Destroy(&list);
+    }
+    return std::max(live, 1);
+  }
+
+  // One lease round: say we are alive, renew what we own, give back what is
+  // over our share, take free partitions up to it.
+  void Leases() {
+    uint64_t rev = 0;
+    natsStatus s =
+        kvStore_PutString(&rev, leases_->get(), WorkerKey().c_str(), options_.worker_id.c_str());
+    if (s != NATS_OK) {
+      Fail(FromNats(s, "announcing worker " + options_.worker_id));
+      return;  // JetStream is unreachable: renewing would fail too
+    }
+    const int p = layout_.partitions;
+    const int live = LiveWorkers();
+    const size_t share = static_cast<size_t>((p + live - 1) / live);
+
+    std::vector<int> lost;
+    for (auto& [k, part] : parts_) {
+      const std::string& id = options_.worker_id;
+      s = kvStore_Update(&rev, leases_->get(), LeaseKey(k).c_str(), id.data(),
+                         static_cast<int>(id.size()), part.lease_rev);
+      if (s == NATS_OK) {
+        part.lease_rev = rev;
+      } else {
+        Fail(FromNats(s, "renewing the lease of partition " + std::to_string(k)));
+        lost.push_back(k);
+      }
+    }
+    for (int k : lost) Close(k);
+    while (parts_.size() > share) Release(std::prev(parts_.end())->first);
+
+    // Start at a worker-specific offset so that workers starting together
+    // do not all race for partition 0 first.
+    const int offset = static_cast<int>(std::hash<std::string>{}(options_.worker_id) % p);
+    for (int i = 0; i < p && parts_.size() < share; ++i) {
+      const int k = (offset + i) % p;
+      if (parts_.count(k)) continue;
+      // Taken as "acquiring:<id>" until the consumer is recreated, so that
+      // `cluster status` does not read the previous owner's consumer as ours.
+      const std::string acquiring = std::string(kAcquiring) + options_.worker_id;
+      Result<uint64_t> created = cluster::KvCreate(leases_->get(), LeaseKey(k), acquiring);
+      if (!created.ok() && created.status().code() == Status::Code::kBusy) {
+        // Ours from before a restart of this same worker id: adopt it.
+        Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), LeaseKey(k));
+        if (held.ok() && (held->value == options_.worker_id || held->value == acquiring)) {
+          created = held->revision;
+        }
+      }
+      if (!created.ok()) continue;
+      Status st = Acquire(k, *created);
+      if (st.ok()) {
+        // Ready: the lease now names us plainly (revision-checked).
+        const std::string& id = options_.worker_id;
+        s = kvStore_Update(&rev, leases_->get(), LeaseKey(k).c_str(), id.data(),
+                           static_cast<int>(id.size()), *created);
+        if (s == NATS_OK) {
+          parts_[k].lease_rev = rev;
+        } else {
+          st = FromNats(s, "taking the lease of partition " + std::to_string(k));
+          Close(k);
+        }
+      }
+      if (!st.ok()) {
+        Fail(st);
+        (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
+      }
+    }
+    Publish();
+  }
+
+  uint64_t ReadSeq(int k) const {
+    std::ifstream in(SeqPath(k));
+    std::string text;
+    std::getline(in, text);
+    uint64_t seq = 0;
+    std::from_chars(text.data(), text.data() + text.size(), seq);
+    return seq;
+  }
+
+  // Replaces DIR/p<k>.seq; a torn write leaves the old file (rename).
+  Status WriteSeq(int k, uint64_t seq) const {
+    const std::string tmp = SeqPath(k) + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << seq << "\n";
+      if (!out.flush()) return Status::IOError("writing " + tmp);
+    }
+    std::error_code ec;
+    fs::rename(tmp, SeqPath(k), ec);
+    if (ec) return Status::IOError("renaming " + tmp + ": " + ec.message());
+    return Status::OK();
+  }
+
+  Status Acquire(int k, uint64_t lease_rev) {
+    Partition part;
+    part.lease_rev = lease_rev;
+    std::error_code ec;
+    // No store: replay the whole subject (a .seq without its store is void).
+    const bool have_store = fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec);
+    part.folded_seq = have_store ? ReadSeq(k) : 0;
+    Options so;
+    so.create_if_missing = true;
+    so.profile = profile_;
+    Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
+    if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
+    part.store = std::move(*store);
+
+    const std::string durable = Durable(k);
+    const std::string subject = PartitionSubject(cluster_.stream, k);
+    jsErrCode err = jsErrCode{};
+    (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), durable.c_str(), nullptr, &err);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = durable.c_str();
+    cc.FilterSubject = subject.c_str();
+    cc.AckPolicy = js_AckExplicit;
+    cc.AckWait = int64_t{30} * 1000000000;  // ns; a batch's fold and sync fit easily
+    cc.MaxAckPending = std::max(options_.fetch_batch * 4, 1024);
+    if (part.folded_seq > 0) {
+      cc.DeliverPolicy = js_DeliverByStartSequence;
+      cc.OptStartSeq = part.folded_seq + 1;
+    } else {
+      cc.DeliverPolicy = js_DeliverAll;
+    }
+    jsConsumerInfo* ci = nullptr;
+    err = jsErrCode{};
+    natsStatus s = js_AddConsumer(&ci, conn_->js(), cluster_.stream.c_str(), &cc, nullptr, &err);
+    jsConsumerInfo_Destroy(ci);
+    if (s != NATS_OK) return FromNats(s, "creating consumer " + durable, err);
+    jsSubOptions sub_opts;
+    jsSubOptions_Init(&sub_opts);
+    sub_opts.Stream = cluster_.stream.c_str();
+    sub_opts.Consumer = durable.c_str();
+    err = jsErrCode{};
+    s = js_PullSubscribe(&part.sub, conn_->js(), subject.c_str(), durable.c_str(), nullptr,
+                         &sub_opts, &err);
+    if (s != NATS_OK) return FromNats(s, "subscribing to " + subject, err);
+    parts_.emplace(k, std::move(part));
+    return Status::OK();
+  }
+
+  // Stops folding partition k (its store stays on disk, behind: it is
+  // resumed from its .seq if this worker owns k again).
+  void Close(int k) {
+    auto it = parts_.find(k);
+    if (it == parts_.end()) return;
+    natsSubscription_Destroy(it->second.sub);
+    parts_.erase(it);
+  }
+
+  // Close, then give the lease back so another worker takes it at once.
+  void Release(int k) {
+    Close(k);
+    (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
+  }
+
+  // Fetches one batch of partition k, ingests it with one IngestBatch and
+  // acknowledges it after that; on a storage failure nothing is acked and
+  // JetStream redelivers after the ack wait. False on a failure.
+  bool FoldSome(int k, Partition* part) {
+    natsMsgList list{};
+    jsErrCode err = jsErrCode{};
+    const int64_t wait =
+        std::max<int64_t>(options_.fetch_wait_ms / static_cast<int64_t>(parts_.size()), 10);
+    natsStatus s = natsSubscription_Fetch(&list, part->sub, options_.fetch_batch, wait, &err);
+    if (s == NATS_TIMEOUT) return true;  // nothing new
+    if (s != NATS_OK) {
+      Fail(FromNats(s, "fetching partition " + std::to_string(k), err));
+      return false;
+    }
+    std::vector<Delivery> deliveries(static_cast<size_t>(list.Count));
+    for (int i = 0; i < list.Count; ++i) {
+      natsMsg* m = list.Msgs[i];
+      Delivery& d = deliveries[static_cast<size_t>(i)];
+      for (const char* name : cluster::kForwardedHeaders) {
+        const char* v = nullptr;
+        if (natsMsgHeader_Get(m, name, &v) == NATS_OK && v) d.headers.emplace_back(name, v);
+      }
+      d.body.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
+    }
+    std::vector<IngestResult> results = part->store->IngestBatch(deliveries);
+    const bool stored = std::none_of(results.begin(), results.end(), [](const IngestResult& r) {
+      return r.outcome == Outcome::kStorageError || r.outcome == Outcome::kOverloaded;
+    });
+    uint64_t last_seq = part->folded_seq;
+    if (list.Count > 0) {
+      jsMsgMetaData* meta = nullptr;
+      if (natsMsg_GetMetaData(&meta, list.Msgs[list.Count - 1]) == NATS_OK) {
+        last_seq = meta->Sequence.Stream;
+      }
+      jsMsgMetaData_Destroy(meta);
+    }
+    if (stored && last_seq > part->folded_seq) {
+      if (Status st = WriteSeq(k, last_seq); !st.ok()) Fail(st);
+      part->folded_seq = last_seq;
+    }
+    for (int i = 0; i < list.Count; ++i) {
+      if (stored) {
+        (void)natsMsg_Ack(list.Msgs[i], nullptr);
+      } else {
+        (void)natsMsg_Nak(list.Msgs[i], nullptr);
+      }
+    }
+    if (stored) {
+      folded_.fetch_add(static_cast<uint64_t>(list.Count));
+    } else {
+      Fail(Status::Unavailable("partition " + std::to_string(k) +
+                               ": the store refused a batch; JetStream redelivers it"));
+    }
+    natsMsgList_Destroy(&list);
+    return stored;
+  }
+
+  const ClusterOptions cluster_;
+  FoldWorkerOptions options_;
+  const ClusterLayout layout_;
+  const Profile profile_;
+  std::unique_ptr<NatsConnection> conn_;
+  std::unique_ptr<KvBucket> leases_;
+  Clock* clock_;
+  const int64_t renew_ms_;
+
+  std::map<int, Partition> parts_;  // the worker thread's (and Stop's after the join)
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> folded_{0};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;    // guarded by mu_
+  std::vector<int> owned_;  // guarded by mu_
+  std::string last_error_;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& cluster,
+                                                      const FoldWorkerOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("--data: a directory is needed");
+  if (options.fetch_batch < 1) return Status::InvalidArgument("fetch batch: must be positive");
+  std::error_code ec;
+  fs::create_directories(options.data_dir, ec);
+  if (ec) return Status::IOError("--data " + options.data_dir + ": " + ec.message());
+  Result<ClusterLayout> layout = ReadClusterLayout(cluster);
+  if (!layout.ok()) return layout.status();
+  Result<Profile> profile = Profile::FromJson(layout->profile_json);
+  if (!profile.ok()) return profile.status().WithContext("the cluster's recorded profile");
+  Result<std::unique_ptr<NatsConnection>> conn =
+      NatsConnection::Open(cluster.urls, cluster.timeout_ms);
+  if (!conn.ok()) return conn.status();
+  const std::string bucket = cluster.stream + "_leases";
+  kvStore* kv = nullptr;
+  natsStatus s = js_KeyValue(&kv, (*conn)->js(), bucket.c_str());
+  if (s != NATS_OK) return FromNats(s, "opening bucket " + bucket);
+  auto leases = std::make_unique<KvBucket>(kv);
+
+  int64_t renew_ms = options.renew_every_ms;
+  if (renew_ms <= 0) {
+    // A third of the TTL: two renewals may fail before the lease is lost.
+    jsStreamInfo* si = nullptr;
+    const std::string kv_stream = "KV_" + bucket;
+    s = js_GetStreamInfo(&si, (*conn)->js(), kv_stream.c_str(), nullptr, nullptr);
+    const int64_t ttl_ms =
+        (s == NATS_OK && si->Config->MaxAge > 0) ? si->Config->MaxAge / 1000000 : 10000;
+    jsStreamInfo_Destroy(si);
+    renew_ms = std::max<int64_t>(ttl_ms / 3, 100);
+  }
+  auto worker =
+      std::make_unique<FoldWorkerImpl>(cluster, options, std::move(*layout), std::move(*profile),
+                                       std::move(*conn), std::move(leases), renew_ms);
+  worker->StartThread();
+  return std::unique_ptr<FoldWorker>(std::move(worker));
+}
+
+}  // namespace eventfold

@@ -1,0 +1,89 @@
+#include "cluster/nats_connection.h"
+
+#include <string>
+
+namespace eventfold::cluster {
+
+Status FromNats(natsStatus s, std::string_view what, jsErrCode js_error) {
+  if (s == NATS_OK) return Status::OK();
+  // nats_GetLastError holds the detailed text of the calling thread's last
+  // failure (JetStream's error description included).
+  natsStatus last = NATS_OK;
+  const char* detail = nats_GetLastError(&last);
+  std::string msg = std::string(what) + ": " + natsStatus_GetText(s);
+  if (detail != nullptr && *detail != '\0' && last == s) msg += " (" + std::string(detail) + ")";
+  if (js_error != 0) msg += " [JetStream error " + std::to_string(js_error) + "]";
+  switch (s) {
+    case NATS_NOT_FOUND:
+      return Status::NotFound(msg);
+    case NATS_INVALID_ARG:
+    case NATS_INVALID_SUBJECT:
+      return Status::InvalidArgument(msg);
+    default:
+      break;
+  }
+  if (js_error == JSStreamNotFoundErr || js_error == JSConsumerNotFoundErr ||
+      js_error == JSNoMessageFoundErr) {
+    return Status::NotFound(msg);
+  }
+  // Everything else is the cluster not answering as it should (no server,
+  // timeout, no quorum, no responders): retryable, a 503 for a receiver.
+  return Status::Unavailable(msg);
+}
+
+Result<std::unique_ptr<NatsConnection>> NatsConnection::Open(const std::vector<std::string>& urls,
+                                                             int64_t timeout_ms) {
+  if (urls.empty()) return Status::InvalidArgument("cluster: no NATS URL given");
+  std::unique_ptr<NatsConnection> c(new NatsConnection());
+  c->timeout_ms_ = timeout_ms;
+  std::vector<const char*> servers;
+  for (const std::string& u : urls) servers.push_back(u.c_str());
+  natsStatus s = natsOptions_Create(&c->opts_);
+  if (s == NATS_OK) {
+    s = natsOptions_SetServers(c->opts_, servers.data(), static_cast<int>(servers.size()));
+  }
+  if (s == NATS_OK) s = natsOptions_SetTimeout(c->opts_, timeout_ms);
+  // Once connected, keep reconnecting to any node for as long as the process
+  // lives: a node restart must not end a receiver or worker.
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(c->opts_, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(c->opts_, 250);
+  if (s == NATS_OK) s = natsConnection_Connect(&c->nc_, c->opts_);
+  if (s != NATS_OK) return FromNats(s, "connecting to " + urls.front());
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = timeout_ms;
+  s = natsConnection_JetStream(&c->js_, c->nc_, &jo);
+  if (s != NATS_OK) return FromNats(s, "opening JetStream");
+  return c;
+}
+
+NatsConnection::~NatsConnection() {
+  jsCtx_Destroy(js_);
+  natsConnection_Destroy(nc_);
+  natsOptions_Destroy(opts_);
+}
+
+Result<KvValue> KvGet(kvStore* kv, const std::string& key) {
+  kvEntry* e = nullptr;
+  const natsStatus s = kvStore_Get(&e, kv, key.c_str());
+  if (s != NATS_OK) return FromNats(s, "reading key " + key);
+  KvValue v;
+  v.value.assign(static_cast<const char*>(kvEntry_Value(e)), kvEntry_ValueLen(e));
+  v.revision = kvEntry_Revision(e);
+  kvEntry_Destroy(e);
+  return v;
+}
+
+Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value) {
+  uint64_t rev = 0;
+  const natsStatus s =
+      kvStore_Create(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size()));
+  if (s == NATS_OK) return rev;
+  const Status failed = FromNats(s, "creating key " + key);
+  // kvStore_Create reports "exists" as a generic JetStream error; tell it
+  // apart by looking.
+  if (KvGet(kv, key).ok()) return Status::Busy("key " + key + " exists");
+  return failed;
+}
+
+}  // namespace eventfold::cluster

@@ -1,0 +1,80 @@
+// NatsConnection: one nats.c connection and its JetStream context, owned.
+//
+// The only place nats.c errors become eventfold Statuses (FromNats): network
+// trouble, timeouts and "no responders"/no quorum are kUnavailable, so a
+// receiver can answer 503; a missing stream, bucket or key is kNotFound.
+//
+// Thread-safety: nats.c connections and contexts are thread-safe; the
+// wrapper adds no state of its own after Open().
+
+#ifndef EVENTFOLD_CLUSTER_NATS_CONNECTION_H_
+#define EVENTFOLD_CLUSTER_NATS_CONNECTION_H_
+
+#include <nats/nats.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eventfold/status.h"
+
+namespace eventfold::cluster {
+
+// `what` names the operation ("creating stream eventfold"); `js_error` is
+// JetStream's own error code when the call reported one.
+Status FromNats(natsStatus s, std::string_view what, jsErrCode js_error = jsErrCode{});
+
+class NatsConnection {
+ public:
+  // Connects to any of `urls`, failing after `timeout_ms`. JetStream
+  // requests made through js() wait at most `timeout_ms` too.
+  static Result<std::unique_ptr<NatsConnection>> Open(const std::vector<std::string>& urls,
+                                                      int64_t timeout_ms);
+  ~NatsConnection();
+  NatsConnection(const NatsConnection&) = delete;
+  NatsConnection& operator=(const NatsConnection&) = delete;
+
+  natsConnection* nc() const { return nc_; }
+  jsCtx* js() const { return js_; }
+  int64_t timeout_ms() const { return timeout_ms_; }
+
+ private:
+  NatsConnection() = default;
+
+  natsOptions* opts_ = nullptr;
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  int64_t timeout_ms_ = 0;
+};
+
+// A KV bucket handle, owned.
+class KvBucket {
+ public:
+  explicit KvBucket(kvStore* kv) : kv_(kv) {}
+  ~KvBucket() { kvStore_Destroy(kv_); }
+  KvBucket(const KvBucket&) = delete;
+  KvBucket& operator=(const KvBucket&) = delete;
+  kvStore* get() const { return kv_; }
+
+ private:
+  kvStore* kv_;
+};
+
+// One KV entry's value and revision.
+struct KvValue {
+  std::string value;
+  uint64_t revision = 0;
+};
+
+// Reads `key`; kNotFound when absent or deleted.
+Result<KvValue> KvGet(kvStore* kv, const std::string& key);
+
+// Creates `key` only if absent: its revision, or kBusy ("exists") when
+// another writer created it first.
+Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value);
+
+}  // namespace eventfold::cluster
+
+#endif  // EVENTFOLD_CLUSTER_NATS_CONNECTION_H_

@@ -1,0 +1,209 @@
+// Cluster mode: eventfold on a NATS JetStream cluster (docs/CLUSTER.md).
+//
+// JetStream holds the replicated, partitioned log; eventfold implements no
+// consensus or replication of its own. A cluster named `stream` consists of:
+//   - the intake stream `<stream>`, subjects `<stream>.p.<k>` for the
+//     partitions k = 0..P-1 (file storage, R replicas, age-limited retention
+//     long enough to rebuild a partition store by replay);
+//   - the refused stream `<stream>_refused` (subject `<stream>.refused`),
+//     bounded in messages and bytes, oldest dropped first;
+//   - the lease bucket `<stream>_leases` (KV with a TTL) that assigns
+//     partitions to fold workers;
+//   - the layout bucket `<stream>_layout` (KV, no TTL) recording P, R and the
+//     profile, written once with create-if-absent so every receiver and
+//     worker routes and folds with the same ones.
+//
+// This header and its functions live in the separate `eventfold_cluster`
+// library (link eventfold::cluster); the plain library does not need NATS.
+//
+// Thread-safety: the functions are free functions with no shared state; each
+// opens and closes its own connection.
+
+#ifndef EVENTFOLD_CLUSTER_H_
+#define EVENTFOLD_CLUSTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eventfold/clock.h"
+#include "eventfold/ingest_sink.h"
+#include "eventfold/profile.h"
+#include "eventfold/status.h"
+
+namespace eventfold {
+
+// How to reach a cluster.
+struct ClusterOptions {
+  // NATS server URLs ("nats://127.0.0.1:4222"); any reachable one will do.
+  std::vector<std::string> urls;
+
+  // Name of the intake stream and prefix of everything else the cluster
+  // owns; letters, digits, '_' and '-' only.
+  std::string stream = "eventfold";
+
+  // Deadline for connecting and for each JetStream request, milliseconds.
+  int64_t timeout_ms = 5000;
+};
+
+// What `eventfold cluster init` creates.
+struct ClusterInitOptions {
+  // Number of partitions P; fixed for the life of the cluster.
+  int partitions = 8;
+
+  // JetStream replicas R of every stream and bucket (1, 3 or 5 in practice).
+  int replicas = 3;
+
+  // Intake retention: a partition store can be rebuilt by replay from events
+  // at most this old. Default: 35 days.
+  int64_t retention_seconds = 35 * 24 * 3600;
+
+  // Bounds of the refused stream; past them the oldest refusals go.
+  int64_t refused_max_messages = 100000;
+  int64_t refused_max_bytes = 256 << 20;
+
+  // Lease time-to-live (the lease bucket's TTL): a worker that stops renewing
+  // loses its partitions after this long.
+  int64_t lease_ttl_ms = 10000;
+};
+
+// A cluster's recorded layout.
+struct ClusterLayout {
+  int partitions = 0;
+  int replicas = 0;
+  std::string profile_name;
+  std::string profile_fingerprint;  // Profile::Fingerprint()
+  std::string profile_json;         // Profile::ToJson(): what receivers and workers use
+  bool created = false;             // InitCluster created the layout just now
+};
+
+// Splits a comma-separated URL list ("--cluster" options); fails naming the
+// option and the bad entry when one is not a nats:// URL.
+Result<std::vector<std::string>> ParseClusterUrls(std::string_view list);
+
+// Creates the streams and buckets idempotently and records `options`'s P and
+// R and `profile`. On an existing cluster, succeeds when P and the profile's
+// fingerprint match what is recorded (created = false) and fails with
+// kInvalidArgument naming both values otherwise: changing P or the profile
+// would move entities between partitions, which needs a re-partition by
+// replay that eventfold does not do. kUnavailable when JetStream cannot be
+// reached or has no quorum within the timeout.
+Result<ClusterLayout> InitCluster(const ClusterOptions& cluster, const ClusterInitOptions& options,
+                                  const Profile& profile);
+
+// Reads the recorded layout; kNotFound when the cluster was never
+// initialized, kUnavailable when JetStream cannot be reached.
+Result<ClusterLayout> ReadClusterLayout(const ClusterOptions& cluster);
+
+// What a receiver's cluster sink does.
+struct ClusterSinkOptions {
+  // How long to wait for JetStream's publish acknowledgement before the
+  // delivery is answered 503 (the sender retries). Milliseconds.
+  int64_t publish_timeout_ms = 2000;
+
+  // Source of received_at; nullptr: SystemClock().
+  Clock* clock = nullptr;
+};
+
+// A sink for Receiver::Make(IngestSink*, ...) that decodes and validates as
+// a Store does (400 for the same bodies, refusals to the refused stream),
+// routes each delivery to its partition (eventfold/partitioner.h) under the
+// cluster's recorded profile and publishes it verbatim; its Ingest answers
+// kAccepted only after JetStream acknowledged the publish, kStorageError
+// (503) otherwise. Duplicates and conflicts are decided later, by the
+// partition's fold worker: the sender sees 200 for both (docs/CLUSTER.md).
+// Fails when the cluster is unreachable or not initialized.
+Result<std::unique_ptr<IngestSink>> OpenClusterSink(const ClusterOptions& cluster,
+                                                    const ClusterSinkOptions& options);
+
+// What a fold worker does (`eventfold fold`).
+struct FoldWorkerOptions {
+  // Directory of the partition stores: DIR/p<k> is partition k's Store,
+  // DIR/p<k>.seq the last intake stream sequence folded into it.
+  std::string data_dir;
+
+  // This worker's name in the lease bucket; letters, digits, '-', '_'.
+  // Empty: "<hostname>-<pid>".
+  std::string worker_id;
+
+  // Messages fetched (and ingested with one IngestBatch, one sync) at once.
+  int fetch_batch = 256;
+
+  // Longest wait of one fetch when a partition has nothing new, ms.
+  int64_t fetch_wait_ms = 200;
+
+  // Lease renewal period, ms; 0: a third of the cluster's lease TTL.
+  int64_t renew_every_ms = 0;
+
+  // Source of time for lease scheduling; nullptr: SystemClock().
+  Clock* clock = nullptr;
+};
+
+// A fold worker: owns partitions by lease in the lease bucket (create if
+// absent, renewed with a revision check; an unrenewed lease expires with
+// the bucket's TTL and another worker takes the partition), keeps one
+// embedded Store per owned partition and feeds it from a durable pull
+// consumer on the partition's subject: each fetched batch goes through one
+// IngestBatch and is acknowledged to JetStream only after it. A worker that
+// takes a partition resumes from its own DIR/p<k>.seq, or replays the
+// partition's subject from the start when it has no store for it; the
+// store's exact dedup makes any redelivery harmless. Workers share the
+// partitions evenly: each takes at most ceil(P / live workers).
+//
+// Thread-safety: Owned() and Stop() may be called from any thread.
+class FoldWorker {
+ public:
+  // Reads the cluster's layout and starts the worker's thread. Fails when
+  // the cluster is unreachable or not initialized, or data_dir is unusable.
+  static Result<std::unique_ptr<FoldWorker>> Start(const ClusterOptions& cluster,
+                                                   const FoldWorkerOptions& options);
+
+  // Stops (as Stop()) and releases the stores.
+  virtual ~FoldWorker() = default;
+
+  // The partitions this worker owns now, ascending.
+  virtual std::vector<int> Owned() const = 0;
+
+  // Messages folded and acknowledged since Start().
+  virtual uint64_t Folded() const = 0;
+
+  // Stops fetching, closes the partition stores and deletes this worker's
+  // leases so others take over at once. Idempotent.
+  virtual void Stop() = 0;
+
+  // The worker's last error (empty when none): fetch, store or lease
+  // trouble it keeps retrying.
+  virtual std::string LastError() const = 0;
+};
+
+// One partition in ReadClusterStatus().
+struct PartitionStatus {
+  int partition = 0;
+  std::string owner;                  // the lease holder's worker id; empty: none
+  std::vector<std::string> standbys;  // warm copies (not implemented: always empty)
+  uint64_t messages = 0;              // messages in the partition's subject
+  uint64_t acked = 0;                 // folded by the owner's store and acknowledged
+  uint64_t lag = 0;                   // not yet folded and acknowledged by the owner
+};
+
+struct ClusterStatus {
+  ClusterLayout layout;
+  std::vector<PartitionStatus> partitions;  // by partition
+  std::vector<std::string> workers;         // live worker ids
+  uint64_t refused = 0;                     // messages in the refused stream
+};
+
+// Reads leases, the intake stream's per-subject counts and each
+// partition's consumer. A partition whose consumer does not exist yet
+// (never owned) has acked 0 and lag = messages. kUnavailable when JetStream
+// cannot be reached, kNotFound when the cluster was never initialized.
+Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& cluster);
+
+// Subject of partition `k`: "<stream>.p.<k>".
+std::string PartitionSubject(std::string_view stream, int k);
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_CLUSTER_H_

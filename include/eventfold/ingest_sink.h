@@ -1,0 +1,43 @@
+// IngestSink: where a Receiver puts the deliveries it has verified.
+//
+// A Receiver (eventfold/receiver.h) owns the HTTP semantics: method, body
+// size, admission, signatures. Everything after that - decoding, storing,
+// keeping refusals - is the sink's. A Store is the sink of one node
+// (Receiver::Make(Store*, ...) wraps it); cluster mode's sink publishes to
+// NATS JetStream instead (eventfold/cluster.h), so both answer the same
+// 400/401/413 and differ only in where an accepted delivery goes.
+//
+// Thread-safety: implementations must accept calls from many threads.
+
+#ifndef EVENTFOLD_INGEST_SINK_H_
+#define EVENTFOLD_INGEST_SINK_H_
+
+#include <cstdint>
+
+#include "eventfold/ingest.h"
+#include "eventfold/status.h"
+#include "eventfold/store.h"
+
+namespace eventfold {
+
+class IngestSink {
+ public:
+  virtual ~IngestSink() = default;
+
+  // Decodes, validates and durably keeps one delivery whose signature the
+  // receiver has checked. The outcome decides the HTTP answer: kAccepted or
+  // kDuplicate (200) only once the delivery is durable; kInvalid (400),
+  // kConflict (409) refused and kept; kStorageError (503) when it could not
+  // be kept, so the sender retries.
+  virtual IngestResult Ingest(const Delivery& delivery) = 0;
+
+  // Keeps a delivery the receiver refused itself (401, 413); best effort.
+  virtual Status Quarantine(RefusedDelivery refused) = 0;
+
+  // Bytes the sink holds, for metrics; 0 when it cannot tell cheaply.
+  virtual uint64_t ApproximateBytes() = 0;
+};
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_INGEST_SINK_H_

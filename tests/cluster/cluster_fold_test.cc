@@ -1,0 +1,267 @@
+// Cluster mode end to end, in process: signed deliveries through two
+// Receivers over cluster sinks, a 3-node JetStream cluster, two FoldWorkers;
+// the partition stores must hold exactly the projections one single-node
+// store builds from the same deliveries (the equivalence property), and the
+// sinks must answer 503 when JetStream is unreachable.
+
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "core/signature.h"
+#include "eventfold/cluster.h"
+#include "eventfold/partitioner.h"
+#include "eventfold/receiver.h"
+#include "tests/cluster/nats_cluster.h"
+#include "tests/common/scratch_dir.h"
+#include "tests/common/test_seed.h"
+#include "tools/history.h"
+
+namespace eventfold {
+namespace {
+
+using test_util::NatsCluster;
+using test_util::TempDir;
+
+constexpr const char* kSecret = "cluster-test-secret-0123456789";
+constexpr int kPartitions = 4;
+
+class ClusterFoldTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(nats_.Start(), "");
+    cluster_.urls = {nats_.Url(0), nats_.Url(1), nats_.Url(2)};
+    cluster_.stream = "evfold";
+    ClusterInitOptions init;
+    init.partitions = kPartitions;
+    init.replicas = 3;
+    init.lease_ttl_ms = 3000;
+    Result<ClusterLayout> layout = InitCluster(cluster_, init, Profile::ReceiptRoller());
+    ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  }
+
+  std::unique_ptr<IngestSink> Sink(int64_t publish_timeout_ms = 5000) {
+    ClusterSinkOptions so;
+    so.publish_timeout_ms = publish_timeout_ms;
+    Result<std::unique_ptr<IngestSink>> sink = OpenClusterSink(cluster_, so);
+    EXPECT_TRUE(sink.ok()) << sink.status().ToString();
+    return sink.ok() ? std::move(*sink) : nullptr;
+  }
+
+  static std::unique_ptr<Receiver> MakeReceiver(IngestSink* sink) {
+    ReceiverOptions ro;
+    ro.secrets = {kSecret};
+    Result<std::unique_ptr<Receiver>> r = Receiver::Make(sink, ro);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(*r) : nullptr;
+  }
+
+  static Headers Signed(const Delivery& d) {
+    Headers h = d.headers;
+    const int64_t now = SystemClock()->NowMicros() / 1000000;
+    h.emplace_back("X-RR-Signature", SignRr(kSecret, now, d.body));
+    return h;
+  }
+
+  std::unique_ptr<FoldWorker> Worker(const std::string& dir, const std::string& id) {
+    FoldWorkerOptions fo;
+    fo.data_dir = dir;
+    fo.worker_id = id;
+    fo.fetch_batch = 64;
+    fo.fetch_wait_ms = 100;
+    Result<std::unique_ptr<FoldWorker>> w = FoldWorker::Start(cluster_, fo);
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    return w.ok() ? std::move(*w) : nullptr;
+  }
+
+  // Pending plus unacknowledged messages of partition k's consumer; -1 when
+  // it cannot be read (no consumer yet).
+  int64_t Unfolded(int k) {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsConsumerInfo* ci = nullptr;
+    int64_t out = -1;
+    const std::string url = nats_.Url(0), durable = "evfold_p" + std::to_string(k);
+    if (natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK &&
+        natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+        js_GetConsumerInfo(&ci, js, "evfold", durable.c_str(), nullptr, nullptr) == NATS_OK) {
+      out = static_cast<int64_t>(ci->NumPending) + ci->NumAckPending;
+    }
+    jsConsumerInfo_Destroy(ci);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return out;
+  }
+
+  // Polls (bounded) until the workers own every partition once between them
+  // and every partition's consumer has nothing left; returns the owner
+  // (worker index) of each partition.
+  std::map<int, int> WaitFolded(const std::vector<FoldWorker*>& workers) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (std::chrono::steady_clock::now() < until) {
+      std::map<int, int> owner;
+      bool disjoint = true;
+      for (size_t w = 0; w < workers.size(); ++w) {
+        for (int k : workers[w]->Owned()) disjoint &= owner.emplace(k, static_cast<int>(w)).second;
+      }
+      bool done = disjoint && owner.size() == static_cast<size_t>(kPartitions);
+      for (int k = 0; done && k < kPartitions; ++k) done = Unfolded(k) == 0;
+      if (done) return owner;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::string why;
+    for (FoldWorker* w : workers) why += " [" + w->LastError() + "]";
+    ADD_FAILURE() << "partitions not folded within 90 s:" << why;
+    return {};
+  }
+
+  NatsCluster nats_;
+  ClusterOptions cluster_;
+};
+
+std::map<std::pair<std::string, std::string>, Projection> AllProjections(Store* store) {
+  std::map<std::pair<std::string, std::string>, Projection> out;
+  EXPECT_TRUE(store
+                  ->List("",
+                         [&](const Projection& p) {
+                           out.emplace(std::make_pair(p.entity, p.id), p);
+                           return true;
+                         })
+                  .ok());
+  return out;
+}
+
+TEST_F(ClusterFoldTest, TwoReceiversTwoWorkersEqualOneStore) {
+  const uint64_t seed = test_util::TestSeed("TwoReceiversTwoWorkersEqualOneStore", 1010);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 60;
+  ho.products = 20;
+  ho.target_body_bytes = 200;
+  sim::History history = sim::GenerateHistory(ho);
+  sim::Shuffle(&history.deliveries, seed + 1);
+
+  std::unique_ptr<IngestSink> sinks[2] = {Sink(), Sink()};
+  ASSERT_TRUE(sinks[0] && sinks[1]);
+  std::unique_ptr<Receiver> receivers[2] = {MakeReceiver(sinks[0].get()),
+                                            MakeReceiver(sinks[1].get())};
+  TempDir dirs[2] = {TempDir("worker-a"), TempDir("worker-b")};
+  std::unique_ptr<FoldWorker> workers[2] = {Worker(dirs[0].path(), "a"),
+                                            Worker(dirs[1].path(), "b")};
+  ASSERT_TRUE(workers[0] && workers[1]);
+
+  // The reference: one store fed the same deliveries in the same order.
+  TempDir ref_dir("reference");
+  Result<std::unique_ptr<Store>> ref = Store::Open(ref_dir.path() + "/store", Options{});
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  size_t accepted = 0, invalid = 0;
+  for (size_t i = 0; i < history.deliveries.size(); ++i) {
+    const Delivery& d = history.deliveries[i];
+    HttpResponse r = receivers[i % 2]->Handle("POST", "/", Signed(d), d.body);
+    const IngestResult expected = (*ref)->Ingest(d);
+    if (expected.outcome == Outcome::kInvalid) {
+      // Refused the same way, before anything reaches JetStream.
+      EXPECT_EQ(r.status, 400) << r.body;
+      ++invalid;
+    } else {
+      // Accepted, duplicate and conflict are all "stored in the log" here:
+      // the partition's fold decides, as the reference did.
+      EXPECT_EQ(r.status, 200) << r.body;
+      ++accepted;
+    }
+  }
+  EXPECT_EQ(invalid, history.malformed);
+
+  FoldWorker* raw[2] = {workers[0].get(), workers[1].get()};
+  std::map<int, int> owner = WaitFolded({raw[0], raw[1]});
+  ASSERT_EQ(owner.size(), static_cast<size_t>(kPartitions));
+  // Both workers took a share.
+  EXPECT_FALSE(workers[0]->Owned().empty());
+  EXPECT_FALSE(workers[1]->Owned().empty());
+  // `cluster status` agrees: every partition owned, nothing left to fold,
+  // every accepted publish counted once.
+  Result<ClusterStatus> status = ReadClusterStatus(cluster_);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_EQ(status->partitions.size(), static_cast<size_t>(kPartitions));
+  uint64_t messages = 0;
+  for (const PartitionStatus& p : status->partitions) {
+    EXPECT_EQ(p.owner, owner[p.partition] == 0 ? "a" : "b") << "partition " << p.partition;
+    EXPECT_EQ(p.lag, 0u) << "partition " << p.partition;
+    EXPECT_EQ(p.acked, p.messages) << "partition " << p.partition;
+    messages += p.messages;
+  }
+  EXPECT_EQ(messages, accepted);
+  EXPECT_EQ(status->workers.size(), 2u);
+  EXPECT_EQ(status->refused, invalid);
+  for (auto& w : workers) w->Stop();
+
+  // Each partition's current store, opened from its owner's directory.
+  Result<Partitioner> partitioner = Partitioner::Make(kPartitions);
+  ASSERT_TRUE(partitioner.ok());
+  std::map<std::pair<std::string, std::string>, Projection> merged;
+  for (const auto& [k, w] : owner) {
+    Options o;
+    o.create_if_missing = false;
+    Result<std::unique_ptr<Store>> part = Store::Open(dirs[w].path() + "/p" + std::to_string(k), o);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    for (auto& [key, p] : AllProjections(part->get())) {
+      EXPECT_EQ(partitioner->PartitionOf(EntityRef{p.entity, p.id}), k)
+          << p.entity << "/" << p.id << " folded in the wrong partition";
+      merged.emplace(key, p);
+    }
+  }
+  std::map<std::pair<std::string, std::string>, Projection> expected = AllProjections(ref->get());
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(merged.size(), expected.size());
+  for (const auto& [key, p] : expected) {
+    auto it = merged.find(key);
+    ASSERT_NE(it, merged.end()) << key.first << "/" << key.second << " missing";
+    EXPECT_EQ(it->second.state, p.state) << key.first << "/" << key.second;
+    EXPECT_EQ(it->second.fields, p.fields) << key.first << "/" << key.second;
+    EXPECT_EQ(it->second.version, p.version) << key.first << "/" << key.second;
+    EXPECT_EQ(it->second.applied, p.applied) << key.first << "/" << key.second;
+    EXPECT_EQ(it->second.rejected, p.rejected) << key.first << "/" << key.second;
+    EXPECT_EQ(it->second.occurred_at, p.occurred_at) << key.first << "/" << key.second;
+  }
+}
+
+TEST_F(ClusterFoldTest, UnreachableJetStreamIs503WithinTheDeadlineAndRecovers) {
+  std::unique_ptr<IngestSink> sink = Sink(/*publish_timeout_ms=*/1000);
+  ASSERT_TRUE(sink);
+  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  sim::HistoryOptions ho;
+  ho.receipts = 3;
+  ho.products = 1;
+  ho.malformed = 0;
+  ho.conflicts = 0;
+  sim::History history = sim::GenerateHistory(ho);
+  const Delivery& d = history.deliveries.front();
+  ASSERT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
+
+  nats_.Stop();
+  const auto start = std::chrono::steady_clock::now();
+  HttpResponse down = receiver->Handle("POST", "/", Signed(d), d.body);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(down.status, 503) << down.body;
+  // The deadline (1 s) plus slack for a busy machine.
+  EXPECT_LT(took, std::chrono::seconds(10));
+
+  // Same ports, same store directories: the cluster comes back, and the
+  // receiver reconnects by itself.
+  for (int i = 0; i < NatsCluster::kNodes; ++i) ASSERT_EQ(nats_.Restart(i), "");
+  ASSERT_EQ(nats_.WaitReady(), "");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    status = receiver->Handle("POST", "/", Signed(d), d.body).status;
+    if (status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(status, 200);
+}
+
+}  // namespace
+}  // namespace eventfold

@@ -1,0 +1,88 @@
+// eventfold fold --cluster URLS --data DIR [--worker-id ID] : a fold worker
+// (docs/CLUSTER.md) until SIGTERM or SIGINT, then its leases are given back.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <ctime>
+#include <iostream>
+
+#include "eventfold/cluster.h"
+#include "tools/cli_common.h"
+
+namespace eventfold::cli {
+namespace {
+
+struct FoldArgs {
+  std::string urls, stream = "eventfold", dir;
+  FoldWorkerOptions options;
+};
+
+std::string Join(const std::vector<int>& v) {
+  std::string out;
+  for (int k : v) out += (out.empty() ? "" : ",") + std::to_string(k);
+  return out.empty() ? "none" : out;
+}
+
+int Fold(const FoldArgs& a) {
+  Result<std::vector<std::string>> urls = ParseClusterUrls(a.urls);
+  if (!urls.ok()) {
+    std::cerr << "eventfold: " << urls.status().message() << "\n";
+    return kExitError;
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  ClusterOptions cluster;
+  cluster.urls = std::move(*urls);
+  cluster.stream = a.stream;
+  FoldWorkerOptions options = a.options;
+  options.data_dir = a.dir;
+  Result<std::unique_ptr<FoldWorker>> worker = FoldWorker::Start(cluster, options);
+  if (!worker.ok()) {
+    std::cerr << "eventfold: " << worker.status().ToString() << "\n";
+    return kExitError;
+  }
+  std::cerr << "eventfold: folding into " << a.dir << std::endl;
+  // Report ownership changes once a second until a stop signal.
+  std::vector<int> owned;
+  std::string error;
+  while (true) {
+    const timespec second{1, 0};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &second);
+    if (sig == SIGINT || sig == SIGTERM) break;
+    std::vector<int> now = (*worker)->Owned();
+    if (now != owned) {
+      owned = now;
+      std::cerr << "eventfold: owns partitions " << Join(owned) << std::endl;
+    }
+    if (std::string e = (*worker)->LastError(); e != error) {
+      error = e;
+      if (!error.empty()) std::cerr << "eventfold: " << error << std::endl;
+    }
+  }
+  std::cerr << "eventfold: stopping; giving partitions back" << std::endl;
+  (*worker)->Stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddFoldCommand(CLI::App* app, Action* action) {
+  auto* cmd = app->add_subcommand(
+      "fold", "cluster mode: fold owned partitions from JetStream into stores under --data");
+  auto a = std::make_shared<FoldArgs>();
+  AddDataOption(cmd, &a->dir);
+  cmd->add_option("--cluster", a->urls, "comma-separated nats:// URLs")->required();
+  cmd->add_option("--stream", a->stream, "intake stream name")->capture_default_str();
+  cmd->add_option("--worker-id", a->options.worker_id,
+                  "name in the lease bucket (default host-pid)");
+  cmd->add_option("--batch", a->options.fetch_batch, "messages per fetch and IngestBatch")
+      ->capture_default_str();
+  cmd->callback([=] { *action = [=] { return Fold(*a); }; });
+}
+
+}  // namespace eventfold::cli
