@@ -12,6 +12,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -523,7 +524,8 @@ class Checker {
          log->Next()) {
       Result<storage::LogEntry> e = storage::DecodeLog(View(log->key()), View(log->value()));
       if (!e.ok() || e->ranked.rank >= type->transitions.size() ||
-          type->transitions[e->ranked.rank].type != e->ranked.event.type) {
+          type->transitions[e->ranked.rank].type != e->ranked.event.type ||
+          !storage::LoadLogData(db_, ro_, *o_.profile, &*e).ok()) {
         foldable = false;  // reported by the scan
         break;
       }

@@ -47,6 +47,7 @@ void AddCheckCommand(CLI::App* app, Action* action);
 void AddSubscriptionsCommand(CLI::App* app, Action* action);
 void AddDlqCommand(CLI::App* app, Action* action);
 void AddGcCommand(CLI::App* app, Action* action);
+void AddMigrateCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   AddSubscriptionsCommand(&app, &action);
   AddDlqCommand(&app, &action);
   AddGcCommand(&app, &action);
+  AddMigrateCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
