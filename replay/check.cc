@@ -152,7 +152,7 @@ class Checker {
   void CheckMeta(const std::string& key, std::string_view value) {
     const std::string_view name = std::string_view(key).substr(2);
     if (name == "format") {
-      if (value != "1") Problem(key, "unknown store format \"" + std::string(value) + "\"");
+      if (value != "2") Problem(key, "unknown store format \"" + std::string(value) + "\"");
     } else if (name == "profile") {
       Result<Profile> p = Profile::FromJson(value);
       if (!p.ok()) Problem(key, "stored profile does not parse: " + p.status().message());
