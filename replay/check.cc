@@ -13,6 +13,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -150,7 +151,7 @@ class Checker {
   void CheckMeta(const std::string& key, std::string_view value) {
     const std::string_view name = std::string_view(key).substr(2);
     if (name == "format") {
-      if (value != "1") Problem(key, "unknown store format \"" + std::string(value) + "\"");
+      if (value != "2") Problem(key, "unknown store format \"" + std::string(value) + "\"");
     } else if (name == "profile") {
       Result<Profile> p = Profile::FromJson(value);
       if (!p.ok()) Problem(key, "stored profile does not parse: " + p.status().message());
@@ -522,7 +523,8 @@ class Checker {
          log->Next()) {
       Result<storage::LogEntry> e = storage::DecodeLog(View(log->key()), View(log->value()));
       if (!e.ok() || e->ranked.rank >= type->transitions.size() ||
-          type->transitions[e->ranked.rank].type != e->ranked.event.type) {
+          type->transitions[e->ranked.rank].type != e->ranked.event.type ||
+          !storage::LoadLogData(db_, ro_, *o_.profile, &*e).ok()) {
         foldable = false;  // reported by the scan
         break;
       }

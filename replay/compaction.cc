@@ -8,6 +8,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -20,14 +21,18 @@ constexpr size_t kBatchBytes = 4 << 20;
 
 // One compacted entity: its snapshot, then what its log holds in `gen`.
 // `it` reads the live database; `batch` collects the writes.
-Status Seed(leveldb::DB* db, leveldb::Iterator* it, const EntityType& type, const EntityRef& ref,
-            storage::ProjectionState state, uint32_t gen, uint64_t interval,
+Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, const EntityType& type,
+            const EntityRef& ref, storage::ProjectionState state, uint32_t gen, uint64_t interval,
             leveldb::WriteBatch* batch, RebuildSummary* sum) {
   std::vector<RankedEvent> events;
   const std::string log = storage::LogPrefix(gen, ref);
   for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
     Result<storage::LogEntry> e = storage::DecodeLog(View(it->key()), View(it->value()));
     if (!e.ok()) return e.status();
+    leveldb::ReadOptions ro;
+    ro.fill_cache = false;
+    Status st = storage::LoadLogData(db, ro, profile, &*e);
+    if (!st.ok()) return st;
     events.push_back(std::move(e->ranked));
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "seeding a compacted entity");
@@ -90,8 +95,8 @@ Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const P
                                      ": the profile has no such entity type, and its "
                                      "compacted events cannot be routed anew");
     }
-    Status st = Seed(db, live.get(), *type, ref, std::move(c->snapshot), gen, snapshot_interval,
-                     &batch, sum);
+    Status st = Seed(db, live.get(), profile, *type, ref, std::move(c->snapshot), gen,
+                     snapshot_interval, &batch, sum);
     if (!st.ok()) return st;
     if (batch.ApproximateSize() >= kBatchBytes) {
       st = FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "seeding compacted entities");

@@ -100,6 +100,29 @@ bool InRange(const leveldb::Iterator& it, const leveldb::Slice& prefix, const Ra
          (r.end.empty() || it.key().compare(Slice(r.end)) < 0);
 }
 
+// A log entry in the sort runs: be32(n), the lean record of n bytes that
+// goes into the database (format 2: no data), then the record with its
+// data, which the fold reads, so folding needs no second read of the body.
+std::string RunValue(const storage::LogEntry& entry) {
+  const std::string lean = storage::EncodeLog(entry);
+  const std::string full = storage::EncodeLogWithData(entry);
+  std::string out;
+  out.reserve(4 + lean.size() + full.size());
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out.push_back(static_cast<char>((lean.size() >> shift) & 0xFF));
+  }
+  return out.append(lean).append(full);
+}
+
+// The lean and the full record of a run value; nullopt when malformed.
+std::optional<std::pair<std::string_view, std::string_view>> SplitRunValue(std::string_view v) {
+  if (v.size() < 4) return std::nullopt;
+  size_t n = 0;
+  for (int i = 0; i < 4; ++i) n = n << 8 | static_cast<unsigned char>(v[i]);
+  if (n > v.size() - 4) return std::nullopt;
+  return std::make_pair(v.substr(4, n), v.substr(4 + n));
+}
+
 // Step 1 for one seq range: one log entry per routed event, into sorted
 // runs of at most `budget` bytes (all spilled but the last).
 Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
@@ -144,7 +167,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank}, stored->seq,
                             stored->received_at};
     buffer.Add(storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank)),
-               storage::EncodeLog(entry));
+               RunValue(entry));
     if (buffer.bytes() >= budget) {
       Status st = spill();
       if (!st.ok()) return st;
@@ -205,7 +228,9 @@ class EntityFolder {
       if (!type_) return Status::Corruption("log of unknown entity " + current_->entity);
       StartFromNone(*current_, &state_);
     }
-    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
+    auto parts = SplitRunValue(value);
+    if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
+    Result<storage::LogEntry> e = storage::DecodeLog(key, parts->second);
     if (!e.ok()) return e.status();
     if (Status st = ApplyToState(*type_, e->ranked, &state_); !st.ok()) return st;
     const uint64_t interval = target_.snapshot_interval;
@@ -288,6 +313,13 @@ class ChunkQueue {
   bool done_ = false, stopped_ = false;
 };
 
+// Writes the lean half of a run value: the log record as stored.
+Status PutLean(BatchWriter* logs, std::string_view key, std::string_view value) {
+  auto parts = SplitRunValue(value);
+  if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
+  return logs->Put(key, parts->first);
+}
+
 // Step 2: writes the merged logs in key order and folds them. With two
 // threads or more, folding runs on a thread of its own beside the writer.
 Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
@@ -299,7 +331,7 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
   BatchWriter logs(db);
   if (target.threads < 2) {
     while (st.ok() && merged->Next()) {
-      st = logs.Put(merged->key(), merged->value());
+      st = PutLean(&logs, merged->key(), merged->value());
       if (st.ok()) st = folder.Add(merged->key(), merged->value());
       shared->logs_written.fetch_add(1, std::memory_order_relaxed);
     }
@@ -318,7 +350,7 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
     RunBuffer chunk;
     bool open = true;
     while (st.ok() && open && merged->Next()) {
-      st = logs.Put(merged->key(), merged->value());
+      st = PutLean(&logs, merged->key(), merged->value());
       shared->logs_written.fetch_add(1, std::memory_order_relaxed);
       chunk.Add(merged->key(), merged->value());
       if (chunk.bytes() >= ChunkQueue::kChunkBytes) open = queue.Push(std::exchange(chunk, {}));

@@ -11,6 +11,9 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
+// m/format is "2" (storage/log_data.h); a format 1 store differs only in
+// log records that carry their data, and Open upgrades it on request.
+//
 //   m/<name>                        store metadata: "format", "profile",
 //                                   "generation", "routing_epoch", "rebuild",
 //                                   "retired_seq" (highest seq compaction dropped)
@@ -24,7 +27,10 @@
 //   x/<subscription>\0<seq>         ParkedRecord: a subscription's dead letter
 //   r/<entity>\0<id>                CompactionRecord: a compacted entity's
 //                                   snapshot and its dedup tombstones
-//   g/<gen>/l/<entity>\0<id>\0<fold>  LogRecord: the entity's log, fold order
+//   g/<gen>/l/<entity>\0<id>\0<fold>  LogRecord: the entity's log, fold order;
+//                                   since format 2 without the event's data
+//                                   (the fold reads it from a/<seq>, whose
+//                                   body is the one stored copy)
 //   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection
 //   g/<gen>/s/<entity>\0<id>\0<fold>  ProjectionRecord: fold snapshot after <fold>
 //

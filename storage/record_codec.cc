@@ -159,16 +159,26 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
   return e;
 }
 
-std::string EncodeLog(const LogEntry& e) {
+namespace {
+
+std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
   const Event& ev = e.ranked.event;
   fbs::FlatBufferBuilder& b = Builder();
   auto id = b.CreateString(ev.event_id);
   auto type = b.CreateString(ev.type);
-  auto data = EncodeFields(b, ev.data);
+  // Left out (null), not empty: a reader tells a lean record by it.
+  fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> data;
+  if (with_data) data = EncodeFields(b, ev.data);
   b.Finish(fb::CreateLogRecord(b, id, type, ev.occurred_at, ev.version.has_value(),
                                ev.version.value_or(0), e.ranked.rank, e.received_at, data, e.seq));
   return Finish(b);
 }
+
+}  // namespace
+
+std::string EncodeLog(const LogEntry& e) { return EncodeLogRecord(e, /*with_data=*/false); }
+
+std::string EncodeLogWithData(const LogEntry& e) { return EncodeLogRecord(e, /*with_data=*/true); }
 
 Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   Status error;
@@ -181,6 +191,7 @@ Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   ev.type = View(r->type());
   ev.occurred_at = r->occurred_at();
   ev.version = Optional(r->has_version(), r->version());
+  e.has_data = r->data() != nullptr;
   ev.data = DecodeFields(r->data());
   e.ranked.rank = r->rank();
   e.received_at = r->received_at();

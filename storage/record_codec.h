@@ -30,11 +30,15 @@ struct StoredEvent {
   std::optional<EntityRef> entity;
 };
 
-// g/<gen>/l/<entity>\0<id>\0<fold>
+// g/<gen>/l/<entity>\0<id>\0<fold>. Since format 2 a log record holds what
+// ordering needs, not the event's data: that is read from the one stored
+// copy, the body at a/<seq> (storage/log_data.h). A format 1 record still
+// carries its data; `has_data` says which.
 struct LogEntry {
   RankedEvent ranked;
   uint64_t seq = 0;
   int64_t received_at = 0;
+  bool has_data = false;  // decoded: ranked.event.data came with the record
 };
 
 // d/<event_id>
@@ -69,7 +73,11 @@ struct ConflictEntry {
 std::string EncodeEvent(const StoredEvent& e);
 Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value);
 
+// The lean (format 2) record: no data.
 std::string EncodeLog(const LogEntry& e);
+// The record with its data, as format 1 wrote it; a rebuild's sort runs carry
+// it so the fold needs no second read of the body.
+std::string EncodeLogWithData(const LogEntry& e);
 Result<LogEntry> DecodeLog(std::string_view key, std::string_view value);
 
 std::string EncodeDedup(const DedupEntry& e);

@@ -9,6 +9,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "store/store_impl.h"
 
 namespace eventfold::storage {
@@ -30,8 +31,9 @@ std::string Describe(const std::string& type, int64_t occurred_at,
 // transaction's staged changes laid over them.
 class IngestTxn::OverlayView final : public LogView {
  public:
-  OverlayView(leveldb::DB* db, uint32_t gen, const EntityRef& ref, EntityState* entity)
-      : db_(db), gen_(gen), ref_(ref), entity_(entity) {}
+  OverlayView(leveldb::DB* db, uint32_t gen, const Profile& profile, const EntityRef& ref,
+              EntityState* entity)
+      : db_(db), gen_(gen), profile_(profile), ref_(ref), entity_(entity) {}
 
   Result<std::optional<ProjectionState>> SnapshotBefore(const FoldKey& key) override {
     std::optional<ProjectionState> best;
@@ -67,6 +69,8 @@ class IngestTxn::OverlayView final : public LogView {
       if (after && View(it->key()) == start) continue;
       Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
       if (!e.ok()) return e.status();
+      Status st = LoadLogData(db_, leveldb::ReadOptions(), profile_, &*e);
+      if (!st.ok()) return st;
       out->push_back(std::move(e->ranked));
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
@@ -86,6 +90,7 @@ class IngestTxn::OverlayView final : public LogView {
  private:
   leveldb::DB* db_;
   uint32_t gen_;
+  const Profile& profile_;
   const EntityRef& ref_;
   EntityState* entity_;
 };
@@ -203,7 +208,7 @@ Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq
   Result<EntityState*> entity = LoadEntity(ref);
   if (!entity.ok()) return entity.status();
   EntityState& e = **entity;
-  OverlayView view(store_->db_.get(), gen_, ref, &e);
+  OverlayView view(store_->db_.get(), gen_, *profile_, ref, &e);
   const EntityType& type = *profile_->FindEntity(ref.entity);
   Result<Materialized> m =
       Materialize(type, ref, ranked, view, store_->options_.snapshot_interval, &e.state);

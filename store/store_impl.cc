@@ -17,6 +17,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "store/ingest_txn.h"
 
 namespace eventfold {
@@ -32,7 +33,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Option
 namespace storage {
 namespace {
 
-constexpr std::string_view kFormatVersion = "1";
+// The on-disk format (storage/key_codec.h). 2: log records without the
+// event's data, which is read from the body at a/<seq>.
+constexpr std::string_view kFormatVersion = "2";
+// The older format Open can upgrade: format 1 differs only in log records
+// that still carry their data, which format 2 reads as they are.
+constexpr std::string_view kUpgradableFormat = "1";
 
 std::string EncodeU32(uint32_t v) { return std::to_string(v); }
 
@@ -121,6 +127,19 @@ Status StoreImpl::LoadOrCreateMeta() {
   s = db_->Get(leveldb::ReadOptions(), MetaKey("format"), &format);
   if (s.IsNotFound()) return Status::Corruption("m/format is missing");
   if (!s.ok()) return FromLevelDb(s, "reading the store's format");
+  if (format == kUpgradableFormat) {
+    if (!options_.upgrade_format) {
+      return Status::InvalidArgument(
+          "store format " + format + " is older than this build's format " +
+          std::string(kFormatVersion) + "; upgrade it with: eventfold migrate --data " + path_ +
+          " (a build that reads only format " + format + " cannot open it afterwards)");
+    }
+    // Nothing to rewrite: one synced write makes the store format 2, and
+    // either it happened or the store is still the intact format 1.
+    s = db_->Put(Synced(), MetaKey("format"), std::string(kFormatVersion));
+    if (!s.ok()) return FromLevelDb(s, "upgrading the store's format");
+    format = kFormatVersion;
+  }
   if (format != kFormatVersion) {
     return Status::InvalidArgument("store format " + format +
                                    " is not supported (this build reads format " +
@@ -464,6 +483,8 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
     if (!e.ok()) return e.status();
+    Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), profile_, &*e);
+    if (!loaded.ok()) return loaded;
     LoggedEvent le;
     le.event = e->ranked.event;
     le.seq = e->seq;
@@ -559,6 +580,8 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
       Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
       if (!e.ok()) return e.status();
+      Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), profile_, &*e);
+      if (!loaded.ok()) return loaded;
       events.push_back(std::move(e->ranked));
     }
     // A compacted entity folds on from its compaction snapshot, which stays.

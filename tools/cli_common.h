@@ -49,6 +49,7 @@ void AddDlqCommand(CLI::App* app, Action* action);
 void AddGcCommand(CLI::App* app, Action* action);
 void AddClusterCommand(CLI::App* app, Action* action);  // cmd_cluster.cc
 void AddFoldCommand(CLI::App* app, Action* action);
+void AddMigrateCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

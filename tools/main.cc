@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   AddGcCommand(&app, &action);
   AddClusterCommand(&app, &action);
   AddFoldCommand(&app, &action);
+  AddMigrateCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

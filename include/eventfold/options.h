@@ -60,6 +60,12 @@ struct Options {
   // Fail when a store already exists at the path.
   bool error_if_exists = false;
 
+  // A store in an older on-disk format this build can upgrade: when true,
+  // Open upgrades it in place (crash-safe: one synced write); when false
+  // (default), Open refuses with InvalidArgument naming the command that
+  // upgrades it (`eventfold migrate --data DIR`). Never read as it is.
+  bool upgrade_format = false;
+
   // See Durability. Default: an accepted event is on disk.
   Durability durability = Durability::kSync;
 

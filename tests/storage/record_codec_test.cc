@@ -62,21 +62,38 @@ TEST(storage_record_codec, LogEntryRoundTrips) {
   e.seq = 42;
   e.received_at = 1795941330999999;
   const std::string key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(e.ranked.event, 3));
-  Result<LogEntry> d = DecodeLog(key, EncodeLog(e));
+  // With its data (format 1, and a rebuild's sort runs): everything.
+  Result<LogEntry> d = DecodeLog(key, EncodeLogWithData(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->ranked.event, e.ranked.event);
+  EXPECT_TRUE(d->has_data);
   EXPECT_EQ(d->ranked.rank, 3u);
   EXPECT_EQ(d->seq, 42u);  // kept in the record: the key holds the fold key
   EXPECT_EQ(d->received_at, e.received_at);
 
-  // Version 0 is a version, not an absent one; empty data stays empty.
+  // Lean (format 2): all but the data, which stays in the body at a/<seq>.
+  ASSERT_FALSE(e.ranked.event.data.empty());
+  const std::string lean = EncodeLog(e);
+  EXPECT_LT(lean.size(), EncodeLogWithData(e).size());
+  d = DecodeLog(key, lean);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE(d->has_data);
+  EXPECT_TRUE(d->ranked.event.data.empty());
+  Event without_data = e.ranked.event;
+  without_data.data.clear();
+  EXPECT_EQ(d->ranked.event, without_data);
+  EXPECT_EQ(d->seq, 42u);
+
+  // Version 0 is a version, not an absent one; empty data stays empty and
+  // still counts as carried.
   e.ranked.event.version = 0;
   e.ranked.event.data.clear();
-  d = DecodeLog(key, EncodeLog(e));
+  d = DecodeLog(key, EncodeLogWithData(e));
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE(d->ranked.event.version.has_value());
   EXPECT_EQ(*d->ranked.event.version, 0);
   EXPECT_TRUE(d->ranked.event.data.empty());
+  EXPECT_TRUE(d->has_data);
 
   e.ranked.event.version.reset();
   d = DecodeLog(key, EncodeLog(e));

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/decode.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "tests/common/invoice_profile.h"
@@ -497,20 +498,108 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
                                      : db->Delete({}, storage::MetaKey("format"));
     ASSERT_TRUE(s.ok()) << s.ToString();
   };
-  set_format("2");
+  set_format("3");
   Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
   ASSERT_FALSE(newer.ok());
   EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
-  EXPECT_NE(newer.status().message().find("store format 2 is not supported"), std::string::npos)
+  EXPECT_NE(newer.status().message().find("store format 3 is not supported"), std::string::npos)
       << newer.status().ToString();
   set_format(std::nullopt);
   Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
   ASSERT_FALSE(unmarked.ok());
   EXPECT_TRUE(unmarked.status().IsCorruption()) << unmarked.status().ToString();
-  set_format("1");
+  set_format("2");
   auto store = Open();
   ASSERT_TRUE(store) << "the right format opens again, nothing lost";
   EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
+}
+
+// A format 1 store: its log records carry their data. Open refuses it and
+// names the command; with upgrade_format it opens, becomes format 2, reads
+// the old records as they are and writes lean ones beside them.
+TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_1", "rcp_1"));  // late: a re-fold reads the log
+  }
+  auto raw_db = [&] {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    EXPECT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    return std::unique_ptr<leveldb::DB>(raw);
+  };
+  {
+    // Rewrite it as format 1 wrote it: every log record with its data.
+    std::unique_ptr<leveldb::DB> db = raw_db();
+    ASSERT_TRUE(db);
+    std::string gen;
+    ASSERT_TRUE(db->Get({}, storage::MetaKey("generation"), &gen).ok());
+    const std::string prefix = storage::LogFamilyPrefix(static_cast<uint32_t>(std::stoul(gen)));
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+    int rewritten = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string key = it->key().ToString();
+      Result<storage::LogEntry> e = storage::DecodeLog(key, it->value().ToString());
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      ASSERT_FALSE(e->has_data) << "format 2 writes lean log records";
+      std::string body;
+      ASSERT_TRUE(db->Get({}, storage::EventKey(e->seq), &body).ok());
+      Result<storage::StoredEvent> stored =
+          storage::DecodeStoredEvent(storage::EventKey(e->seq), body);
+      ASSERT_TRUE(stored.ok());
+      Result<DecodedEvent> decoded = DecodeEvent(stored->body, Profile::ReceiptRoller());
+      ASSERT_TRUE(decoded.ok());
+      e->ranked.event.data = decoded->event.data;
+      ASSERT_TRUE(db->Put({}, key, storage::EncodeLogWithData(*e)).ok());
+      ++rewritten;
+    }
+    EXPECT_EQ(rewritten, 2);
+    ASSERT_TRUE(db->Put({}, storage::MetaKey("format"), "1").ok());
+  }
+  Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
+      << refused.status().ToString();
+  {
+    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::string format;
+    ASSERT_TRUE(db->Get({}, storage::MetaKey("format"), &format).ok());
+    EXPECT_EQ(format, "1") << "a refusal writes nothing";
+  }
+  {
+    Options o = Opts();
+    o.upgrade_format = true;
+    auto store = Open(o);
+    ASSERT_TRUE(store);
+    Result<Projection> p = store->Get("receipt", "rcp_1");
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->state, "refunded");
+    // A late refund between the two re-folds the format 1 records: the
+    // issue's amount comes from its record's data.
+    MustAccept(store.get(), Body("evt_0", "receipt.refunded", "2026-11-29T10:30:00Z",
+                                 "{\"receipt_id\":\"rcp_1\",\"note\":\"early\"}"));
+    p = store->Get("receipt", "rcp_1");
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->state, "refunded");
+    ASSERT_EQ(p->rejected.size(), 1u) << "the second refund is impossible";
+    EXPECT_EQ(p->rejected[0].event_id, "evt_2");
+    bool amount = false;
+    for (const Field& f : p->fields) amount = amount || (f.name == "amount" && f.json == "1500");
+    EXPECT_TRUE(amount) << "data read from a format 1 log record";
+  }
+  {
+    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::string format;
+    ASSERT_TRUE(db->Get({}, storage::MetaKey("format"), &format).ok());
+    EXPECT_EQ(format, "2");
+  }
+  auto store = Open();
+  ASSERT_TRUE(store) << "an upgraded store opens without the option";
+  EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "refunded");
 }
 
 TEST_F(storage_store, PersistsAcrossReopen) {

@@ -1,0 +1,32 @@
+// Log data: the event data of a lean log record, read from the one stored
+// copy of the delivery.
+//
+// Since format 2 an entity's log record (g/<gen>/l/...) holds only what the
+// fold order needs (fold key, seq, received_at); the event's `data` lives
+// once, in the verbatim body at a/<seq>. A fold of logged events first fills
+// their data here. A record that carries its data (format 1) is left as it
+// is. Thread-safe as LevelDB reads are.
+
+#ifndef EVENTFOLD_STORAGE_LOG_DATA_H_
+#define EVENTFOLD_STORAGE_LOG_DATA_H_
+
+#include <leveldb/db.h>
+
+#include "eventfold/profile.h"
+#include "eventfold/status.h"
+#include "storage/record_codec.h"
+
+namespace eventfold::storage {
+
+// Fills entry->ranked.event.data from a/<entry->seq>, read with `options`
+// (pass the snapshot the log was read under), decoding the body under
+// `profile` (the profile the log was routed under). OK and unchanged when
+// the record carried its data. Corruption naming the seq when the stored
+// event is missing, is another event, or no longer decodes; a LevelDB
+// error as its Status.
+Status LoadLogData(leveldb::DB* db, const leveldb::ReadOptions& options, const Profile& profile,
+                   LogEntry* entry);
+
+}  // namespace eventfold::storage
+
+#endif  // EVENTFOLD_STORAGE_LOG_DATA_H_
