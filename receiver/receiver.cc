@@ -20,7 +20,11 @@ HttpResponse Json(int status, std::string body) {
   return HttpResponse{status, "application/json", std::move(body)};
 }
 
-HttpResponse Answer(const IngestResult& r) { return Json(r.http_status(), r.ResponseBody()); }
+HttpResponse Answer(const IngestResult& r) {
+  HttpResponse answer = Json(r.http_status(), r.ResponseBody());
+  answer.event_id = r.event_id;
+  return answer;
+}
 
 class ReceiverImpl final : public Receiver {
  public:
@@ -88,6 +92,11 @@ class ReceiverImpl final : public Receiver {
     out += "# HELP eventfold_in_flight Deliveries being verified and stored now.\n";
     out += "# TYPE eventfold_in_flight gauge\n";
     out += "eventfold_in_flight " + std::to_string(in_flight_.load()) + "\n";
+    out +=
+        "# HELP eventfold_unrouted_total Accepted events no entity of the profile routes "
+        "(stored, in no projection; `eventfold unrouted` lists them).\n";
+    out += "# TYPE eventfold_unrouted_total counter\n";
+    out += "eventfold_unrouted_total " + std::to_string(store_->counters().unrouted) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
     out += "eventfold_store_bytes " + std::to_string(store_->ApproximateBytes()) + "\n";

@@ -7,7 +7,7 @@
 // sync (group commit), so parallel ingests share their syncs.
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
-// ingest_txn.cc (the ingest transaction), quarantine.cc,
+// ingest_txn.cc (the ingest transaction), quarantine.cc, unrouted.cc,
 // subscription_state.cc (checkpoints, dead letters, feed retention),
 // retention.cc (gc: entity compaction, tombstones, the background pass).
 
@@ -56,6 +56,8 @@ class StoreImpl final : public Store {
   Result<CheckSummary> Check(const CheckProblemFn& on_problem) override;
   Status Quarantine(RefusedDelivery refused) override;
   Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
+  Status ListUnrouted(const Profile* profile,
+                      const std::function<bool(const UnroutedEvent&)>& fn) override;
   uint64_t ApproximateBytes() override;
   StoreStats Stats() override;
   Status ReadFeed(uint64_t after_seq, size_t max, std::vector<Change>* out) override;

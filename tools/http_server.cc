@@ -29,6 +29,8 @@ Headers ToHeaders(const httplib::Headers& h) {
 
 // Start time of the request a worker thread is serving, for the access log.
 thread_local std::chrono::steady_clock::time_point request_start;
+// The event_id of the delivery it answered (from the body), for the same.
+thread_local std::string request_event_id;
 
 // Debian's cpp-httplib is compiled with a listen backlog of 5: a burst of
 // new connections (a load generator opening 64 at once) overflows it and the
@@ -86,6 +88,7 @@ Status HttpServer::Start() {
   server.set_tcp_nodelay(true);
   server.set_pre_routing_handler([rx, threads](const httplib::Request&, httplib::Response& res) {
     request_start = std::chrono::steady_clock::now();
+    request_event_id.clear();
     if (!ConnectionPool::RunningOverflow()) return httplib::Server::HandlerResponse::Unhandled;
     // Every worker holds a connection: refuse at once rather than queue.
     HttpResponse r =
@@ -97,6 +100,7 @@ Status HttpServer::Start() {
   });
   auto handle = [rx](const httplib::Request& req, httplib::Response& res) {
     HttpResponse r = rx->Handle(req.method, req.path, ToHeaders(req.headers), req.body);
+    request_event_id = std::move(r.event_id);
     res.status = r.status;
     res.set_content(r.body, r.content_type.c_str());
   };
@@ -128,7 +132,9 @@ Status HttpServer::Start() {
                             .count();
       char latency[32];
       std::snprintf(latency, sizeof(latency), "%.3fms", ms);
-      std::string id = req.get_header_value("X-RR-Event-Id");
+      // The body's event_id when it had a readable one, else a header's.
+      std::string id = request_event_id;
+      if (id.empty()) id = req.get_header_value("X-RR-Event-Id");
       if (id.empty()) id = req.get_header_value("webhook-id");
       std::lock_guard lock(LogMutex());
       *log << FormatTimestamp(SystemClock()->NowMicros()) << " " << req.remote_addr << " "

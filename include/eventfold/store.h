@@ -95,6 +95,19 @@ struct RefusedDelivery {
 
 inline constexpr size_t kQuarantineBodyBytes = 1024;
 
+// An accepted event that no entity of a profile routes: its type is not in
+// the profile, or the type's key field is missing. It stays stored and
+// deduplicated, in no log or projection, until a profile routes it (Rebuild).
+struct UnroutedEvent {
+  uint64_t seq = 0;         // arrival sequence
+  int64_t received_at = 0;  // microseconds since the epoch
+  std::string event_id;
+  std::string type;
+  int64_t occurred_at = 0;  // microseconds since the epoch
+  std::string reason;       // why no entity routes it
+  std::string body;         // the body as stored, verbatim
+};
+
 // What a store is and holds, cheaply (no scans).
 struct StoreStats {
   std::string profile_name;         // the profile projections are built with
@@ -209,7 +222,9 @@ class Store {
   virtual Status List(std::string_view entity,
                       const std::function<bool(const Projection&)>& fn) = 0;
 
-  // The entity's events with their fold verdicts; kNotFound when none.
+  // The entity's events with their fold verdicts; kNotFound when it has
+  // none. When gc compacted its older events, `compacted` says so (snapshot,
+  // events dropped, when) and fold_order holds the events that remain.
   virtual Result<EntityLog> Log(std::string_view entity, std::string_view id) = 0;
 
   // Rebuilds the projections from the stored events. A full rebuild writes a
@@ -257,6 +272,15 @@ class Store {
   // Calls `fn` for each quarantined delivery, oldest first, until it
   // returns false.
   virtual Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) = 0;
+
+  // Calls `fn` for each stored event that `profile` (nullptr: the store's
+  // own) does not route, in arrival order, until it returns false. Reads one
+  // snapshot and decodes every stored event: an operator's read, not a hot
+  // path. OK when the scan ended or `fn` stopped it; kCorruption or
+  // kIOError when a stored record could not be read (`fn` has then been
+  // called for the events before it).
+  virtual Status ListUnrouted(const Profile* profile,
+                              const std::function<bool(const UnroutedEvent&)>& fn) = 0;
 
   // Approximate bytes the store occupies on disk.
   virtual uint64_t ApproximateBytes() = 0;
