@@ -14,7 +14,7 @@
 # Usage: readme_snippets_test.sh README.md BUILD_DIR
 set -euo pipefail
 
-readme=$1
+readme=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 build=$(cd "$2" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/eventfold-readme-XXXXXX")
 trap 'rm -rf "$work"' EXIT
