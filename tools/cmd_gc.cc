@@ -22,7 +22,7 @@ constexpr double kDayMicros = 24.0 * 3600 * 1e6;
 // (JsonWriter::Double rounds to three decimals, fine for seconds).
 std::string Exact(double v) {
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
   return ec == std::errc() ? std::string(buf, end) : "null";
 }
 

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
     return kExitError;
   }
   if (!action) {  // no command, or `help`
-    std::cout << app.help();
+    // The formatter directly: app.help() would describe the `help` command.
+    std::cout << app.get_formatter()->make_help(&app, "eventfold", CLI::AppFormatMode::Normal);
     return kExitOk;
   }
   return action();
