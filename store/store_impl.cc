@@ -519,6 +519,8 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
     Result<CompactionEntry> entry = DecodeCompaction(key, record);
     if (!entry.ok()) return entry.status();
     log.compacted = LogCompaction{state->projection, entry->events, entry->compacted_at};
+    log.compacted->snapshot.entity = ref.entity;  // a stored snapshot omits its key
+    log.compacted->snapshot.id = ref.id;
     for (const RankedEvent& e : ranked) {
       verdicts.push_back(ApplyEvent(type->transitions[e.rank], e.event, &state->projection));
     }
