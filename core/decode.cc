@@ -131,8 +131,42 @@ simdjson::error_code WriteCompact(od::value v, int depth, std::string* out) {
   return simdjson::TAPE_ERROR;
 }
 
+// What is wrong, in the sender's terms: simdjson's own messages describe its
+// API ("The JSON element does not have the requested type.").
+const char* JsonProblem(simdjson::error_code e) {
+  switch (e) {
+    case simdjson::DEPTH_ERROR:
+      return "nested too deeply";
+    case simdjson::STRING_ERROR:
+    case simdjson::UNESCAPED_CHARS:
+      return "a string is malformed or holds an unescaped control character";
+    case simdjson::UNCLOSED_STRING:
+      return "a string is not closed";
+    case simdjson::T_ATOM_ERROR:
+    case simdjson::F_ATOM_ERROR:
+    case simdjson::N_ATOM_ERROR:
+      return "a bare word that is not true, false or null";
+    case simdjson::NUMBER_ERROR:
+      return "a number is malformed";
+    case simdjson::NUMBER_OUT_OF_RANGE:
+      return "a number is out of range";
+    case simdjson::UTF8_ERROR:
+      return "not valid UTF-8";
+    case simdjson::EMPTY:
+      return "empty";
+    case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
+      return "an object or array is not closed";
+    case simdjson::TRAILING_CONTENT:
+      return "more after the JSON value";
+    case simdjson::INCORRECT_TYPE:
+      return "a value is malformed or out of place";
+    default:
+      return "malformed";
+  }
+}
+
 Status NotJson(simdjson::error_code e) {
-  return Refuse("body", std::string("not valid JSON (") + simdjson::error_message(e) + ")");
+  return Refuse("body", std::string("not valid JSON: ") + JsonProblem(e));
 }
 
 bool IsTypeChar(char c) {

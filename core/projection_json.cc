@@ -76,13 +76,19 @@ std::string EntityLogToJson(const EntityLog& log) {
   std::sort(arrival.begin(), arrival.end(),
             [](const LoggedEvent* a, const LoggedEvent* b) { return a->seq < b->seq; });
   JsonWriter w;
-  w.BeginObject()
-      .Key("entity")
-      .String(log.ref.entity)
-      .Key("id")
-      .String(log.ref.id)
-      .Key("arrival")
-      .BeginArray();
+  w.BeginObject().Key("entity").String(log.ref.entity).Key("id").String(log.ref.id);
+  if (log.compacted) {
+    w.Key("compacted")
+        .BeginObject()
+        .Key("events")
+        .Uint(log.compacted->events)
+        .Key("at")
+        .String(FormatTimestamp(log.compacted->compacted_at))
+        .Key("snapshot")
+        .Raw(ProjectionToJson(log.compacted->snapshot))
+        .EndObject();
+  }
+  w.Key("arrival").BeginArray();
   for (const LoggedEvent* e : arrival) WriteLogged(*e, &w);
   w.EndArray().Key("fold").BeginArray();
   for (const LoggedEvent& e : log.fold_order) WriteLogged(e, &w);

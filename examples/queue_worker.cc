@@ -2,7 +2,7 @@
 // once; the business work runs in a subscription handler that retries
 // internally, parks what keeps failing, and is redriven once fixed.
 //
-// Run: build/examples/eventfold-example-queue-worker
+// Run: build/examples/eventfold-example-queue-worker [--data DIR]
 //
 // What it shows, in about half a second:
 //   - ingests ReceiptRoller events; each is acknowledged (200) immediately,
@@ -20,10 +20,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "eventfold/store.h"
@@ -57,13 +57,26 @@ void Say(const char* format, Args... args) {
 
 }  // namespace
 
-int main() {
-  char dir_template[] = "/tmp/eventfold-queue-worker-XXXXXX";
-  if (!mkdtemp(dir_template)) {
-    std::perror("mkdtemp");
-    return 1;
+// Usage: eventfold-example-queue-worker [--data DIR]
+// The store goes to DIR (created, parents too), or to a new directory under
+// /tmp; either way it is kept, so `eventfold subscriptions --data DIR` and
+// `eventfold dlq list --data DIR --subscription receipt-emails` can look at it.
+int main(int argc, char** argv) {
+  std::string dir;
+  if (argc == 3 && std::string_view(argv[1]) == "--data") {
+    dir = argv[2];
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: %s [--data DIR]\n", argv[0]);
+    return 2;
+  } else {
+    char dir_template[] = "/tmp/eventfold-queue-worker-XXXXXX";
+    if (!mkdtemp(dir_template)) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    dir = dir_template;
   }
-  const std::string dir = dir_template;
+  std::printf("store: %s (kept)\n", dir.c_str());
   int rc = 0;
   {
     eventfold::Options options;
@@ -176,7 +189,6 @@ int main() {
         static_cast<unsigned long long>(stats.parked),
         static_cast<unsigned long long>(stats.redriven), left);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  std::printf("look at it with: eventfold subscriptions --data %s\n", dir.c_str());
   return rc;
 }

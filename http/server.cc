@@ -381,6 +381,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Respond(HttpResponse r, bool close, bool retry_after = false) {
     if (phase_ == Phase::kClosing) return;
+    // The access log names the body's event_id when the receiver read one.
+    if (!r.event_id.empty()) event_id_ = std::move(r.event_id);
     close = close || s_.stopping_;
     auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
     res->version(11);

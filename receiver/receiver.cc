@@ -20,7 +20,11 @@ HttpResponse Json(int status, std::string body) {
   return HttpResponse{status, "application/json", std::move(body)};
 }
 
-HttpResponse Answer(const IngestResult& r) { return Json(r.http_status(), r.ResponseBody()); }
+HttpResponse Answer(const IngestResult& r) {
+  HttpResponse answer = Json(r.http_status(), r.ResponseBody());
+  answer.event_id = r.event_id;
+  return answer;
+}
 
 // A Store as a sink: what one node does.
 class StoreSink final : public IngestSink {
@@ -115,6 +119,11 @@ class ReceiverImpl final : public Receiver {
     out += "# TYPE eventfold_quarantine_headers_dropped_total counter\n";
     out += "eventfold_quarantine_headers_dropped_total " +
            std::to_string(c.quarantine_headers_dropped) + "\n";
+    out +=
+        "# HELP eventfold_unrouted_total Accepted events no entity of the profile routes "
+        "(stored, in no projection; `eventfold unrouted` lists them).\n";
+    out += "# TYPE eventfold_unrouted_total counter\n";
+    out += "eventfold_unrouted_total " + std::to_string(store_->counters().unrouted) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
     out += "eventfold_store_bytes " + std::to_string(sink_->ApproximateBytes()) + "\n";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "core/materializer.h"
@@ -80,6 +81,27 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path, const Op
   return std::unique_ptr<Store>(std::move(store));
 }
 
+namespace {
+
+// LevelDB creates the store's own directory but not its parents: create
+// them too, so that `Open("data/webhooks")` works on a fresh machine.
+Status CreateParentDirs(leveldb::Env* env, const std::string& path) {
+  std::vector<std::string> missing;
+  for (std::filesystem::path p = std::filesystem::path(path).lexically_normal().parent_path();
+       !p.empty() && p != p.root_path() && !env->FileExists(p.string()); p = p.parent_path()) {
+    missing.push_back(p.string());
+  }
+  for (auto dir = missing.rbegin(); dir != missing.rend(); ++dir) {
+    leveldb::Status s = env->CreateDir(*dir);
+    if (!s.ok() && !env->FileExists(*dir)) {
+      return FromLevelDb(s, "creating parent directory " + *dir + " of store " + path);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status StoreImpl::Init(const std::string& path) {
   path_ = path;
   cache_.reset(leveldb::NewLRUCache(options_.block_cache_bytes));
@@ -91,8 +113,13 @@ Status StoreImpl::Init(const std::string& path) {
   lo.filter_policy = filter_.get();
   lo.write_buffer_size = options_.write_buffer_bytes;
   if (options_.env) lo.env = options_.env;
+  Status st;
+  if (options_.create_if_missing) {
+    st = CreateParentDirs(lo.env, path);
+    if (!st.ok()) return st;
+  }
   leveldb::DB* db = nullptr;
-  Status st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
+  st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
   if (!st.ok()) return st;
   db_.reset(new GuardedDb(db, lo, path));
   for (Status (StoreImpl::*step)() :
@@ -498,14 +525,24 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   const std::string compacted = SnapshotKey(gen_, ref, CompactionPoint());
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), compacted, &value);
   if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, "reading a compaction snapshot");
-  if (ranked.empty()) {
-    return Status::NotFound((s.ok() ? "the events of " : "no events for ") + ref.entity + "/" +
-                            ref.id + (s.ok() ? " were compacted" : ""));
+  if (ranked.empty() && !s.ok()) {
+    return Status::NotFound("no events for " + ref.entity + "/" + ref.id);
   }
   std::vector<std::string> verdicts;
   if (s.ok()) {
     Result<ProjectionState> state = DecodeProjection(compacted, value);
     if (!state.ok()) return state.status();
+    std::string record;
+    const std::string key = CompactionKey(ref);
+    leveldb::Status rs = db_->Get(leveldb::ReadOptions(), key, &record);
+    if (!rs.ok()) {
+      return FromLevelDb(rs, "reading the compaction record of " + ref.entity + "/" + ref.id);
+    }
+    Result<CompactionEntry> entry = DecodeCompaction(key, record);
+    if (!entry.ok()) return entry.status();
+    log.compacted = LogCompaction{state->projection, entry->events, entry->compacted_at};
+    log.compacted->snapshot.entity = ref.entity;  // a stored snapshot omits its key
+    log.compacted->snapshot.id = ref.id;
     for (const RankedEvent& e : ranked) {
       Result<const Transition*> t = TransitionOf(*type, e);
       if (!t.ok()) return t.status().WithContext("reading the log of " + ref.entity + "/" + ref.id);

@@ -7,7 +7,7 @@
 // sync (group commit), so parallel ingests share their syncs.
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
-// ingest_txn.cc (the ingest transaction), quarantine.cc,
+// ingest_txn.cc (the ingest transaction), quarantine.cc, unrouted.cc,
 // subscription_state.cc (checkpoints, dead letters, feed retention),
 // retention.cc (gc: entity compaction, tombstones, the background pass).
 
@@ -67,6 +67,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
   Result<GcSummary> Gc(const GcOptions& options) override;
   Status Compact() override;
+  Status ListUnrouted(const Profile* profile,
+                      const std::function<bool(const UnroutedEvent&)>& fn) override;
   uint64_t ApproximateBytes() override;
 
   // ChangeFeed.

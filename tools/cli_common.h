@@ -17,6 +17,9 @@ namespace eventfold::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRefused = 1;  // some input refused or a check failed
 inline constexpr int kExitError = 2;    // usage or storage error
+// What was asked for (an entity, a subscription, a dead letter) does not
+// exist: the same code in every command. A missing store is a usage error.
+inline constexpr int kExitNotFound = 1;
 
 // The store directory every command takes.
 inline constexpr const char* kDefaultDataDir = "eventfold-data";
@@ -31,6 +34,13 @@ void AddDataOption(CLI::App* cmd, std::string* dir);
 // `create` allows creating it (with `profile_file`'s profile when given).
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
                                  const std::string& profile_file = "");
+
+// Explains on stderr why `entity`/`id` has no projection: the profile has
+// no such entity type, or stored events that name the id are unrouted.
+void ExplainNoProjection(Store* store, const std::string& entity, const std::string& id);
+
+// Prints `json` as is, or indented two spaces per level when `pretty`.
+void PrintJson(const std::string& json, bool pretty);
 
 // Subcommand registration; each sets `*action` when its command is chosen.
 void AddIngestCommand(CLI::App* app, Action* action);
@@ -50,6 +60,7 @@ void AddGcCommand(CLI::App* app, Action* action);
 void AddClusterCommand(CLI::App* app, Action* action);  // cmd_cluster.cc
 void AddFoldCommand(CLI::App* app, Action* action);
 void AddMigrateCommand(CLI::App* app, Action* action);
+void AddUnroutedCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

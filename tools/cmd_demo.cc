@@ -189,14 +189,16 @@ int Run(const DemoArgs& a) {
       << " inventory updates) sent as " << Commas(history.deliveries.size())
       << " deliveries: " << Commas(s.retries) << " retries, shuffled, " << Commas(s.late)
       << " late, " << Commas(history.malformed) << " malformed, " << Commas(history.conflicts)
-      << " conflicting, " << Commas(tampered) << " forged or stale-signed\n";
+      << " conflicting; plus " << Commas(tampered)
+      << " forged or stale-signed: " << Commas(outgoing.size()) << " in all\n";
   out << "  http:   " << Commas(report.attempts) << " attempts:";
   for (const auto& [status, n] : report.attempts_by_status) {
     out << " " << (status == 0 ? std::string("lost") : std::to_string(status)) << " x" << Commas(n);
   }
   out << "; " << Commas(report.retries) << " retried with backoff (" << Commas(report.lost_acks)
-      << " after a lost answer), " << Commas(report.delivered) << " delivered, "
-      << Commas(report.dead_letters) << " dead letters (4xx)\n";
+      << " after a lost answer); of the " << Commas(outgoing.size()) << ", "
+      << Commas(report.delivered) << " delivered (2xx), " << Commas(report.dead_letters)
+      << " dead letters (4xx: malformed, conflicting, forged, stale)\n";
   char latency[96];
   std::snprintf(latency, sizeof latency, "p50 %.2f ms, p99 %.2f ms",
                 sim::Quantile(report.latencies, 0.5) * 1e3,
@@ -252,6 +254,19 @@ int Run(const DemoArgs& a) {
   }
   if (first_entity) out << " none";
   out << "\n";
+  // An entity in state none has events, none of which could apply: say why
+  // there can be more receipts than the sender issued.
+  uint64_t receipts_none = 0;
+  if (auto it = states.find("receipt"); it != states.end() && it->second.count("none")) {
+    receipts_none = it->second.at("none");
+  }
+  if (receipts_none > 0) {
+    out << "  note:   state none: an entity known only from events that could not apply (e.g. "
+           "a refund of a receipt never issued); "
+        << Commas(entities["receipt"])
+        << " receipts = " << Commas(entities["receipt"] - receipts_none)
+        << " with an applied event + " << Commas(receipts_none) << " in state none\n";
+  }
 
   out << "  rejected: " << Commas(rejected) << " events";
   if (rejected > 0) {

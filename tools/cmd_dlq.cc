@@ -35,7 +35,7 @@ int CheckKnown(Store* store, const std::string& name) {
   }
   if (!known) {
     std::cerr << "eventfold: no subscription \"" << name << "\" in this store\n";
-    return kExitRefused;
+    return kExitNotFound;
   }
   return kExitOk;
 }
@@ -43,7 +43,7 @@ int CheckKnown(Store* store, const std::string& name) {
 int Report(const Result<size_t>& r, const char* key) {
   if (!r.ok()) {
     std::cerr << "eventfold: " << r.status().ToString() << "\n";
-    return r.status().IsNotFound() ? kExitRefused : kExitError;
+    return r.status().IsNotFound() ? kExitNotFound : kExitError;
   }
   JsonWriter w;
   w.BeginObject().Key(key).Uint(*r).EndObject();
@@ -61,7 +61,7 @@ int Dlq(const std::string& verb, const DlqArgs& a) {
   if (int rc = CheckKnown(store.get(), a.subscription); rc != kExitOk) return rc;
   if (verb == "retry") return Report(MarkForRedrive(store.get(), a.subscription, a.seq), "marked");
   if (verb == "drop") return Report(DropParked(store.get(), a.subscription, a.seq), "dropped");
-  bool found = a.seq == 0;
+  bool found = false;
   Status st = store->feed().ListParked(a.subscription, [&](const ParkedChange& p) {
     if (a.seq != 0 && p.change.seq != a.seq) return true;
     found = true;
@@ -72,10 +72,12 @@ int Dlq(const std::string& verb, const DlqArgs& a) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
     return kExitError;
   }
-  if (!found) {
+  if (!found && a.seq == 0) {
+    std::cerr << "eventfold: no dead letters in subscription " << a.subscription << "\n";
+  } else if (!found) {
     std::cerr << "eventfold: no dead letter " << a.seq << " in subscription " << a.subscription
               << "\n";
-    return kExitRefused;
+    return kExitNotFound;
   }
   return kExitOk;
 }

@@ -3,7 +3,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "tools/cli_common.h"
 
@@ -14,35 +17,73 @@ std::atomic<bool> stop_following{false};
 
 void StopFollowing(int) { stop_following.store(true); }
 
-int Feed(const std::string& dir, uint64_t from, bool follow) {
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
-  if (!store) return kExitError;
-  if (follow) {
-    signal(SIGINT, StopFollowing);
-    signal(SIGTERM, StopFollowing);
-  }
-  uint64_t after = from > 0 ? from - 1 : 0;
+// --follow without a server: how often the store is reopened for news.
+constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+
+// Prints the changes after `*after`, advancing it; false on a read error.
+bool PrintNew(Store* store, uint64_t* after) {
   constexpr size_t kPage = 1000;
   while (true) {
     std::vector<Change> page;
-    Status st = store->feed().Read(after, kPage, AppendTo<Change>(&page));
+    Status st = store->feed().Read(*after, kPage, AppendTo<Change>(&page));
     if (!st.ok()) {
       std::cerr << "eventfold: " << st.ToString() << "\n";
-      return kExitError;
+      return false;
     }
     std::string out;
     for (const Change& c : page) {
       out += ChangeToJson(c);
       out += '\n';
-      after = c.seq;
+      *after = c.seq;
     }
     std::cout << out << std::flush;
-    if (page.size() == kPage) continue;
-    if (!follow || stop_following.load()) return kExitOk;
-    // Wakes for new changes, and at least every 200 ms to notice a signal.
-    store->feed().WaitForChanges(after, 200000);
-    if (stop_following.load()) return kExitOk;
+    if (page.size() < kPage) return true;
   }
+}
+
+// --follow holds the store only while it reads: open, print what is new,
+// close, wait, reopen. Ingest (another `eventfold ingest`) can then write
+// between reads. A receiver (`serve`) keeps the store open for good, so
+// beside one the feed is followed through its read API instead.
+int Follow(const std::string& dir, uint64_t after) {
+  signal(SIGINT, StopFollowing);
+  signal(SIGTERM, StopFollowing);
+  Options options;
+  options.create_if_missing = false;
+  bool said_busy = false;
+  while (!stop_following.load()) {
+    {  // the store is closed at the end of this block, before the wait
+      Result<std::unique_ptr<Store>> store = Store::Open(dir, options);
+      if (store.ok()) {
+        said_busy = false;
+        if (!PrintNew(store->get(), &after)) return kExitError;
+      } else if (!store.status().IsBusy()) {
+        std::cerr << "eventfold: " << store.status().ToString() << "\n";
+        return kExitError;
+      } else if (!said_busy) {  // a writer has it now; try again shortly
+        std::cerr << "eventfold: store busy (a writer holds it); retrying. Beside a running "
+                     "receiver, follow its feed with --server\n";
+        said_busy = true;
+      }
+    }
+    std::this_thread::sleep_for(kFollowPoll);
+  }
+  return kExitOk;
+}
+
+int Feed(const std::string& dir, uint64_t from, bool follow) {
+  const uint64_t after = from > 0 ? from - 1 : 0;
+  if (follow) {
+    if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+      std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";
+      return kExitError;
+    }
+    return Follow(dir, after);
+  }
+  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+  if (!store) return kExitError;
+  uint64_t cursor = after;
+  return PrintNew(store.get(), &cursor) ? kExitOk : kExitError;
 }
 
 }  // namespace
@@ -54,7 +95,10 @@ void AddFeedCommand(CLI::App* app, Action* action) {
   auto follow = std::make_shared<bool>(false);
   AddDataOption(cmd, dir.get());
   cmd->add_option("--from", *from, "first change seq to print")->capture_default_str();
-  cmd->add_flag("--follow", *follow, "keep printing new changes until SIGINT/SIGTERM");
+  cmd->add_flag("--follow", *follow,
+                "keep printing new changes until SIGINT/SIGTERM; reopens the store between "
+                "reads, so `ingest` can run meanwhile; beside a running `serve` (which holds "
+                "the store) it works only through --server");
   cmd->callback([=] { *action = [=] { return Feed(*dir, *from, *follow); }; });
 }
 

@@ -6,6 +6,7 @@
 // 35); expires tombstones past their time; then compacts the store so the
 // space comes back, and reports what it kept and dropped (docs/RETENTION.md).
 
+#include <charconv>
 #include <cmath>
 #include <iostream>
 
@@ -16,6 +17,14 @@ namespace eventfold::cli {
 namespace {
 
 constexpr double kDayMicros = 24.0 * 3600 * 1e6;
+
+// A setting echoed as given: the shortest text that reads back as `v`
+// (JsonWriter::Double rounds to three decimals, fine for seconds).
+std::string Exact(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+  return ec == std::errc() ? std::string(buf, end) : "null";
+}
 
 int Gc(const std::string& dir, uint64_t grace, double compact_after_days, double tombstone_days) {
   if (!(compact_after_days >= 0) || !(tombstone_days >= 0)) {
@@ -57,7 +66,9 @@ int Gc(const std::string& dir, uint64_t grace, double compact_after_days, double
       .Key("bytes_after")
       .Uint(gc->bytes_after)
       .Key("compact_after_days")
-      .Double(compact_after_days)
+      .Raw(Exact(compact_after_days))
+      .Key("tombstone_days")
+      .Raw(Exact(tombstone_days))
       .Key("entities_compacted")
       .Uint(gc->entities_compacted)
       .Key("events_compacted")

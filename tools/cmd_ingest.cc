@@ -89,6 +89,15 @@ int Run(const IngestArgs& args) {
   }
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/true, args.profile);
   if (!store) return kExitError;
+  // An existing store keeps its profile; ingesting under another one would
+  // store events its projections never show. Switching is replay's job.
+  if (const StoreStats stats = store->Stats(); stats.profile_stale) {
+    std::cerr << "eventfold: the store at " << dir << " routes and folds with profile \""
+              << stats.profile_name << "\", not " << args.profile
+              << "; nothing was ingested. To switch it (see what changes first with --dry-run):\n"
+              << "  eventfold replay --data " << dir << " --profile " << args.profile << "\n";
+    return kExitError;
+  }
 
   Tally tally;
   std::vector<Delivery> batch;
@@ -129,6 +138,8 @@ int Run(const IngestArgs& args) {
   }
   if (!batch.empty()) flush();
 
+  // Accepted, but in no entity's log: this run is the store's only writer.
+  const uint64_t unrouted = store->counters().unrouted;
   JsonWriter w;
   w.BeginObject()
       .Key("accepted")
@@ -140,9 +151,17 @@ int Run(const IngestArgs& args) {
       .Key("invalid")
       .Uint(tally.invalid)
       .Key("unauthorized")
-      .Uint(tally.unauthorized)
-      .EndObject();
+      .Uint(tally.unauthorized);
+  // Only when there are some: the SPEC §5 summary is unchanged otherwise.
+  if (unrouted > 0) w.Key("unrouted").Uint(unrouted);
+  w.EndObject();
   std::cout << w.str() << "\n";
+  if (unrouted > 0) {
+    std::cerr << "eventfold: " << unrouted << " accepted event" << (unrouted == 1 ? " is" : "s are")
+              << " unrouted: stored, but profile \"" << store->profile()->name()
+              << "\" routes no entity for " << (unrouted == 1 ? "its type" : "their types")
+              << " (`eventfold unrouted` lists them)\n";
+  }
   if (tally.storage_error) return kExitError;
   return tally.conflict + tally.invalid + tally.unauthorized > 0 ? kExitRefused : kExitOk;
 }
@@ -153,7 +172,9 @@ void AddIngestCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("ingest", "store NDJSON deliveries (bodies or envelopes)");
   auto a = std::make_shared<IngestArgs>();
   AddDataOption(cmd, &a->dir);
-  cmd->add_option("--profile", a->profile, "profile file for a new store");
+  cmd->add_option("--profile", a->profile,
+                  "profile file for a new store; on an existing store with another profile, "
+                  "refused (switch with replay --profile)");
   // One value per flag, so `--secret S FILE` leaves FILE to the input.
   cmd->add_option("--secret", a->secrets,
                   "signing secret; every line must then be a signed envelope")

@@ -8,15 +8,24 @@
 namespace eventfold::cli {
 namespace {
 
-int Show(const std::string& dir, const std::string& entity, const std::string& id) {
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+struct EntityArgs {
+  std::string dir, entity, id;
+  bool pretty = false;
+};
+
+int Show(const EntityArgs& a) {
+  std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
   if (!store) return kExitError;
-  Result<Projection> p = store->Get(entity, id);
-  if (!p.ok()) {
-    std::cerr << "eventfold: " << p.status().message() << "\n";
-    return p.status().IsNotFound() ? kExitRefused : kExitError;
+  Result<Projection> p = store->Get(a.entity, a.id);
+  if (p.status().IsNotFound()) {
+    ExplainNoProjection(store.get(), a.entity, a.id);
+    return kExitNotFound;
   }
-  std::cout << ProjectionToJson(*p) << "\n";
+  if (!p.ok()) {
+    std::cerr << "eventfold: " << p.status().ToString() << "\n";
+    return kExitError;
+  }
+  PrintJson(ProjectionToJson(*p), a.pretty);
   return kExitOk;
 }
 
@@ -27,7 +36,7 @@ int List(const std::string& dir, const std::string& entity) {
   if (!entity.empty() && !profile->FindEntity(entity)) {
     std::cerr << "eventfold: profile \"" << profile->name() << "\" has no entity \"" << entity
               << "\"\n";
-    return kExitRefused;
+    return kExitNotFound;
   }
   std::string out;
   Status st = store->List(entity, [&](const Projection& p) {
@@ -47,27 +56,30 @@ int List(const std::string& dir, const std::string& entity) {
   return kExitOk;
 }
 
-int LogCmd(const std::string& dir, const std::string& entity, const std::string& id) {
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
+int LogCmd(const EntityArgs& a) {
+  std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
   if (!store) return kExitError;
-  Result<EntityLog> log = store->Log(entity, id);
-  if (!log.ok()) {
-    std::cerr << "eventfold: " << log.status().message() << "\n";
-    return log.status().IsNotFound() ? kExitRefused : kExitError;
+  Result<EntityLog> log = store->Log(a.entity, a.id);
+  if (log.status().IsNotFound()) {
+    ExplainNoProjection(store.get(), a.entity, a.id);
+    return kExitNotFound;
   }
-  std::cout << EntityLogToJson(*log) << "\n";
+  if (!log.ok()) {
+    std::cerr << "eventfold: " << log.status().ToString() << "\n";
+    return kExitError;
+  }
+  PrintJson(EntityLogToJson(*log), a.pretty);
   return kExitOk;
 }
-
-struct EntityArgs {
-  std::string dir, entity, id;
-};
 
 std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
   auto args = std::make_shared<EntityArgs>();
   AddDataOption(cmd, &args->dir);
   cmd->add_option("entity", args->entity, "entity type, e.g. receipt")->required(id_required);
-  if (id_required) cmd->add_option("id", args->id, "entity key, e.g. rcp_1")->required();
+  if (id_required) {
+    cmd->add_option("id", args->id, "entity key, e.g. rcp_1")->required();
+    cmd->add_flag("--pretty", args->pretty, "indent the JSON for reading");
+  }
   return args;
 }
 
@@ -76,7 +88,7 @@ std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
 void AddShowCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("show", "print one entity's projection");
   auto a = AddEntityArgs(cmd, true);
-  cmd->callback([=] { *action = [=] { return Show(a->dir, a->entity, a->id); }; });
+  cmd->callback([=] { *action = [=] { return Show(*a); }; });
 }
 
 void AddListCommand(CLI::App* app, Action* action) {
@@ -88,7 +100,7 @@ void AddListCommand(CLI::App* app, Action* action) {
 void AddLogCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("log", "print an entity's events in arrival and fold order");
   auto a = AddEntityArgs(cmd, true);
-  cmd->callback([=] { *action = [=] { return LogCmd(a->dir, a->entity, a->id); }; });
+  cmd->callback([=] { *action = [=] { return LogCmd(*a); }; });
 }
 
 }  // namespace eventfold::cli

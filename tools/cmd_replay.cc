@@ -9,6 +9,7 @@
 
 #include "core/json_writer.h"
 #include "tools/cli_common.h"
+#include "tools/profile_switch.h"
 
 namespace eventfold::cli {
 namespace {
@@ -50,6 +51,8 @@ struct ReplayArgs {
   std::string dir, profile_file, entity, id;
   bool verify = false;
   bool quiet = false;
+  bool dry_run = false;
+  bool force = false;
   int threads = 0;
 };
 
@@ -98,6 +101,33 @@ int Replay(const ReplayArgs& a) {
     }
     profile = std::move(*p);
   }
+  if ((a.dry_run || a.force) && !profile) {
+    std::cerr << "eventfold: --dry-run and --force apply to a profile switch: add --profile FILE\n";
+    return kExitError;
+  }
+  if (profile && profile->Fingerprint() != store->profile()->Fingerprint()) {
+    Result<ProfileSwitchPlan> plan = PlanProfileSwitch(store.get(), *profile);
+    if (!plan.ok()) {
+      std::cerr << "eventfold: " << plan.status().ToString() << "\n";
+      return kExitError;
+    }
+    if (a.dry_run) {
+      std::cout << PlanToJson(*plan) << "\n";
+      return kExitOk;
+    }
+    if (plan->newly_unrouted > 0 && !a.force) {
+      uint64_t gone = 0;
+      for (const auto& [type, n] : plan->projections_gone) gone += n;
+      std::cerr << "eventfold: refused: switching from profile \"" << plan->from << "\" to \""
+                << plan->to << "\" would leave " << plan->newly_unrouted
+                << " stored events unrouted that are routed today, and drop " << gone
+                << " projections; --dry-run shows the plan, --force switches anyway\n";
+      return kExitRefused;
+    }
+  } else if (a.dry_run) {
+    std::cerr << "eventfold: the store already uses this profile: nothing would change\n";
+    return kExitOk;
+  }
   RebuildOptions options;
   options.profile = profile ? &*profile : nullptr;
   options.entity = a.entity;
@@ -141,6 +171,10 @@ void AddReplayCommand(CLI::App* app, Action* action) {
   AddDataOption(cmd, &a->dir);
   cmd->add_flag("--verify", a->verify, "rebuild aside and compare; exit 1 on any difference");
   cmd->add_option("--profile", a->profile_file, "rebuild under this profile and switch to it");
+  cmd->add_flag("--dry-run", a->dry_run,
+                "with --profile: print what the switch would change, change nothing");
+  cmd->add_flag("--force", a->force,
+                "with --profile: switch even when routed events would become unrouted");
   cmd->add_option("--entity", a->entity, "only this entity type (re-fold in place)");
   cmd->add_option("--id", a->id, "only this entity (with --entity)");
   cmd->add_option("--threads", a->threads, "worker threads (default: one per core)");

@@ -26,6 +26,16 @@ int StatusCmd(const std::string& dir, const std::string& profile_file) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
     return kExitError;
   }
+  // Accepted events in no entity's log (a scan of the stored events).
+  uint64_t unrouted = 0;
+  st = store->maintenance().ListUnrouted(nullptr, [&](const UnroutedEvent&) {
+    ++unrouted;
+    return true;
+  });
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return kExitError;
+  }
   JsonWriter w;
   w.BeginObject()
       .Key("profile")
@@ -52,6 +62,8 @@ int StatusCmd(const std::string& dir, const std::string& profile_file) {
     w.EndObject();
   }
   w.EndObject()
+      .Key("unrouted")
+      .Uint(unrouted)
       .Key("refused")
       .Uint(stats.refused)
       .Key("approximate_bytes")

@@ -15,7 +15,9 @@ int Subscriptions(const std::string& dir) {
   const uint64_t last = store->feed().LastSeq();
   const int64_t now = SystemClock()->NowMicros();
   Status inner;
+  size_t count = 0;
   Status st = store->feed().ListSubscriptions([&](const std::string& name, uint64_t checkpoint) {
+    ++count;
     // Lag in time: how long the oldest change not yet finished has waited.
     double lag_seconds = 0;
     if (last > checkpoint) {
@@ -57,6 +59,10 @@ int Subscriptions(const std::string& dir) {
   if (!st.ok()) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
     return kExitError;
+  }
+  if (count == 0) {
+    std::cerr << "eventfold: no subscriptions in this store (a subscriber's first checkpoint "
+                 "creates one)\n";
   }
   return kExitOk;
 }

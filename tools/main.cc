@@ -7,7 +7,9 @@
 int main(int argc, char** argv) {
   using namespace eventfold::cli;
   CLI::App app{"eventfold: an embedded event store for webhook receivers"};
-  app.require_subcommand(1);
+  // No command (or `help`): the command list, not an error.
+  app.require_subcommand(0, 1);
+  app.add_subcommand("help", "print this command list");
   Action action;
   AddIngestCommand(&app, &action);
   AddShowCommand(&app, &action);
@@ -26,6 +28,7 @@ int main(int argc, char** argv) {
   AddClusterCommand(&app, &action);
   AddFoldCommand(&app, &action);
   AddMigrateCommand(&app, &action);
+  AddUnroutedCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -34,5 +37,10 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitError;
   }
-  return action ? action() : kExitError;
+  if (!action) {  // no command, or `help`
+    // The formatter directly: app.help() would describe the `help` command.
+    std::cout << app.get_formatter()->make_help(&app, "eventfold", CLI::AppFormatMode::Normal);
+    return kExitOk;
+  }
+  return action();
 }

@@ -131,6 +131,19 @@ struct GcSummary {
   double seconds = 0;
 };
 
+// An accepted event that no entity of a profile routes: its type is not in
+// the profile, or the type's key field is missing. It stays stored and
+// deduplicated, in no log or projection, until a profile routes it (Rebuild).
+struct UnroutedEvent {
+  uint64_t seq = 0;         // arrival sequence
+  int64_t received_at = 0;  // microseconds since the epoch
+  std::string event_id;
+  std::string type;
+  int64_t occurred_at = 0;  // microseconds since the epoch
+  std::string reason;       // why no entity routes it
+  std::string body;         // the body as stored, verbatim
+};
+
 class Maintenance {
  public:
   virtual ~Maintenance() = default;
@@ -189,6 +202,15 @@ class Maintenance {
 
   // Approximate bytes the store occupies on disk.
   virtual uint64_t ApproximateBytes() = 0;
+
+  // Calls `fn` for each stored event that `profile` (nullptr: the store's
+  // own) does not route, in arrival order, until it returns false. Reads one
+  // snapshot and decodes every stored event: an operator's read, not a hot
+  // path. OK when the scan ended or `fn` stopped it; kCorruption or
+  // kIOError when a stored record could not be read (`fn` has then been
+  // called for the events before it).
+  virtual Status ListUnrouted(const Profile* profile,
+                              const std::function<bool(const UnroutedEvent&)>& fn) = 0;
 };
 
 }  // namespace eventfold

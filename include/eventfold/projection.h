@@ -46,9 +46,17 @@ struct LoggedEvent {
   std::string reason;  // why it was rejected; empty when applied
 };
 
+// What compaction (Store::Gc) folded into a snapshot and dropped.
+struct LogCompaction {
+  Projection snapshot;       // the state the remaining events fold on from
+  uint64_t events = 0;       // events dropped
+  int64_t compacted_at = 0;  // microseconds since the epoch
+};
+
 struct EntityLog {
   EntityRef ref;
-  std::vector<LoggedEvent> fold_order;  // as folded; arrival order is by seq
+  std::optional<LogCompaction> compacted;  // set when older events were compacted
+  std::vector<LoggedEvent> fold_order;     // as folded; arrival order is by seq
 };
 
 // The projection object of docs/SPEC.md §5.4, compact, keys in the documented order.

@@ -57,6 +57,9 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // The delivery's event_id when its body had a readable one (for access
+  // logs); not part of the answer sent.
+  std::string event_id;
 };
 
 class Receiver {

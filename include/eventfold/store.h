@@ -109,7 +109,9 @@ class Store {
   virtual Status List(std::string_view entity,
                       const std::function<bool(const Projection&)>& fn) = 0;
 
-  // The entity's events with their fold verdicts; kNotFound when none.
+  // The entity's events with their fold verdicts; kNotFound when it has
+  // none. When gc compacted its older events, `compacted` says so (snapshot,
+  // events dropped, when) and fold_order holds the events that remain.
   virtual Result<EntityLog> Log(std::string_view entity, std::string_view id) = 0;
 
   // What the store is and holds, without scanning it.

@@ -275,6 +275,23 @@ TEST_F(receiver_handle, StoresUnknownTypesAsUnrouted) {
   EXPECT_TRUE(ListedIds().empty());
 }
 
+// The answer carries the body's event_id for the access log (not sent).
+TEST_F(receiver_handle, AnswerNamesTheBodysEventIdForTheAccessLog) {
+  EXPECT_EQ(Post(Issued("evt_log", "rcp_log")).event_id, "evt_log");
+  EXPECT_EQ(Post(Issued("evt_log", "rcp_log")).event_id, "evt_log") << "duplicate";
+  EXPECT_EQ(Post("not json").event_id, "");
+}
+
+TEST_F(receiver_handle, MetricsCountUnroutedEvents) {
+  ASSERT_EQ(
+      Post(
+          R"({"event_id":"evt_w","type":"widget.created","occurred_at":"2026-11-29T10:00:00Z","data":{"widget_id":"w1"}})")
+          .status,
+      200);
+  const std::string metrics = rx_->MetricsText();
+  EXPECT_NE(metrics.find("\neventfold_unrouted_total 1\n"), std::string::npos) << metrics;
+}
+
 TEST_F(receiver_handle, RefusesInvalidBodiesWith400NamingTheField) {
   const std::string at = R"("occurred_at":"2026-11-29T10:00:00Z")";
   const std::vector<std::pair<std::string, std::string>> cases = {

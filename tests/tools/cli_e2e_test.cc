@@ -119,7 +119,8 @@ class CliTest : public ::testing::Test {
     CliResult r = Run({"ingest", "--data", data_, f});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ASSERT_EQ(r.out,
-              "{\"accepted\":6,\"duplicate\":0,\"conflict\":0,\"invalid\":0,\"unauthorized\":0}\n");
+              "{\"accepted\":6,\"duplicate\":0,\"conflict\":0,\"invalid\":0,\"unauthorized\":0,"
+              "\"unrouted\":1}\n");
   }
 
   std::string root_;
@@ -375,7 +376,6 @@ TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
 
 TEST_F(cli_e2e, UsageErrorsExit2) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {},
            {"frobnicate"},
            {"show", "--data", data_},
            {"show", "--data", data_, "receipt"},

@@ -1,0 +1,292 @@
+// End-to-end tests of issue 15 through the real `eventfold` binary: nothing
+// accepted is invisible (profile mismatch, unrouted events, profile
+// switches), `feed --follow` beside ingest, parent directories, and the
+// newcomer's command line (help, --pretty, empty lists said so).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/common/run_cli.h"
+
+#ifndef EVENTFOLD_CLI
+#error "EVENTFOLD_CLI must name the eventfold binary"
+#endif
+#ifndef EVENTFOLD_PROFILES_DIR
+#error "EVENTFOLD_PROFILES_DIR must name the repository's profiles/"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using eventfold::test_util::CliResult;
+using eventfold::test_util::Lines;
+using eventfold::test_util::ReadFile;
+using eventfold::test_util::WriteFile;
+
+const std::string kPayments = std::string(EVENTFOLD_PROFILES_DIR) + "/payments.json";
+
+std::string Receipt(const std::string& event_id, const std::string& type,
+                    const std::string& receipt_id) {
+  return R"({"event_id":")" + event_id + R"(","type":")" + type +
+         R"(","occurred_at":"2026-11-29T10:00:00Z","data":{"receipt_id":")" + receipt_id + R"("}})";
+}
+
+const std::string kPayment =
+    R"({"event_id":"evt_pay","type":"payment_intent.created","occurred_at":"2026-11-29T10:00:00Z",)"
+    R"("data":{"object":{"id":"pi_1"}}})";
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class cli_ux : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    root_ = (fs::temp_directory_path() /
+             ("eventfold-ux-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+                .string();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    data_ = root_ + "/data";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  CliResult Run(const std::vector<std::string>& args) {
+    CliResult r = eventfold::test_util::RunCli(EVENTFOLD_CLI, args, root_ + "/cli");
+    if (!r.started) ADD_FAILURE() << r.err;
+    return r;
+  }
+
+  std::string File(const std::string& name, const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& l : lines) text += l + "\n";
+    const std::string path = root_ + "/" + name;
+    WriteFile(path, text);
+    return path;
+  }
+
+  // Two receipts under the built-in receiptroller profile.
+  void IngestReceipts() {
+    CliResult r = Run({"ingest", "--data", data_,
+                       File("receipts.ndjson", {Receipt("evt_1", "receipt.issued", "rcp_1"),
+                                                Receipt("evt_2", "receipt.issued", "rcp_2"),
+                                                Receipt("evt_3", "receipt.refunded", "rcp_2")})});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  std::string root_, data_;
+};
+
+// Issue 15, case 1: `ingest --profile` on a store with another profile used
+// to store the events under the store's profile without a word.
+TEST_F(cli_ux, IngestWithAnotherProfileRefusesAndNamesTheReplayCommand) {
+  IngestReceipts();
+  const std::string pay = File("pay.ndjson", {kPayment});
+  CliResult r = Run({"ingest", "--data", data_, "--profile", kPayments, pay});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Contains(r.err, "eventfold replay --data " + data_ + " --profile " + kPayments))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "receiptroller")) << r.err;
+  // Nothing was stored: the unrouted count stays 0.
+  CliResult status = Run({"status", "--data", data_});
+  EXPECT_TRUE(Contains(status.out, "\"unrouted\":0,")) << status.out;
+  // A new store takes the profile.
+  const std::string fresh = root_ + "/fresh";
+  CliResult created = Run({"ingest", "--data", fresh, "--profile", kPayments, pay});
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  EXPECT_EQ(Run({"show", "--data", fresh, "payment_intent", "pi_1"}).exit_code, 0);
+}
+
+// Issue 15, case 2: an event of an unknown type was accepted and then in no
+// output but replay's summary.
+TEST_F(cli_ux, UnroutedEventsAreCountedListedAndExplained) {
+  const std::string f = File("typo.ndjson", {Receipt("evt_1", "receipt.issued", "rcp_1"),
+                                             Receipt("evt_t", "receipt.teleported", "rcp_9"),
+                                             Receipt("evt_u", "receipt.teleported", "rcp_1")});
+  CliResult ingest = Run({"ingest", "--data", data_, f});
+  EXPECT_EQ(ingest.exit_code, 0) << ingest.err;
+  EXPECT_EQ(ingest.out,
+            "{\"accepted\":3,\"duplicate\":0,\"conflict\":0,\"invalid\":0,\"unauthorized\":0,"
+            "\"unrouted\":2}\n");
+  EXPECT_TRUE(Contains(ingest.err, "2 accepted events are unrouted")) << ingest.err;
+
+  CliResult status = Run({"status", "--data", data_});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_TRUE(Contains(status.out, "\"unrouted\":2,")) << status.out;
+
+  CliResult counts = Run({"unrouted", "--data", data_});
+  EXPECT_EQ(counts.exit_code, 0) << counts.err;
+  EXPECT_EQ(
+      counts.out,
+      "{\"profile\":\"receiptroller\",\"unrouted\":2,\"types\":{\"receipt.teleported\":2}}\n");
+  CliResult list = Run({"unrouted", "--data", data_, "--list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  const std::vector<std::string> lines = Lines(list.out);
+  ASSERT_EQ(lines.size(), 2u) << list.out;
+  EXPECT_TRUE(lines[0].starts_with(R"({"seq":2,"event_id":"evt_t","type":"receipt.teleported",)"))
+      << lines[0];
+  EXPECT_TRUE(Contains(lines[0], "receiptroller")) << "the reason names the profile";
+
+  // An id whose only events are unrouted: show and log say so.
+  for (const char* cmd : {"show", "log"}) {
+    CliResult r = Run({cmd, "--data", data_, "receipt", "rcp_9"});
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_TRUE(Contains(r.err, "1 stored event naming \"rcp_9\" is unrouted")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "receipt.teleported 1")) << r.err;
+  }
+  // A real miss says only that.
+  CliResult miss = Run({"show", "--data", data_, "receipt", "rcp_404"});
+  EXPECT_EQ(miss.exit_code, 1);
+  EXPECT_FALSE(Contains(miss.err, "unrouted")) << miss.err;
+}
+
+// Issue 15, case 3: a profile switch dropped every projection, exit 0.
+TEST_F(cli_ux, ReplayProfileSwitchHasADryRunAndIsRefusedWhenItUnroutesEvents) {
+  IngestReceipts();
+  const std::string before = Run({"list", "--data", data_}).out;
+  ASSERT_FALSE(before.empty());
+
+  CliResult dry = Run({"replay", "--data", data_, "--profile", kPayments, "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out,
+            "{\"dry_run\":true,\"from\":\"receiptroller\",\"to\":\"payments\","
+            "\"entities_now\":{\"receipt\":2},\"projections_dropped\":{\"receipt\":2},"
+            "\"unrouted_now\":0,\"unrouted_after\":3,\"newly_unrouted\":3,"
+            "\"newly_unrouted_types\":{\"receipt.issued\":2,\"receipt.refunded\":1},"
+            "\"newly_routed\":0}\n");
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "a dry run changes nothing";
+
+  CliResult refused = Run({"replay", "--data", data_, "--profile", kPayments});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_TRUE(Contains(refused.err, "would leave 3 stored events unrouted")) << refused.err;
+  EXPECT_TRUE(Contains(refused.err, "drop 2 projections")) << refused.err;
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "a refused switch changes nothing";
+
+  CliResult forced = Run({"replay", "--data", data_, "--profile", kPayments, "--force", "--quiet"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_TRUE(Contains(forced.out, "\"unrouted\":3")) << forced.out;
+  CliResult show = Run({"show", "--data", data_, "receipt", "rcp_1"});
+  EXPECT_EQ(show.exit_code, 1);
+  EXPECT_TRUE(Contains(show.err, "profile \"payments\" has no entity \"receipt\"")) << show.err;
+  EXPECT_TRUE(Contains(show.err, "is unrouted under profile \"payments\"")) << show.err;
+}
+
+// Issue 15, case 4: `feed --follow` held the store's lock, so nothing could
+// ingest while it followed.
+TEST_F(cli_ux, FeedFollowLetsIngestRunAndPrintsWhatItStores) {
+  IngestReceipts();
+  const std::string out_path = root_ + "/feed.out", err_path = root_ + "/feed.err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> args = {EVENTFOLD_CLI, "feed", "--data", data_, "--follow"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  // Waits (bounded) until the follower's output has `lines` lines.
+  auto wait_for_lines = [&](size_t lines) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (Lines(ReadFile(out_path)).size() < lines &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return Lines(ReadFile(out_path)).size();
+  };
+  // Two changes: rcp_1, and rcp_2 (issued and refunded in one batch).
+  EXPECT_EQ(wait_for_lines(2), 2u) << ReadFile(err_path);
+  // While it follows, ingest opens the store and writes.
+  CliResult more = Run({"ingest", "--data", data_,
+                        File("more.ndjson", {Receipt("evt_4", "receipt.issued", "rcp_4")})});
+  EXPECT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_EQ(wait_for_lines(3), 3u) << ReadFile(err_path);
+  EXPECT_TRUE(Contains(ReadFile(out_path), "rcp_4"));
+  kill(pid, SIGTERM);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err_path);
+}
+
+// Issue 15, case 5: a store under missing parent directories.
+TEST_F(cli_ux, IngestCreatesMissingParentDirectories) {
+  const std::string deep = root_ + "/a/b/c/webhooks";
+  CliResult r = Run({"ingest", "--data", deep,
+                     File("one.ndjson", {Receipt("evt_1", "receipt.issued", "rcp_1")})});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Run({"show", "--data", deep, "receipt", "rcp_1"}).exit_code, 0);
+}
+
+TEST_F(cli_ux, NoCommandOrHelpPrintsTheCommandList) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{}, {"help"}}) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const char* cmd : {"ingest", "show", "list", "log", "replay", "feed", "unrouted", "gc"}) {
+      EXPECT_TRUE(Contains(r.out, cmd)) << cmd << " missing from:\n" << r.out;
+    }
+  }
+}
+
+TEST_F(cli_ux, ShowAndLogPretty) {
+  IngestReceipts();
+  CliResult show = Run({"show", "--data", data_, "receipt", "rcp_1", "--pretty"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_TRUE(show.out.starts_with("{\n  \"entity\": \"receipt\",\n  \"id\": \"rcp_1\",\n"))
+      << show.out;
+  EXPECT_TRUE(Contains(show.out, "\"rejected\": [],\n")) << show.out;
+  CliResult log = Run({"log", "--data", data_, "receipt", "rcp_2", "--pretty"});
+  EXPECT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_TRUE(Contains(log.out, "\n  \"arrival\": [\n    {\n")) << log.out;
+}
+
+TEST_F(cli_ux, EmptySubscriptionsAndDeadLettersSaySo) {
+  IngestReceipts();
+  CliResult subs = Run({"subscriptions", "--data", data_});
+  EXPECT_EQ(subs.exit_code, 0) << subs.err;
+  EXPECT_EQ(subs.out, "");
+  EXPECT_TRUE(Contains(subs.err, "no subscriptions")) << subs.err;
+}
+
+TEST_F(cli_ux, GcEchoesItsSettingsUnrounded) {
+  IngestReceipts();
+  CliResult r =
+      Run({"gc", "--data", data_, "--compact-after-days", "0.0001", "--tombstone-days", "35.25"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, R"("compact_after_days":0.0001,"tombstone_days":35.25,)")) << r.out;
+}
+
+TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
+  CliResult r = Run({"ingest", "--data", data_,
+                     File("bad.ndjson", {R"({"event_id":"evt_1","type":tru})",
+                                         R"({"event_id":"evt_2","type":"x.y","data":{"a":1)"})});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const std::string& line : Lines(r.err)) {
+    EXPECT_TRUE(Contains(line, "body: not valid JSON: ")) << line;
+    EXPECT_FALSE(Contains(line, "JSON element")) << line;
+  }
+  EXPECT_EQ(Lines(r.err).size(), 2u) << r.err;
+}
+
+}  // namespace
