@@ -35,6 +35,7 @@ class StoreSink final : public IngestSink {
     return store_->quarantine().Add(std::move(refused));
   }
   uint64_t ApproximateBytes() override { return store_->maintenance().ApproximateBytes(); }
+  Counters counters() override { return store_->counters(); }
 
  private:
   Store* store_;
@@ -107,7 +108,7 @@ class ReceiverImpl final : public Receiver {
     out += "# HELP eventfold_in_flight Deliveries being verified and stored now.\n";
     out += "# TYPE eventfold_in_flight gauge\n";
     out += "eventfold_in_flight " + std::to_string(in_flight_.load()) + "\n";
-    const Counters c = store_->counters();
+    const Counters c = sink_->counters();
     out +=
         "# HELP eventfold_quarantine_dropped_total Refused deliveries not kept (rate, size, "
         "failed write).\n";

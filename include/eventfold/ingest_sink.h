@@ -36,6 +36,10 @@ class IngestSink {
 
   // Bytes the sink holds, for metrics; 0 when it cannot tell cheaply.
   virtual uint64_t ApproximateBytes() = 0;
+
+  // The outcome counts of the store behind the sink, for metrics; zeros
+  // when there is none (cluster mode: the fold workers count).
+  virtual Counters counters() { return Counters{}; }
 };
 
 }  // namespace eventfold
