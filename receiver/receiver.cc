@@ -124,7 +124,7 @@ class ReceiverImpl final : public Receiver {
         "# HELP eventfold_unrouted_total Accepted events no entity of the profile routes "
         "(stored, in no projection; `eventfold unrouted` lists them).\n";
     out += "# TYPE eventfold_unrouted_total counter\n";
-    out += "eventfold_unrouted_total " + std::to_string(store_->counters().unrouted) + "\n";
+    out += "eventfold_unrouted_total " + std::to_string(c.unrouted) + "\n";
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
     out += "eventfold_store_bytes " + std::to_string(sink_->ApproximateBytes()) + "\n";
