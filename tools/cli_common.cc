@@ -55,7 +55,8 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
 namespace eventfold::cli {
 
 void ExplainNoProjection(Store* store, const std::string& entity, const std::string& id) {
-  const Profile& profile = store->profile();
+  const std::shared_ptr<const Profile> snapshot = store->profile();
+  const Profile& profile = *snapshot;
   if (!profile.FindEntity(entity)) {
     std::cerr << "eventfold: profile \"" << profile.name() << "\" has no entity \"" << entity
               << "\"\n";

@@ -382,14 +382,14 @@ TEST(Rebuild, BlueGreenWhileIngestAndReadsGoOn) {
     EXPECT_GT(reads.load(), 0u);
     EXPECT_GT(lists.load(), 0u);
     EXPECT_EQ(store->Stats().generation, gen + 1);
-    // What arrived during the build was caught up while ingest went on; the
-    // pause only took what came during the last round.
+    // What arrived during the build (kDuringRebuild receipts, at least as
+    // many events, more than the pause may take) was caught up in rounds
+    // while ingest went on; the pause only took what came during the last.
     std::printf("round %d: caught up %llu events in rounds, %llu paused, pause %.3f ms\n", round,
                 static_cast<unsigned long long>(sum->events_caught_up),
                 static_cast<unsigned long long>(sum->events_caught_up_paused),
                 sum->pause_seconds * 1e3);
     EXPECT_GE(sum->events_caught_up, kDuringRebuild);
-    EXPECT_GE(sum->events_caught_up + sum->events_caught_up_paused, during);
     // Everything ingested during the rebuild is projected (the catch-up).
     const size_t written = confirmed.load();
     for (size_t n = 0; n < written; ++n) {

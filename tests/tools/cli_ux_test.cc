@@ -218,8 +218,15 @@ TEST_F(cli_ux, FeedFollowLetsIngestRunAndPrintsWhatItStores) {
   // Two changes: rcp_1, and rcp_2 (issued and refunded in one batch).
   EXPECT_EQ(wait_for_lines(2), 2u) << ReadFile(err_path);
   // While it follows, ingest opens the store and writes.
-  CliResult more = Run({"ingest", "--data", data_,
-                        File("more.ndjson", {Receipt("evt_4", "receipt.issued", "rcp_4")})});
+  // The follower holds the store only while it reads, so an ingest gets in
+  // between; on a loaded machine its own 3 s busy wait may not be enough,
+  // so the test retries it (bounded): before, no attempt could ever succeed.
+  const std::string more_file = File("more.ndjson", {Receipt("evt_4", "receipt.issued", "rcp_4")});
+  CliResult more = Run({"ingest", "--data", data_, more_file});
+  for (int attempt = 0; attempt < 20 && more.exit_code == 2 && Contains(more.err, "Busy");
+       ++attempt) {
+    more = Run({"ingest", "--data", data_, more_file});
+  }
   EXPECT_EQ(more.exit_code, 0) << more.err;
   EXPECT_EQ(wait_for_lines(3), 3u) << ReadFile(err_path);
   EXPECT_TRUE(Contains(ReadFile(out_path), "rcp_4"));
