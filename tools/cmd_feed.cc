@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "tools/cli_common.h"
+#include "tools/remote_read.h"
 
 namespace eventfold::cli {
 namespace {
@@ -52,10 +53,16 @@ void AddFeedCommand(CLI::App* app, Action* action) {
   auto dir = std::make_shared<std::string>();
   auto from = std::make_shared<uint64_t>(1);
   auto follow = std::make_shared<bool>(false);
+  auto server = std::make_shared<std::string>();
   AddDataOption(cmd, dir.get());
+  AddServerOption(cmd, server.get());
   cmd->add_option("--from", *from, "first change seq to print")->capture_default_str();
   cmd->add_flag("--follow", *follow, "keep printing new changes until SIGINT/SIGTERM");
-  cmd->callback([=] { *action = [=] { return Feed(*dir, *from, *follow); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return server->empty() ? Feed(*dir, *from, *follow) : RemoteFeed(*server, *from, *follow);
+    };
+  });
 }
 
 }  // namespace eventfold::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "tools/cli_common.h"
+#include "tools/remote_read.h"
 
 namespace eventfold::cli {
 namespace {
@@ -58,12 +59,13 @@ int LogCmd(const std::string& dir, const std::string& entity, const std::string&
 }
 
 struct EntityArgs {
-  std::string dir, entity, id;
+  std::string dir, server, entity, id;
 };
 
 std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
   auto args = std::make_shared<EntityArgs>();
   AddDataOption(cmd, &args->dir);
+  AddServerOption(cmd, &args->server);
   cmd->add_option("entity", args->entity, "entity type, e.g. receipt")->required(id_required);
   if (id_required) cmd->add_option("id", args->id, "entity key, e.g. rcp_1")->required();
   return args;
@@ -74,19 +76,33 @@ std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
 void AddShowCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("show", "print one entity's projection");
   auto a = AddEntityArgs(cmd, true);
-  cmd->callback([=] { *action = [=] { return Show(a->dir, a->entity, a->id); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return a->server.empty() ? Show(a->dir, a->entity, a->id)
+                               : RemoteShow(a->server, a->entity, a->id);
+    };
+  });
 }
 
 void AddListCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("list", "print every projection as NDJSON");
   auto a = AddEntityArgs(cmd, false);
-  cmd->callback([=] { *action = [=] { return List(a->dir, a->entity); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return a->server.empty() ? List(a->dir, a->entity) : RemoteList(a->server, a->entity);
+    };
+  });
 }
 
 void AddLogCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("log", "print an entity's events in arrival and fold order");
   auto a = AddEntityArgs(cmd, true);
-  cmd->callback([=] { *action = [=] { return LogCmd(a->dir, a->entity, a->id); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return a->server.empty() ? LogCmd(a->dir, a->entity, a->id)
+                               : RemoteLog(a->server, a->entity, a->id);
+    };
+  });
 }
 
 }  // namespace eventfold::cli

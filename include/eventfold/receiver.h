@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "eventfold/clock.h"
@@ -56,6 +57,9 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Further response header fields (e.g. a paging cursor); the server sets
+  // Content-Type, Content-Length and Connection itself.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 class Receiver {
