@@ -80,24 +80,26 @@ class AdminApi final : public Receiver {
   HttpResponse Handle(std::string_view method, std::string_view target, const Headers& headers,
                       std::string_view) override {
     const size_t qm = target.find('?');
-    if (target.substr(0, qm) == "/healthz") return HttpResponse{200, "application/json", "{}\n"};
+    if (target.substr(0, qm) == "/healthz")
+      return HttpResponse{200, "application/json", R"({"status":"ok"})"};
     if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
     if (method != "GET") return Error(405, "the admin API only answers GET");
     Request req;
     // Segments are decoded after splitting, so an id may hold "%2F".
     std::string_view path = target.substr(0, qm);
     auto query = ParseQuery(qm == std::string_view::npos ? "" : target.substr(qm + 1));
+    bool malformed = !query;
     if (path.substr(0, 4) != "/v1/") return Error(404, "no such endpoint: " + std::string(path));
     path.remove_prefix(4);
     while (true) {
       const size_t slash = path.find('/');
       std::optional<std::string> part = PercentDecode(path.substr(0, slash));
-      if (!part) query.reset();
+      malformed = malformed || !part;
       req.parts.push_back(part.value_or(""));
       if (slash == std::string_view::npos) break;
       path.remove_prefix(slash + 1);
     }
-    if (!query) return Error(400, "malformed percent-encoding in the request target");
+    if (malformed) return Error(400, "malformed percent-encoding in the request target");
     req.path = std::string(target.substr(0, qm));
     req.query = std::move(*query);
     return Route(req);

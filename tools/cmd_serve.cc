@@ -58,8 +58,9 @@ Result<std::string> AdminToken(const ServeArgs& a) {
   std::string token, source;
   if (!a.admin_token_file.empty()) {
     std::ifstream in(a.admin_token_file);
-    if (!in)
+    if (!in) {
       return Status::InvalidArgument("--admin-token-file: cannot read " + a.admin_token_file);
+    }
     std::getline(in, token);
     while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
       token.pop_back();
@@ -208,6 +209,8 @@ int Serve(const ServeArgs& a) {
     HttpServerOptions as;
     as.host = admin_host;
     as.port = admin_port;
+    // An operator's reads, not a sender's traffic: a few workers (each
+    // long-poll holds one), a short queue, few connections, no bodies.
     as.workers = 8;
     as.worker_queue = 64;
     as.max_connections = 256;

@@ -120,6 +120,14 @@ TEST_F(AdminApiTest, RefusesWritesAndUnknownPaths) {
   auto unknown = Get("/v1/nothing");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
+  auto malformed = Get("/v1/projections/receipt/rcp%2");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  // Health needs no token and shows nothing stored.
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"status":"ok"})");
 }
 
 TEST_F(AdminApiTest, ShowAndLogAnswerTheCliBytes) {
