@@ -320,7 +320,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& f : req) headers.emplace_back(f.name_string(), f.value());
     std::string method(req.method_string());
     const std::string_view target(req.target().data(), req.target().size());
-    std::string path(target.substr(0, target.find('?')));
+    std::string path(s_.opt_.pass_query ? target : target.substr(0, target.find('?')));
     const bool keep_alive = req.keep_alive();
     body_bytes_ = req.body().size();
     request_line_ = method + " " + path;
@@ -389,6 +389,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->result(static_cast<unsigned>(r.status));
     res->set(bhttp::field::content_type, r.content_type);
     if (retry_after) res->set(bhttp::field::retry_after, "1");
+    for (const auto& [name, value] : r.headers) res->set(name, value);
     res->body() = std::move(r.body);
     res->keep_alive(!close);
     res->prepare_payload();

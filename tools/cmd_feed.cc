@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tools/cli_common.h"
+#include "tools/remote_read.h"
 
 namespace eventfold::cli {
 namespace {
@@ -93,13 +94,19 @@ void AddFeedCommand(CLI::App* app, Action* action) {
   auto dir = std::make_shared<std::string>();
   auto from = std::make_shared<uint64_t>(1);
   auto follow = std::make_shared<bool>(false);
+  auto server = std::make_shared<std::string>();
   AddDataOption(cmd, dir.get());
+  AddServerOption(cmd, server.get());
   cmd->add_option("--from", *from, "first change seq to print")->capture_default_str();
   cmd->add_flag("--follow", *follow,
-                "keep printing new changes until SIGINT/SIGTERM; reopens the store between "
-                "reads, so `ingest` can run meanwhile; beside a running `serve` (which holds "
-                "the store) it works only through --server");
-  cmd->callback([=] { *action = [=] { return Feed(*dir, *from, *follow); }; });
+                "keep printing new changes until SIGINT/SIGTERM; without --server it reopens "
+                "the store between reads, so `ingest` can run meanwhile; beside a running "
+                "`serve` (which holds the store) it works only through --server");
+  cmd->callback([=] {
+    *action = [=] {
+      return server->empty() ? Feed(*dir, *from, *follow) : RemoteFeed(*server, *from, *follow);
+    };
+  });
 }
 
 }  // namespace eventfold::cli

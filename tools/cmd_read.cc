@@ -4,13 +4,14 @@
 #include <memory>
 
 #include "tools/cli_common.h"
+#include "tools/remote_read.h"
 
 namespace eventfold::cli {
 namespace {
 
 struct EntityArgs {
-  std::string dir, entity, id;
-  bool pretty = false;
+  std::string dir, server, entity, id;
+  bool pretty = false;  // with --data only: --server prints the API's bytes
 };
 
 int Show(const EntityArgs& a) {
@@ -75,6 +76,7 @@ int LogCmd(const EntityArgs& a) {
 std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
   auto args = std::make_shared<EntityArgs>();
   AddDataOption(cmd, &args->dir);
+  AddServerOption(cmd, &args->server);
   cmd->add_option("entity", args->entity, "entity type, e.g. receipt")->required(id_required);
   if (id_required) {
     cmd->add_option("id", args->id, "entity key, e.g. rcp_1")->required();
@@ -88,19 +90,31 @@ std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
 void AddShowCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("show", "print one entity's projection");
   auto a = AddEntityArgs(cmd, true);
-  cmd->callback([=] { *action = [=] { return Show(*a); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return a->server.empty() ? Show(*a) : RemoteShow(a->server, a->entity, a->id);
+    };
+  });
 }
 
 void AddListCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("list", "print every projection as NDJSON");
   auto a = AddEntityArgs(cmd, false);
-  cmd->callback([=] { *action = [=] { return List(a->dir, a->entity); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return a->server.empty() ? List(a->dir, a->entity) : RemoteList(a->server, a->entity);
+    };
+  });
 }
 
 void AddLogCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("log", "print an entity's events in arrival and fold order");
   auto a = AddEntityArgs(cmd, true);
-  cmd->callback([=] { *action = [=] { return LogCmd(*a); }; });
+  cmd->callback([=] {
+    *action = [=] {
+      return a->server.empty() ? LogCmd(*a) : RemoteLog(a->server, a->entity, a->id);
+    };
+  });
 }
 
 }  // namespace eventfold::cli

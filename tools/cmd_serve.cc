@@ -1,16 +1,23 @@
 // eventfold serve --data DIR --listen HOST:PORT --secret S... : the HTTP
 // receiver until SIGTERM or SIGINT, then a clean drain and close.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include "core/parse_number.h"
 #include "eventfold/cluster.h"
 #include "eventfold/http_server.h"
 #include "eventfold/receiver.h"
+#include "tools/admin_api.h"
 #include "tools/cli_common.h"
 #include "tools/secrets.h"
 
@@ -31,7 +38,52 @@ struct ServeArgs {
   // Cluster mode: publish to JetStream instead of storing (docs/CLUSTER.md).
   std::string cluster_urls, stream = "eventfold";
   int64_t publish_timeout_ms = 2000;
+  // The admin read API (tools/admin_api.h): off unless --admin-listen.
+  std::string admin_listen;
+  std::string admin_token_file;
+  bool admin_allow_remote = false;
 };
+
+// The admin API's bearer token when no --admin-token-file is given.
+constexpr const char* kAdminTokenEnv = "EVENTFOLD_ADMIN_TOKEN";
+// Like signing secrets, a token shorter than this is refused as guessable.
+constexpr size_t kMinAdminTokenBytes = 16;
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+// The admin token from --admin-token-file (first line) or the environment;
+// an error naming the source when there is none or it is too short.
+Result<std::string> AdminToken(const ServeArgs& a) {
+  std::string token, source;
+  if (!a.admin_token_file.empty()) {
+    std::ifstream in(a.admin_token_file);
+    if (!in) {
+      return Status::InvalidArgument("--admin-token-file: cannot read " + a.admin_token_file);
+    }
+    std::getline(in, token);
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+      token.pop_back();
+    }
+    source = "--admin-token-file " + a.admin_token_file;
+  } else if (const char* env = std::getenv(kAdminTokenEnv)) {
+    token = env;
+    source = kAdminTokenEnv;
+  } else {
+    return Status::InvalidArgument(std::string("--admin-listen needs a bearer token: ") +
+                                   "--admin-token-file FILE or " + kAdminTokenEnv);
+  }
+  if (token.size() < kMinAdminTokenBytes) {
+    return Status::InvalidArgument(source + ": the admin token must be at least " +
+                                   std::to_string(kMinAdminTokenBytes) + " bytes");
+  }
+  return token;
+}
 
 // Idle keep-alive connections cost a descriptor each, not a thread: lift the
 // soft limit on descriptors to the hard one so thousands of them fit.
@@ -89,6 +141,32 @@ int Serve(const ServeArgs& a) {
   if (a.threads <= 0) {
     std::cerr << "eventfold: --threads must be > 0, got " << a.threads << "\n";
     return kExitError;
+  }
+
+  std::string admin_host, admin_token;
+  int admin_port = 0;
+  if (!a.admin_listen.empty()) {
+    if (!a.cluster_urls.empty()) {
+      std::cerr << "eventfold: --admin-listen reads a local store; a --cluster receiver has "
+                   "none (read a fold worker's stores with --data)\n";
+      return kExitError;
+    }
+    if (!SplitHostPort(a.admin_listen, &admin_host, &admin_port)) {
+      std::cerr << "eventfold: --admin-listen wants HOST:PORT, got " << a.admin_listen << "\n";
+      return kExitError;
+    }
+    if (!IsLoopback(admin_host) && !a.admin_allow_remote) {
+      std::cerr << "eventfold: --admin-listen " << a.admin_listen
+                << " is not a loopback address; the read API exposes every stored event, so "
+                   "pass --admin-allow-remote to mean it\n";
+      return kExitError;
+    }
+    Result<std::string> token = AdminToken(a);
+    if (!token.ok()) {
+      std::cerr << "eventfold: " << token.status().message() << "\n";
+      return kExitError;
+    }
+    admin_token = std::move(*token);
   }
 
   // Block the stop signals before any thread starts; one thread waits for them.
@@ -153,6 +231,44 @@ int Serve(const ServeArgs& a) {
     std::cerr << "eventfold: " << st.message() << "\n";
     return kExitError;
   }
+
+  // The read API: a second HttpServer, same strict limits, its own small
+  // worker pool (a long-poll holds a worker while it waits).
+  std::atomic<bool> admin_stopping{false};
+  std::unique_ptr<Receiver> admin_api;
+  std::unique_ptr<HttpServer> admin;
+  if (!a.admin_listen.empty() && store) {
+    AdminApiOptions ao;
+    ao.token = admin_token;
+    ao.stopping = &admin_stopping;
+    Result<std::unique_ptr<Receiver>> api = MakeAdminApi(store.get(), ao);
+    if (!api.ok()) {
+      std::cerr << "eventfold: " << api.status().message() << "\n";
+      server.Stop();
+      return kExitError;
+    }
+    admin_api = std::move(*api);
+    HttpServerOptions as;
+    as.host = admin_host;
+    as.port = admin_port;
+    // An operator's reads, not a sender's traffic: a few workers (each
+    // long-poll holds one), a short queue, few connections, no bodies.
+    as.workers = 8;
+    as.worker_queue = 64;
+    as.max_connections = 256;
+    as.max_body_bytes = 1024;
+    as.pass_query = true;
+    as.access_log = &std::cerr;
+    admin = std::make_unique<HttpServer>(admin_api.get(), as);
+    st = admin->Start();
+    if (!st.ok()) {
+      std::cerr << "eventfold: --admin-listen: " << st.message() << "\n";
+      server.Stop();
+      return kExitError;
+    }
+    std::cerr << "eventfold: admin API on " << admin_host << ":" << admin->port() << std::endl;
+  }
+  // Last, after the admin line: tests and scripts take this line as "ready".
   std::cerr << "eventfold: listening on " << host << ":" << server.port() << " ("
             << (sink ? "cluster " + a.cluster_urls : "store " + a.dir) << ", " << secrets->size()
             << " secret(s))" << std::endl;
@@ -161,6 +277,8 @@ int Serve(const ServeArgs& a) {
   sigwait(&stop_signals, &sig);
   std::cerr << "eventfold: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
             << ": draining in-flight requests" << std::endl;
+  admin_stopping.store(true);
+  if (admin) admin->Stop();
   server.Stop();
   receiver->reset();
   store.reset();
@@ -202,6 +320,14 @@ void AddServeCommand(CLI::App* app, Action* action) {
   cmd->add_option("--publish-timeout-ms", a->publish_timeout_ms,
                   "cluster mode: wait this long for JetStream's ack before answering 503")
       ->capture_default_str();
+  cmd->add_option("--admin-listen", a->admin_listen,
+                  "HOST:PORT of the admin read API (off when absent; loopback only unless "
+                  "--admin-allow-remote)");
+  cmd->add_option("--admin-token-file", a->admin_token_file,
+                  std::string("file whose first line is the admin API's bearer token (default: ") +
+                      kAdminTokenEnv + ")");
+  cmd->add_flag("--admin-allow-remote", a->admin_allow_remote,
+                "let --admin-listen bind a non-loopback address");
   cmd->callback([=] { *action = [=] { return Serve(*a); }; });
 }
 

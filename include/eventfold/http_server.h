@@ -76,6 +76,10 @@ struct HttpServerOptions {
   // Stop(): the longest wait for in-flight requests before closing them.
   std::chrono::milliseconds drain_timeout{10000};
 
+  // Hand Handle() the request target whole, query string included (a read
+  // API pages with it); false: the path only, as the webhook receiver wants.
+  bool pass_query = false;
+
   // One line per request (no bodies, no secrets); nullptr: no access log.
   std::ostream* access_log = nullptr;
 };

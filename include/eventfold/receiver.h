@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "eventfold/clock.h"
@@ -60,6 +61,9 @@ struct HttpResponse {
   // The delivery's event_id when its body had a readable one (for access
   // logs); not part of the answer sent.
   std::string event_id;
+  // Further response header fields (e.g. a paging cursor); the server sets
+  // Content-Type, Content-Length and Connection itself.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 class Receiver {

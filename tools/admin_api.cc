@@ -1,0 +1,310 @@
+#include "tools/admin_api.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/json_writer.h"
+#include "core/signature.h"
+#include "tools/read_views.h"
+
+namespace eventfold::cli {
+namespace {
+
+constexpr const char* kNdjson = "application/x-ndjson";
+
+HttpResponse Error(int status, std::string_view message) {
+  JsonWriter w;
+  w.BeginObject().Key("error").String(message).EndObject();
+  return HttpResponse{status, "application/json", w.str(), {}};
+}
+
+HttpResponse FromStatus(const Status& st) {
+  return Error(st.IsNotFound() ? 404 : st.IsInvalidArgument() ? 400 : 503, st.message());
+}
+
+// The query string's parameters, percent-decoded; nullopt when malformed.
+std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::string_view q) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!q.empty()) {
+    const size_t amp = q.find('&');
+    const std::string_view pair = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    auto name = PercentDecode(pair.substr(0, eq));
+    auto value = PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (!name || !value) return std::nullopt;
+    out.emplace_back(std::move(*name), std::move(*value));
+  }
+  return out;
+}
+
+class Request {
+ public:
+  std::string path;                // as received, for error messages
+  std::vector<std::string> parts;  // decoded segments after "/v1/"
+  std::vector<std::pair<std::string, std::string>> query;
+
+  const std::string* Param(std::string_view name) const {
+    for (const auto& [k, v] : query) {
+      if (k == name) return &v;
+    }
+    return nullptr;
+  }
+
+  // An unsigned parameter in [0, max]; `fallback` when absent.
+  Result<uint64_t> Number(std::string_view name, uint64_t fallback, uint64_t max) const {
+    const std::string* v = Param(name);
+    if (v == nullptr) return fallback;
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (v->empty() || ec != std::errc() || end != v->data() + v->size() || n > max) {
+      return Status::InvalidArgument(std::string(name) + ": wants an integer from 0 to " +
+                                     std::to_string(max) + ", got \"" + *v + "\"");
+    }
+    return n;
+  }
+};
+
+class AdminApi final : public Receiver {
+ public:
+  AdminApi(Store* store, AdminApiOptions options) : store_(store), opt_(std::move(options)) {
+    if (opt_.clock == nullptr) opt_.clock = SystemClock();
+  }
+
+  HttpResponse Handle(std::string_view method, std::string_view target, const Headers& headers,
+                      std::string_view) override {
+    const size_t qm = target.find('?');
+    if (target.substr(0, qm) == "/healthz")
+      return HttpResponse{200, "application/json", R"({"status":"ok"})"};
+    if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
+    if (method != "GET") return Error(405, "the admin API only answers GET");
+    Request req;
+    // Segments are decoded after splitting, so an id may hold "%2F".
+    std::string_view path = target.substr(0, qm);
+    auto query = ParseQuery(qm == std::string_view::npos ? "" : target.substr(qm + 1));
+    bool malformed = !query;
+    if (path.substr(0, 4) != "/v1/") return Error(404, "no such endpoint: " + std::string(path));
+    path.remove_prefix(4);
+    while (true) {
+      const size_t slash = path.find('/');
+      std::optional<std::string> part = PercentDecode(path.substr(0, slash));
+      malformed = malformed || !part;
+      req.parts.push_back(part.value_or(""));
+      if (slash == std::string_view::npos) break;
+      path.remove_prefix(slash + 1);
+    }
+    if (malformed) return Error(400, "malformed percent-encoding in the request target");
+    req.path = std::string(target.substr(0, qm));
+    req.query = std::move(*query);
+    return Route(req);
+  }
+
+  HttpResponse RefuseOversized(const Headers&, uint64_t) override {
+    return Error(413, "the admin API takes no request body");
+  }
+  HttpResponse RefuseOverloaded(std::string_view why) override { return Error(503, why); }
+  std::string MetricsText() override { return ""; }
+
+ private:
+  bool Authorized(const Headers& headers) const {
+    std::optional<std::string_view> auth = FindHeader(headers, "Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (!auth || auth->substr(0, kBearer.size()) != kBearer) return false;
+    return ConstantTimeEquals(auth->substr(kBearer.size()), opt_.token);
+  }
+
+  HttpResponse Route(const Request& req) {
+    const std::vector<std::string>& parts = req.parts;
+    const std::string_view what = parts[0];
+    if (what == "projections" && parts.size() == 3) return Show(parts[1], parts[2]);
+    if (what == "projections" && parts.size() == 1) return List(req);
+    if (what == "log" && parts.size() == 3) return Log(parts[1], parts[2]);
+    if (what == "status" && parts.size() == 1) return StatusPage();
+    if (what == "refused" && parts.size() == 1) return Refused(req);
+    if (what == "subscriptions" && parts.size() == 1) return Subscriptions();
+    if (what == "feed" && parts.size() == 1) return Feed(req);
+    return Error(404, "no such endpoint: " + req.path);
+  }
+
+  HttpResponse Show(std::string_view entity, std::string_view id) {
+    Result<Projection> p = store_->Get(entity, id);
+    if (!p.ok()) return FromStatus(p.status());
+    return HttpResponse{200, "application/json", ProjectionToJson(*p) + "\n", {}};
+  }
+
+  HttpResponse Log(std::string_view entity, std::string_view id) {
+    Result<EntityLog> log = store_->Log(entity, id);
+    if (!log.ok()) return FromStatus(log.status());
+    return HttpResponse{200, "application/json", EntityLogToJson(*log) + "\n", {}};
+  }
+
+  // Paged by (entity, id): `after` is an id when `entity` is given, else
+  // "ENTITY/ID". Store::List has no start key, so earlier keys are skipped.
+  HttpResponse List(const Request& req) {
+    const std::string* e = req.Param("entity");
+    const std::string entity = e ? *e : "";
+    if (!entity.empty() && !store_->profile()->FindEntity(entity)) {
+      return Error(
+          404, "profile \"" + store_->profile()->name() + "\" has no entity \"" + entity + "\"");
+    }
+    Result<uint64_t> limit = Limit(req);
+    if (!limit.ok()) return FromStatus(limit.status());
+    std::pair<std::string, std::string> after;
+    const std::string* a = req.Param("after");
+    if (a != nullptr && !entity.empty()) after = {entity, *a};
+    if (a != nullptr && entity.empty()) {
+      const size_t slash = a->find('/');
+      if (slash == std::string::npos) {
+        return Error(400, "after: without entity= it wants ENTITY/ID, got \"" + *a + "\"");
+      }
+      after = {a->substr(0, slash), a->substr(slash + 1)};
+    }
+    HttpResponse r{200, kNdjson, "", {}};
+    uint64_t n = 0;
+    std::string last;
+    Status st = store_->List(entity, [&](const Projection& p) {
+      if (a != nullptr && std::tie(p.entity, p.id) <= std::tie(after.first, after.second)) {
+        return true;
+      }
+      if (n == *limit) {
+        r.headers.emplace_back(kNextAfterHeader, last);
+        return false;
+      }
+      r.body += ProjectionToJson(p);
+      r.body += '\n';
+      last = entity.empty() ? p.entity + "/" + p.id : p.id;
+      ++n;
+      return true;
+    });
+    if (!st.ok()) return FromStatus(st);
+    return r;
+  }
+
+  HttpResponse StatusPage() {
+    Result<std::string> text = StatusView(*store_);
+    if (!text.ok()) return FromStatus(text.status());
+    return HttpResponse{200, "application/json", std::move(*text), {}};
+  }
+
+  HttpResponse Refused(const Request& req) {
+    Result<uint64_t> after = req.Number("after", 0, UINT64_MAX);
+    Result<uint64_t> limit = Limit(req);
+    if (!after.ok()) return FromStatus(after.status());
+    if (!limit.ok()) return FromStatus(limit.status());
+    HttpResponse r{200, kNdjson, "", {}};
+    uint64_t n = 0, last = 0;
+    Status st = store_->quarantine().List([&](const RefusedDelivery& d) {
+      if (d.seq <= *after) return true;
+      if (n == *limit) {
+        r.headers.emplace_back(kNextAfterHeader, std::to_string(last));
+        return false;
+      }
+      r.body += RefusedLine(d);
+      last = d.seq;
+      ++n;
+      return true;
+    });
+    if (!st.ok()) return FromStatus(st);
+    return r;
+  }
+
+  HttpResponse Subscriptions() {
+    Result<std::string> text = SubscriptionsView(*store_, opt_.clock);
+    if (!text.ok()) return FromStatus(text.status());
+    return HttpResponse{200, kNdjson, std::move(*text), {}};
+  }
+
+  // A long-poll: when nothing follows `after`, waits (bounded) for a change.
+  HttpResponse Feed(const Request& req) {
+    Result<uint64_t> after = req.Number("after", 0, UINT64_MAX);
+    Result<uint64_t> limit = Limit(req);
+    Result<uint64_t> wait_ms = req.Number("wait_ms", 0, static_cast<uint64_t>(opt_.max_wait_ms));
+    if (!after.ok()) return FromStatus(after.status());
+    if (!limit.ok()) return FromStatus(limit.status());
+    if (!wait_ms.ok()) return FromStatus(wait_ms.status());
+    // Waits in slices so a stopping server is not held by a long-poll.
+    int64_t left_ms = static_cast<int64_t>(*wait_ms);
+    while (left_ms > 0 && store_->feed().LastSeq() <= *after && !Stopping()) {
+      const int64_t slice = opt_.stopping ? std::min(left_ms, opt_.wait_slice_ms) : left_ms;
+      store_->feed().WaitForChanges(*after, slice * 1000);
+      left_ms -= slice;
+    }
+    HttpResponse r{200, kNdjson, "", {}};
+    uint64_t last = *after, n = 0;
+    Status st = store_->feed().Read(*after, *limit, [&](const Change& c) {
+      r.body += ChangeToJson(c);
+      r.body += '\n';
+      last = c.seq;
+      ++n;
+      return true;
+    });
+    if (!st.ok()) return FromStatus(st);
+    r.headers.emplace_back(kNextAfterHeader, std::to_string(last));
+    return r;
+  }
+
+  bool Stopping() const { return opt_.stopping != nullptr && opt_.stopping->load(); }
+
+  Result<uint64_t> Limit(const Request& req) const {
+    Result<uint64_t> n = req.Number("limit", opt_.default_limit, opt_.max_limit);
+    if (n.ok() && *n == 0) return Status::InvalidArgument("limit: must be at least 1");
+    return n;
+  }
+
+  Store* const store_;
+  AdminApiOptions opt_;
+};
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Receiver>> MakeAdminApi(Store* store, AdminApiOptions options) {
+  if (options.token.empty()) return Status::InvalidArgument("admin API: empty bearer token");
+  return std::unique_ptr<Receiver>(std::make_unique<AdminApi>(store, std::move(options)));
+}
+
+std::string PercentEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> PercentDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace eventfold::cli

@@ -1,0 +1,140 @@
+#include "tools/read_views.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "core/json_writer.h"
+
+namespace eventfold::cli {
+
+Result<std::string> StatusView(Store& store) {
+  const StoreStats stats = store.Stats();
+  // Projections by entity type and state.
+  std::map<std::string, std::map<std::string, uint64_t>> states;
+  uint64_t projections = 0;
+  Status st = store.List("", [&](const Projection& p) {
+    ++states[p.entity][p.state];
+    ++projections;
+    return true;
+  });
+  if (!st.ok()) return st;
+  // Accepted events in no entity's log (a scan of the stored events).
+  uint64_t unrouted = 0;
+  st = store.maintenance().ListUnrouted(nullptr, [&](const UnroutedEvent&) {
+    ++unrouted;
+    return true;
+  });
+  if (!st.ok()) return st;
+  JsonWriter w;
+  w.BeginObject()
+      .Key("profile")
+      .BeginObject()
+      .Key("name")
+      .String(stats.profile_name)
+      .Key("fingerprint")
+      .String(stats.profile_fingerprint)
+      .Key("stale")
+      .Bool(stats.profile_stale);
+  if (stats.profile_stale) w.Key("requested_fingerprint").String(stats.requested_fingerprint);
+  w.EndObject()
+      .Key("generation")
+      .Uint(stats.generation)
+      .Key("last_seq")
+      .Uint(stats.last_seq)
+      .Key("projections")
+      .Uint(projections)
+      .Key("entities")
+      .BeginObject();
+  for (const auto& [entity, by_state] : states) {
+    w.Key(entity).BeginObject();
+    for (const auto& [state, n] : by_state) w.Key(state).Uint(n);
+    w.EndObject();
+  }
+  w.EndObject()
+      .Key("unrouted")
+      .Uint(unrouted)
+      .Key("refused")
+      .Uint(stats.refused)
+      .Key("approximate_bytes")
+      .Uint(stats.approximate_bytes)
+      .EndObject();
+  return w.str() + "\n";
+}
+
+std::string RefusedLine(const RefusedDelivery& r) {
+  JsonWriter w;
+  w.BeginObject()
+      .Key("seq")
+      .Uint(r.seq)
+      .Key("received_at")
+      .String(FormatTimestamp(r.received_at))
+      .Key("status")
+      .Int(r.status)
+      .Key("outcome")
+      .String(OutcomeName(r.outcome))
+      .Key("reason")
+      .String(r.reason)
+      .Key("headers")
+      .BeginObject();
+  for (const auto& [name, value] : r.headers) w.Key(name).String(value);
+  w.EndObject()
+      .Key("body_bytes")
+      .Uint(r.body_bytes)
+      .Key("body_prefix")
+      .String(r.body_prefix)
+      .EndObject();
+  return w.str() + "\n";
+}
+
+Result<std::string> SubscriptionsView(Store& store, Clock* clock) {
+  ChangeFeed& feed = store.feed();
+  const uint64_t last = feed.LastSeq();
+  const int64_t now = clock->NowMicros();
+  std::string out;
+  Status inner;
+  Status st = feed.ListSubscriptions([&](const std::string& name, uint64_t checkpoint) {
+    // Lag in time: how long the oldest change not yet finished has waited.
+    double lag_seconds = 0;
+    if (last > checkpoint) {
+      std::vector<Change> next;
+      inner = feed.Read(checkpoint, 1, AppendTo<Change>(&next));
+      if (!inner.ok()) return false;
+      if (!next.empty()) {
+        lag_seconds = std::max<int64_t>(0, now - next.front().changed_at) / 1e6;
+      }
+    }
+    uint64_t parked = 0, marked = 0;
+    inner = feed.ListParked(name, [&](const ParkedChange& p) {
+      ++parked;
+      if (p.redrive) ++marked;
+      return true;
+    });
+    if (!inner.ok()) return false;
+    JsonWriter w;
+    w.BeginObject()
+        .Key("name")
+        .String(name)
+        .Key("checkpoint")
+        .Uint(checkpoint)
+        .Key("last_seq")
+        .Uint(last)
+        .Key("lag_changes")
+        .Uint(last > checkpoint ? last - checkpoint : 0)
+        .Key("lag_seconds")
+        .Double(lag_seconds)
+        .Key("parked")
+        .Uint(parked)
+        .Key("redrive_pending")
+        .Uint(marked)
+        .EndObject();
+    out += w.str();
+    out += '\n';
+    return true;
+  });
+  if (st.ok()) st = inner;
+  if (!st.ok()) return st;
+  return out;
+}
+
+}  // namespace eventfold::cli

@@ -1,0 +1,31 @@
+// The text of the CLI's read commands, produced from a Store: shared by the
+// commands run with --data and by the admin read API (tools/admin_api.h), so
+// `eventfold status --server URL` prints the same bytes as `--data DIR`.
+//
+// Each function returns whole lines, newline-terminated. Thread-safety: as
+// the Store's (any thread).
+
+#ifndef EVENTFOLD_TOOLS_READ_VIEWS_H_
+#define EVENTFOLD_TOOLS_READ_VIEWS_H_
+
+#include <string>
+
+#include "eventfold/clock.h"
+#include "eventfold/store.h"
+
+namespace eventfold::cli {
+
+// `eventfold status`: one JSON object summarizing the store (it scans every
+// projection to count them by entity and state); a List error otherwise.
+[[nodiscard]] Result<std::string> StatusView(Store& store);
+
+// `eventfold refused`: one refused delivery as its JSON line.
+std::string RefusedLine(const RefusedDelivery& r);
+
+// `eventfold subscriptions`: every subscription's checkpoint, lag and dead
+// letters, one JSON object a line; lag in time is measured against `clock`.
+[[nodiscard]] Result<std::string> SubscriptionsView(Store& store, Clock* clock);
+
+}  // namespace eventfold::cli
+
+#endif  // EVENTFOLD_TOOLS_READ_VIEWS_H_
