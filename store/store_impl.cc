@@ -76,6 +76,7 @@ Status StoreImpl::Init(const std::string& path) {
   lo.block_cache = cache_.get();
   lo.filter_policy = filter_.get();
   lo.write_buffer_size = options_.write_buffer_bytes;
+  lo.paranoid_checks = options_.paranoid_checks;
   if (options_.env) lo.env = options_.env;
   leveldb::DB* db = nullptr;
   Status st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);

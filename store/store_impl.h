@@ -54,6 +54,7 @@ class StoreImpl final : public Store {
   Result<RebuildSummary> Rebuild(const RebuildOptions& options) override;
   Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
   Result<CheckSummary> Check(const CheckProblemFn& on_problem) override;
+  Result<BackupSummary> Backup(const std::string& out) override;  // store/backup.cc
   Status Quarantine(RefusedDelivery refused) override;
   Status ListRefused(const std::function<bool(const RefusedDelivery&)>& fn) override;
   uint64_t ApproximateBytes() override;

@@ -47,6 +47,8 @@ void AddCheckCommand(CLI::App* app, Action* action);
 void AddSubscriptionsCommand(CLI::App* app, Action* action);
 void AddDlqCommand(CLI::App* app, Action* action);
 void AddGcCommand(CLI::App* app, Action* action);
+void AddBackupCommands(CLI::App* app, Action* action);  // backup, restore
+void AddRepairCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   AddSubscriptionsCommand(&app, &action);
   AddDlqCommand(&app, &action);
   AddGcCommand(&app, &action);
+  AddBackupCommands(&app, &action);
+  AddRepairCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

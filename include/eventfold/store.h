@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "eventfold/backup.h"
 #include "eventfold/feed.h"
 #include "eventfold/ingest.h"
 #include "eventfold/options.h"
@@ -244,6 +245,13 @@ class Store {
   // An error status only when the check could not run. Live data is never
   // written.
   virtual Result<CheckSummary> Check(const CheckProblemFn& on_problem) = 0;
+
+  // Writes an online, consistent backup (eventfold/backup.h) to the new
+  // directory `out` while ingest goes on: a fresh LevelDB from one snapshot,
+  // synced, then verified. Refuses an `out` that exists and is not empty
+  // (kInvalidArgument); kCorruption when the copy fails verification, or the
+  // error that stopped it. A failed backup leaves `out` to be removed.
+  virtual Result<BackupSummary> Backup(const std::string& out) = 0;
 
   // Keeps a refused delivery in the quarantine (best effort: not synced).
   // Ingest quarantines its own refusals; a receiver adds those it refuses
