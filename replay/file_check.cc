@@ -4,6 +4,7 @@
 #include <leveldb/iterator.h>
 #include <leveldb/options.h>
 #include <leveldb/table.h>
+#include <leveldb/table_builder.h>
 
 #include <algorithm>
 #include <charconv>
@@ -76,6 +77,43 @@ class InternalKeyOrder final : public leveldb::Comparator {
 
 std::string UserKey(const std::string& internal_key) {
   return InternalKeyOrder::UserKey(internal_key).ToString();
+}
+
+using EntryFn = std::function<void(const leveldb::Slice& key, const leveldb::Slice& value)>;
+// Called per run of unreadable blocks with the (internal) keys of the last
+// entry before and the first after it ("" at either end of the table).
+using GapFn = std::function<void(const std::string& last_good, const std::string& next_good,
+                                 const leveldb::Status& why)>;
+
+// Every entry of the intact blocks of `table`, in order, through its
+// iterator with checksums on. The iterator skips a block it cannot read and
+// keeps the first error: on one, report the gap and restart just after it.
+void ScanIntact(leveldb::Table* table, const EntryFn& on_entry, const GapFn& on_gap) {
+  leveldb::ReadOptions ro;
+  ro.verify_checksums = true;
+  ro.fill_cache = false;
+  std::string resume, last_good;
+  for (;;) {
+    std::unique_ptr<leveldb::Iterator> it(table->NewIterator(ro));
+    if (resume.empty()) {
+      it->SeekToFirst();
+    } else {
+      it->Seek(resume);
+    }
+    resume.clear();
+    for (; it->Valid(); it->Next()) {
+      if (!it->status().ok()) {
+        resume = it->key().ToString();
+        on_gap(last_good, resume, it->status());
+        break;
+      }
+      on_entry(it->key(), it->value());
+      last_good = it->key().ToString();
+    }
+    if (!resume.empty()) continue;
+    if (!it->status().ok()) on_gap(last_good, "", it->status());
+    return;
+  }
 }
 
 // A table the MANIFEST lists.
@@ -269,40 +307,14 @@ class DirChecker {
     ScanTable(name, table.get());
   }
 
-  // Every entry through the Table iterator with checksums on. The iterator
-  // skips a block it cannot read and keeps the first error: on one, report
-  // the keys around the skipped block(s) and restart just after them.
   void ScanTable(const std::string& name, leveldb::Table* table) {
-    leveldb::ReadOptions ro;
-    ro.verify_checksums = true;
-    ro.fill_cache = false;
-    std::string resume, last_good;
-    for (;;) {
-      std::unique_ptr<leveldb::Iterator> it(table->NewIterator(ro));
-      if (resume.empty()) {
-        it->SeekToFirst();
-      } else {
-        it->Seek(resume);
-      }
-      resume.clear();
-      for (; it->Valid(); it->Next()) {
-        if (!it->status().ok()) {
-          resume = it->key().ToString();
+    ScanIntact(
+        table, [&](const leveldb::Slice&, const leveldb::Slice&) { ++summary_.entries; },
+        [&](const std::string& last_good, const std::string& next_good, const leveldb::Status& s) {
           Damage(name, last_good.empty() ? 0 : table->ApproximateOffsetOf(last_good),
-                 table->ApproximateOffsetOf(resume), "data block: " + it->status().ToString(),
-                 UserKey(last_good), UserKey(resume));
-          break;
-        }
-        ++summary_.entries;
-        last_good = it->key().ToString();
-      }
-      if (!resume.empty()) continue;
-      if (!it->status().ok()) {
-        Damage(name, last_good.empty() ? 0 : table->ApproximateOffsetOf(last_good), 0,
-               "data block: " + it->status().ToString(), UserKey(last_good), "");
-      }
-      return;
-    }
+                 next_good.empty() ? 0 : table->ApproximateOffsetOf(next_good),
+                 "data block: " + s.ToString(), UserKey(last_good), UserKey(next_good));
+        });
   }
 
   using RecordFn = std::function<void(std::string_view)>;
@@ -490,6 +502,48 @@ class DirChecker {
 };
 
 }  // namespace
+
+Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string& name,
+                                      leveldb::Env* env) {
+  env = env ? env : leveldb::Env::Default();
+  const std::string path = dir + "/" + name, temp = path + ".salvage";
+  uint64_t size = 0;
+  leveldb::RandomAccessFile* raw = nullptr;
+  leveldb::Status s = env->GetFileSize(path, &size);
+  if (s.ok()) s = env->NewRandomAccessFile(path, &raw);
+  std::unique_ptr<leveldb::RandomAccessFile> file(raw);
+  InternalKeyOrder order;
+  leveldb::Options lo;
+  lo.comparator = &order;
+  lo.paranoid_checks = true;
+  leveldb::Table* raw_table = nullptr;
+  if (s.ok()) s = leveldb::Table::Open(lo, file.get(), size, &raw_table);
+  std::unique_ptr<leveldb::Table> table(raw_table);
+  leveldb::WritableFile* raw_out = nullptr;
+  if (s.ok()) s = env->NewWritableFile(temp, &raw_out);
+  std::unique_ptr<leveldb::WritableFile> out(raw_out);
+  if (!s.ok()) return Status::Corruption(name + ": " + s.ToString());
+  // No filter block: LevelDB's filters hash user keys through its internal
+  // policy, which is not public; a table without one is only read slower.
+  leveldb::TableBuilder builder(lo, out.get());
+  uint64_t kept = 0;
+  ScanIntact(
+      table.get(),
+      [&](const leveldb::Slice& k, const leveldb::Slice& v) {
+        builder.Add(k, v);
+        ++kept;
+      },
+      [](const std::string&, const std::string&, const leveldb::Status&) {});
+  s = builder.Finish();
+  if (s.ok()) s = out->Sync();
+  if (s.ok()) s = out->Close();
+  if (s.ok()) s = env->RenameFile(temp, path);
+  if (!s.ok()) {
+    (void)env->RemoveFile(temp);
+    return Status::IOError("rewriting " + name + ": " + s.ToString());
+  }
+  return kept;
+}
 
 Result<FileCheckSummary> CheckFiles(const std::string& dir, leveldb::Env* env,
                                     const FileDamageFn& on_damage) {

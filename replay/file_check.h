@@ -23,6 +23,7 @@
 
 #include <leveldb/env.h>
 
+#include <cstdint>
 #include <string>
 
 #include "eventfold/repair.h"
@@ -35,6 +36,14 @@ namespace eventfold {
 // directory cannot be listed.
 Result<FileCheckSummary> CheckFiles(const std::string& dir, leveldb::Env* env,
                                     const FileDamageFn& on_damage);
+
+// Rewrites the table `name` in `dir` with only the entries of its intact
+// blocks (written aside, synced, renamed over it), for repair: LevelDB's
+// repairer reads tables without verifying block checksums and would keep a
+// damaged block that still parses. Returns the entries kept; fails when the
+// table cannot be opened at all (damaged footer or index block).
+Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string& name,
+                                      leveldb::Env* env);
 
 }  // namespace eventfold
 

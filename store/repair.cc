@@ -282,6 +282,11 @@ class Salvage {
   // keys are unknown may have held any event.
   void ReportWindow(const FileDamage& d) {
     if (d.file.starts_with("MANIFEST-")) return;  // the repairer rewrote it
+    // A damaged filter or meta index block, or footer padding, holds no
+    // records: the table's rewrite kept every entry.
+    for (std::string_view harmless : {"filter block", "meta index block", "footer: padding"}) {
+      if (d.message.starts_with(harmless)) return;
+    }
     std::sort(received_.begin(), received_.end());
     LostData l;
     l.kind = LostData::Kind::kWindow;
@@ -333,6 +338,29 @@ class Salvage {
   std::vector<std::pair<uint64_t, int64_t>> received_;  // (seq, received_at) of every event
 };
 
+// LevelDB's repairer reads tables without verifying block checksums, so a
+// damaged block that still parses would be kept: each damaged table is
+// rewritten first with the entries of its intact blocks, and one that cannot
+// be opened at all is moved to dir/lost/ (where the repairer archives too).
+Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
+                             const std::vector<FileDamage>& damage) {
+  std::vector<std::string> tables;
+  for (const FileDamage& d : damage) {
+    if ((d.file.ends_with(".ldb") || d.file.ends_with(".sst")) &&
+        std::find(tables.begin(), tables.end(), d.file) == tables.end()) {
+      tables.push_back(d.file);
+    }
+  }
+  for (const std::string& t : tables) {
+    if (RewriteIntactEntries(dir, t, env).ok()) continue;
+    (void)env->CreateDir(dir + "/lost");
+    Status st = storage::FromLevelDb(env->RenameFile(dir + "/" + t, dir + "/lost/" + t),
+                                     "moving the unreadable table " + t + " aside");
+    if (!st.ok()) return st;
+  }
+  return Status::OK();
+}
+
 leveldb::Options RawOptions(leveldb::Env* env, const leveldb::FilterPolicy* filter) {
   leveldb::Options lo;
   lo.env = env;
@@ -370,6 +398,8 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
         CheckFiles(dir, env, [&](const FileDamage& d) { damage.push_back(d); });
     if (!files.ok()) return files.status();
     summary.damaged = damage.size();
+    st = SetDamagedTablesRight(dir, env, damage);
+    if (!st.ok()) return st;
     lock.Unlock();  // the repairer and the opens below take it themselves
     st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(env, filter.get())),
                               "LevelDB repair of " + dir);

@@ -78,16 +78,17 @@ TEST(Backup, TakenUnderIngestRestoresToAConsistentCut) {
     accepted += store->Ingest(h.deliveries[i]).outcome == Outcome::kAccepted;
     accepted_after[i + 1] = accepted;
   }
-  std::atomic<bool> started{false};
+  std::atomic<size_t> done{0};  // deliveries the ingest thread has finished
   std::thread ingest([&] {
     uint64_t n = accepted;
     for (size_t i = half; i < h.deliveries.size(); ++i) {
-      started = true;
       n += store->Ingest(h.deliveries[i]).outcome == Outcome::kAccepted;
       accepted_after[i + 1] = n;
+      done.fetch_add(1);
     }
   });
-  while (!started) std::this_thread::yield();
+  // The backup starts with the ingest well under way, and runs beside it.
+  while (done.load() < 50) std::this_thread::yield();
   Result<BackupSummary> b = store->Backup(backup.path());
   ingest.join();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
@@ -99,11 +100,11 @@ TEST(Backup, TakenUnderIngestRestoresToAConsistentCut) {
   std::unique_ptr<Store> back = Open(restored.path(), &clock);
   ASSERT_TRUE(back);
   const uint64_t events = back->Stats().last_seq;
-  ASSERT_GE(events, accepted_after[half]);
+  ASSERT_GE(events, accepted_after[half + 50]);
 
   // The prefix of deliveries the backup holds: ingest is one thread, each
   // delivery atomic, so the cut falls after some delivery k.
-  size_t k = half;
+  size_t k = half + 50;
   while (k < h.deliveries.size() && accepted_after[k] < events) ++k;
   ASSERT_EQ(accepted_after[k], events);
   std::printf("backup cut after %zu of %zu deliveries (%zu before it began)\n", k,
