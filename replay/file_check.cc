@@ -319,6 +319,21 @@ class DirChecker {
 
   using RecordFn = std::function<void(std::string_view)>;
 
+  // Whether the log record starting `rest` (which ends the file) verifies
+  // with a length differing from `len` in one of its two bytes, or with all
+  // the bytes left: then its length field is damaged, not its append torn.
+  static bool LengthDamaged(std::string_view rest, size_t len, uint32_t crc) {
+    auto verifies = [&](size_t n) {
+      return kLogHeaderBytes + n <= rest.size() &&
+             MaskCrc(Crc32c(rest.substr(kLogHeaderBytes - 1, 1 + n))) == crc;
+    };
+    if (verifies(rest.size() - kLogHeaderBytes)) return true;
+    for (size_t b = 0; b < 256; ++b) {
+      if (verifies((len & 0xff00) | b) || verifies((len & 0x00ff) | (b << 8))) return true;
+    }
+    return false;
+  }
+
   // Checks one log file; hands each intact logical record (its fragments
   // joined) to `on_record` when given.
   void CheckLog(const std::string& name, const RecordFn* on_record = nullptr) {
@@ -350,12 +365,13 @@ class DirChecker {
         const uint8_t type = static_cast<uint8_t>(h[6]);
         if (pos + kLogHeaderBytes + len > end) {
           // At the end of the file either a torn append or a damaged length:
-          // the bytes there still matching the CRC tell the latter.
-          if (!full_block && MaskCrc(Crc32c(std::string_view(h + 6, end - pos - 6))) != crc) {
-            ++summary_.torn_tails;
-          } else {
+          // a record there that verifies with a length one byte away tells
+          // the latter.
+          if (full_block || LengthDamaged(std::string_view(h, end - pos), len, crc)) {
             Damage(name, pos, end, "record length runs past its block");
             resync = true;
+          } else {
+            ++summary_.torn_tails;
           }
           break;
         }
