@@ -95,7 +95,7 @@ struct Options {
   // they read, and opening refuses a damaged log record instead of skipping
   // it; on damage the store stops writing (503, the sender retries) rather
   // than rewriting the damage into new tables or dropping records silently.
-  // Costs a few percent of ingest throughput (docs/RELIABILITY.md). Turning
+  // Costs up to ~10% of kBuffered ingest throughput (docs/RELIABILITY.md). Turning
   // it off only makes sense for a store that `eventfold repair` salvages.
   bool paranoid_checks = true;
 
