@@ -112,6 +112,7 @@ Status StoreImpl::Init(const std::string& path) {
   lo.block_cache = cache_.get();
   lo.filter_policy = filter_.get();
   lo.write_buffer_size = options_.write_buffer_bytes;
+  lo.paranoid_checks = options_.paranoid_checks;
   if (options_.env) lo.env = options_.env;
   Status st;
   if (options_.create_if_missing) {

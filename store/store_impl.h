@@ -69,6 +69,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status Compact() override;
   Status ListUnrouted(const Profile* profile,
                       const std::function<bool(const UnroutedEvent&)>& fn) override;
+  Result<BackupSummary> Backup(const std::string& out) override;  // store/backup.cc
   uint64_t ApproximateBytes() override;
 
   // ChangeFeed.

@@ -61,6 +61,8 @@ void AddClusterCommand(CLI::App* app, Action* action);  // cmd_cluster.cc
 void AddFoldCommand(CLI::App* app, Action* action);
 void AddMigrateCommand(CLI::App* app, Action* action);
 void AddUnroutedCommand(CLI::App* app, Action* action);
+void AddBackupCommands(CLI::App* app, Action* action);  // backup, restore
+void AddRepairCommand(CLI::App* app, Action* action);
 
 }  // namespace eventfold::cli
 

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   AddFoldCommand(&app, &action);
   AddMigrateCommand(&app, &action);
   AddUnroutedCommand(&app, &action);
+  AddBackupCommands(&app, &action);
+  AddRepairCommand(&app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "eventfold/backup.h"
 #include "eventfold/options.h"
 #include "eventfold/profile.h"
 #include "eventfold/projection.h"
@@ -202,6 +203,13 @@ class Maintenance {
 
   // Approximate bytes the store occupies on disk.
   virtual uint64_t ApproximateBytes() = 0;
+
+  // Writes an online, consistent backup (eventfold/backup.h) to the new
+  // directory `out` while ingest goes on: a fresh LevelDB from one snapshot,
+  // synced, then verified. Refuses an `out` that exists and is not empty
+  // (kInvalidArgument); kCorruption when the copy fails verification, or the
+  // error that stopped it. A failed backup leaves `out` to be removed.
+  virtual Result<BackupSummary> Backup(const std::string& out) = 0;
 
   // Calls `fn` for each stored event that `profile` (nullptr: the store's
   // own) does not route, in arrival order, until it returns false. Reads one

@@ -108,6 +108,14 @@ struct Options {
   // LevelDB memtable size; larger absorbs bursts with fewer compactions.
   size_t write_buffer_bytes = 16 << 20;
 
+  // LevelDB's paranoid checks (default on): compactions verify every block
+  // they read, and opening refuses a damaged log record instead of skipping
+  // it; on damage the store stops writing (503, the sender retries) rather
+  // than rewriting the damage into new tables or dropping records silently.
+  // Costs up to ~10% of kBuffered ingest throughput (docs/RELIABILITY.md). Turning
+  // it off only makes sense for a store that `eventfold repair` salvages.
+  bool paranoid_checks = true;
+
   // Background gc: a store-owned thread runs Store::Gc(gc) every this many
   // microseconds on `clock` (the first pass one interval after Open), and
   // stops when the store closes. 0 (default): no background pass; e.g.

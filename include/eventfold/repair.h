@@ -1,0 +1,114 @@
+// Offline care of a store directory that no Store has open: the physical
+// file check `eventfold check` runs before anything opens the database,
+// repair after damage, and restore from a backup (Store::Backup).
+//
+// Each takes the directory's LevelDB file lock while it works, so it fails
+// with kBusy while a Store holds the directory, and no Store opens it
+// meanwhile.
+// Thread-safety: any number may run at once on different directories.
+
+#ifndef EVENTFOLD_REPAIR_H_
+#define EVENTFOLD_REPAIR_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "eventfold/options.h"
+#include "eventfold/status.h"
+
+namespace eventfold {
+
+// One damaged place in one of LevelDB's files.
+struct FileDamage {
+  std::string file;     // name inside the store directory
+  uint64_t offset = 0;  // the damaged bytes lie in [offset, end)
+  uint64_t end = 0;     // 0: up to the end of the file
+  // The user keys around the damage, printable (\xNN); empty when unknown.
+  // Keys strictly between them, in that file, may be lost.
+  std::string after_key;
+  std::string before_key;
+  std::string after_raw;  // the same two keys as stored (raw bytes)
+  std::string before_raw;
+  std::string message;  // what is wrong
+};
+
+// What the file check read.
+struct FileCheckSummary {
+  uint64_t tables = 0;       // table files
+  uint64_t data_blocks = 0;  // filter blocks verified by hand
+  uint64_t entries = 0;      // table entries read intact
+  uint64_t logs = 0;         // log files, the MANIFEST included
+  uint64_t log_records = 0;  // intact physical log records
+  uint64_t torn_tails = 0;   // logs ending in a torn, never acknowledged append
+  // Tables and logs the MANIFEST no longer lists, not read: left-overs
+  // (e.g. of a compaction a close interrupted) LevelDB deletes on open.
+  std::vector<std::string> unreferenced;
+  uint64_t damaged = 0;  // damage reports; 0: every file is intact
+};
+
+using FileDamageFn = std::function<void(const FileDamage&)>;
+
+// Verifies every byte LevelDB stored in `dir` against its checksums without
+// opening the database (replay/file_check.h): every table's data, index,
+// meta index and filter blocks and footer, every log file and the MANIFEST
+// record by record, CURRENT. Calls `on_damage` per damaged place and goes
+// on past it. Fails with kBusy while a Store holds `dir`, kIOError when the
+// directory cannot be listed. Uses options.env; reads only.
+Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& options,
+                                         const FileDamageFn& on_damage);
+
+// What a repair could not save, as something the operator can act on.
+struct LostData {
+  enum class Kind {
+    kEvent,    // one event, known by id (its dedup entry survived): ask the
+               // sender to resend it; a resend is accepted as new
+    kWindow,   // events received in [received_from, received_to] may be lost
+               // (ids unknown): ask the sender to resend that window
+    kChanges,  // change feed records [first_seq, last_seq] were lost and are
+               // placeholders now (entity ""): subscribers past them resync
+    kRecords,  // other stored records dropped as unreadable (detail says which)
+  };
+  Kind kind = Kind::kRecords;
+  std::string event_id;  // kEvent
+  std::string type;      // kEvent
+  int64_t occurred_at = 0;
+  int64_t received_from = 0;  // kWindow, microseconds since the epoch; 0: unbounded
+  int64_t received_to = 0;
+  uint64_t first_seq = 0;  // kChanges
+  uint64_t last_seq = 0;
+  std::string detail;  // where it was found and why
+};
+
+// What a repair did.
+struct RepairSummary {
+  uint64_t damaged = 0;         // damaged places the file check found first
+  uint64_t dropped = 0;         // unreadable records deleted
+  uint64_t lost_events = 0;     // LostData kEvent reported
+  uint64_t lost_windows = 0;    // LostData kWindow reported
+  uint64_t dedup_restored = 0;  // dedup entries written again from their events
+  uint64_t feed_filled = 0;     // placeholder changes written into feed gaps
+  uint64_t events = 0;          // events the repaired store holds
+  uint64_t problems_left = 0;   // what the final check still found (0: clean)
+  double seconds = 0;
+};
+
+using LostDataFn = std::function<void(const LostData&)>;
+
+// Salvages the damaged store at `dir`: the file check first (to know where
+// the damage is), then LevelDB's repairer (it keeps every readable record and
+// writes a new MANIFEST; unreadable tables go to dir/lost/), then the stored
+// records are reconciled — unreadable ones deleted, a dedup entry whose event
+// is gone reported (kEvent) and deleted so a resend is accepted, an event
+// without its dedup entry given one again, feed gaps filled with placeholders
+// (kChanges) — and everything derived (logs, projections, fold snapshots) is
+// rebuilt. Calls `on_lost` for each thing lost. Ends with the file check and
+// Store::Check: problems_left counts what they still found. Fails with kBusy
+// while a Store holds `dir`, or with the error that stopped it.
+Result<RepairSummary> RepairStore(const std::string& dir, const Options& options,
+                                  const LostDataFn& on_lost);
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_REPAIR_H_

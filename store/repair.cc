@@ -1,0 +1,152 @@
+// The offline functions of eventfold/repair.h: the file check and repair
+// (the record reconciliation is store/salvage.cc).
+
+#include "eventfold/repair.h"
+
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+#include <leveldb/filter_policy.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "eventfold/store.h"
+#include "replay/file_check.h"
+#include "storage/leveldb_status.h"
+#include "store/salvage.h"
+
+namespace eventfold {
+namespace {
+
+// LevelDB's own lock on the directory, held while a function works on it so
+// no Store opens it meanwhile (and none is open now).
+class DirLock {
+ public:
+  explicit DirLock(leveldb::Env* env) : env_(env) {}
+  ~DirLock() { Unlock(); }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+  Status Lock(const std::string& dir) {
+    leveldb::Status s = env_->LockFile(dir + "/LOCK", &lock_);
+    if (s.ok()) return Status::OK();
+    lock_ = nullptr;
+    return Status::Busy("the store at " + dir + " is in use (" + s.ToString() + ")");
+  }
+  void Unlock() {
+    if (lock_) (void)env_->UnlockFile(lock_);
+    lock_ = nullptr;
+  }
+
+ private:
+  leveldb::Env* env_;
+  leveldb::FileLock* lock_ = nullptr;
+};
+
+leveldb::Env* EnvOf(const Options& options) {
+  return options.env ? options.env : leveldb::Env::Default();
+}
+
+// LevelDB's repairer reads tables without verifying block checksums, so a
+// damaged block that still parses would be kept: each damaged table is
+// rewritten first with the entries of its intact blocks, and one that cannot
+// be opened at all is moved to dir/lost/ (where the repairer archives too).
+Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
+                             const std::vector<FileDamage>& damage) {
+  std::vector<std::string> tables;
+  for (const FileDamage& d : damage) {
+    if ((d.file.ends_with(".ldb") || d.file.ends_with(".sst")) &&
+        std::find(tables.begin(), tables.end(), d.file) == tables.end()) {
+      tables.push_back(d.file);
+    }
+  }
+  for (const std::string& t : tables) {
+    if (RewriteIntactEntries(dir, t, env).ok()) continue;
+    (void)env->CreateDir(dir + "/lost");
+    Status st = storage::FromLevelDb(env->RenameFile(dir + "/" + t, dir + "/lost/" + t),
+                                     "moving the unreadable table " + t + " aside");
+    if (!st.ok()) return st;
+  }
+  return Status::OK();
+}
+
+leveldb::Options RawOptions(leveldb::Env* env, const leveldb::FilterPolicy* filter) {
+  leveldb::Options lo;
+  lo.env = env;
+  lo.filter_policy = filter;
+  lo.paranoid_checks = false;  // salvage: keep going past damage
+  return lo;
+}
+
+}  // namespace
+
+Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& options,
+                                         const FileDamageFn& on_damage) {
+  DirLock lock(EnvOf(options));
+  Status st = lock.Lock(dir);
+  if (!st.ok()) return st;
+  return CheckFiles(dir, EnvOf(options), on_damage);
+}
+
+Result<RepairSummary> RepairStore(const std::string& dir, const Options& options,
+                                  const LostDataFn& on_lost) {
+  leveldb::Env* env = EnvOf(options);
+  Clock* clock = options.clock ? options.clock : SystemClock();
+  const int64_t start = clock->NowMicros();
+  if (!env->FileExists(dir + "/CURRENT") && !env->FileExists(dir)) {
+    return Status::NotFound("no store at " + dir);
+  }
+  RepairSummary summary;
+  std::vector<FileDamage> damage;
+  std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));
+  {
+    DirLock lock(env);
+    Status st = lock.Lock(dir);
+    if (!st.ok()) return st;
+    Result<FileCheckSummary> files =
+        CheckFiles(dir, env, [&](const FileDamage& d) { damage.push_back(d); });
+    if (!files.ok()) return files.status();
+    summary.damaged = damage.size();
+    st = SetDamagedTablesRight(dir, env, damage);
+    if (!st.ok()) return st;
+    lock.Unlock();  // the repairer and the opens below take it themselves
+    st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(env, filter.get())),
+                              "LevelDB repair of " + dir);
+    if (!st.ok()) return st;
+  }
+  {
+    leveldb::DB* raw = nullptr;
+    Status st = storage::FromLevelDb(leveldb::DB::Open(RawOptions(env, filter.get()), dir, &raw),
+                                     "opening " + dir);
+    if (!st.ok()) return st;
+    std::unique_ptr<leveldb::DB> db(raw);
+    st = SalvageRecords(db.get(), damage, on_lost, &summary);
+    if (!st.ok()) return st;
+  }
+  // Everything derived, rebuilt from the salvaged events; then the checks.
+  Options o = options;
+  o.create_if_missing = false;
+  o.gc_interval_micros = 0;
+  o.profile.reset();
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(dir, o);
+    if (!store.ok()) return store.status();
+    Result<RebuildSummary> rebuilt = (*store)->maintenance().Rebuild(RebuildOptions{});
+    if (!rebuilt.ok()) return rebuilt.status();
+  }
+  Result<FileCheckSummary> files = CheckFiles(dir, env, [](const FileDamage&) {});
+  if (!files.ok()) return files.status();
+  summary.problems_left = files->damaged;
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(dir, o);
+    if (!store.ok()) return store.status();
+    Result<CheckSummary> check = (*store)->maintenance().Check([](const CheckProblem&) {});
+    if (!check.ok()) return check.status();
+    summary.problems_left += check->problems;
+  }
+  summary.seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
+  return summary;
+}
+
+}  // namespace eventfold

@@ -1,0 +1,309 @@
+#include "store/salvage.h"
+
+#include <leveldb/write_batch.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "replay/check.h"
+#include "storage/key_codec.h"
+#include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
+#include "storage/record_codec.h"
+
+namespace eventfold {
+namespace {
+
+class Salvage {
+ public:
+  Salvage(leveldb::DB* db, const LostDataFn& on_lost, RepairSummary* summary)
+      : db_(db), on_lost_(on_lost), sum_(summary) {}
+
+  Status Run(const std::vector<FileDamage>& damage) {
+    for (Status (Salvage::*step)() :
+         {&Salvage::Dedup, &Salvage::Events, &Salvage::Others, &Salvage::Feed}) {
+      Status st = (this->*step)();
+      if (!st.ok()) return st;
+    }
+    for (const FileDamage& d : damage) ReportWindow(d);
+    return Status::OK();
+  }
+
+ private:
+  void Lost(LostData l) { on_lost_(l); }
+
+  void Drop(leveldb::WriteBatch* batch, std::string_view key, const std::string& why) {
+    batch->Delete(leveldb::Slice(key.data(), key.size()));
+    ++sum_->dropped;
+    LostData l;
+    l.kind = LostData::Kind::kRecords;
+    l.detail = PrintableKey(key) + ": " + why;
+    Lost(std::move(l));
+  }
+
+  Status Apply(leveldb::WriteBatch* batch) {
+    Status st = storage::FromLevelDb(db_->Write(storage::Synced(), batch), "repairing");
+    batch->Clear();
+    return st;
+  }
+
+  // The event stored at a/<seq>, if readable.
+  std::optional<storage::StoredEvent> EventAt(uint64_t seq) {
+    const std::string key = storage::EventKey(seq);
+    std::string value;
+    if (!db_->Get(leveldb::ReadOptions(), key, &value).ok()) return std::nullopt;
+    Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
+    if (!e.ok()) return std::nullopt;
+    return std::move(*e);
+  }
+
+  // The store's metadata: the format and routing epoch get their first
+  // values back when lost (epoch 1 with routing epoch 0 in restored dedup
+  // entries makes the store re-route as needed). A lost generation number
+  // leaves the derived records unattributable: they all go, generation 1
+  // is recorded, and the rebuild after the salvage derives them again. A
+  // lost profile is recreated by Store::Open (options.profile, else the
+  // built-in one) and reported.
+  Status Meta() {
+    leveldb::WriteBatch batch;
+    auto missing = [&](const char* name) {
+      std::string value;
+      return db_->Get(leveldb::ReadOptions(), storage::MetaKey(name), &value).IsNotFound();
+    };
+    auto restore = [&](const char* name, const std::string& value) {
+      batch.Put(storage::MetaKey(name), value);
+      LostData l;
+      l.kind = LostData::Kind::kRecords;
+      l.detail = std::string("m/") + name + " was lost; set to \"" + value + "\"";
+      Lost(std::move(l));
+    };
+    if (missing("profile")) {
+      LostData l;
+      l.kind = LostData::Kind::kRecords;
+      l.detail = "m/profile was lost; the store takes the configured (else the built-in) profile";
+      Lost(std::move(l));
+      return Status::OK();  // Store::Open writes all of m/ afresh
+    }
+    if (missing("format")) restore("format", "1");
+    if (missing("routing_epoch")) restore("routing_epoch", "1");
+    if (missing("generation")) {
+      restore("generation", "1");
+      std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+      const std::string prefix(storage::kGenerationPrefix);
+      for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+        batch.Delete(it->key());
+        if (batch.ApproximateSize() >= (1 << 20)) {
+          Status st = Apply(&batch);
+          if (!st.ok()) return st;
+        }
+      }
+      Status st = storage::FromLevelDb(it->status(), "reading derived records");
+      if (!st.ok()) return st;
+    }
+    return Apply(&batch);
+  }
+
+  // A dedup entry whose event is gone names a lost event: report it and
+  // delete the entry so the sender's resend is accepted, not a "duplicate".
+  Status Dedup() {
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+    const std::string prefix(storage::kDedupPrefix);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string key = it->key().ToString();
+      Result<storage::DedupEntry> d = storage::DecodeDedup(key, storage::View(it->value()));
+      if (!d.ok()) {
+        Drop(&batch, key, "unreadable dedup entry (" + d.status().message() + ")");
+        continue;
+      }
+      if (d->expires_at != 0) continue;  // a tombstone: its event was compacted
+      const std::string id = key.substr(prefix.size());
+      std::optional<storage::StoredEvent> ev = EventAt(d->seq);
+      if (ev && ev->event.event_id == id) continue;
+      batch.Delete(key);
+      ++sum_->lost_events;
+      LostData l;
+      l.kind = LostData::Kind::kEvent;
+      l.event_id = id;
+      l.type = d->type;
+      l.occurred_at = d->occurred_at;
+      l.detail = "its record a/" + std::to_string(d->seq) + " is lost";
+      Lost(std::move(l));
+    }
+    Status st = storage::FromLevelDb(it->status(), "reading dedup entries");
+    return st.ok() ? Apply(&batch) : st;
+  }
+
+  // Unreadable events go; each readable one gets its dedup entry back if it
+  // lost it. Remembers every event's received_at for the loss windows.
+  Status Events() {
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+    const std::string prefix(storage::kEventPrefix);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string key = it->key().ToString();
+      Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, storage::View(it->value()));
+      if (!e.ok()) {
+        Drop(&batch, key, "unreadable event (" + e.status().message() + ")");
+        continue;
+      }
+      received_.emplace_back(e->seq, e->received_at);
+      ++sum_->events;
+      const std::string dkey = storage::DedupKey(e->event.event_id);
+      std::string value;
+      leveldb::Status s = db_->Get(leveldb::ReadOptions(), dkey, &value);
+      if (s.ok() && storage::DecodeDedup(dkey, value).ok()) continue;
+      // Routing epoch 0 is never current: the store re-routes the event
+      // under its profile when it next needs the entity.
+      storage::DedupEntry d{e->seq, e->event.type, e->event.occurred_at, e->entity, 0};
+      batch.Put(dkey, storage::EncodeDedup(d));
+      ++sum_->dedup_restored;
+    }
+    Status st = storage::FromLevelDb(it->status(), "reading events");
+    return st.ok() ? Apply(&batch) : st;
+  }
+
+  // The other stored families: an unreadable record goes; a conflict
+  // record whose winning event is gone goes.
+  Status Others() {
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string key = it->key().ToString();
+      const std::string_view value = storage::View(it->value());
+      const std::string_view family = std::string_view(key).substr(0, 2);
+      if (family == storage::kConflictPrefix) {
+        Result<storage::ConflictEntry> c = storage::DecodeConflict(key, value);
+        if (!c.ok()) {
+          Drop(&batch, key, "unreadable conflict record (" + c.status().message() + ")");
+        } else if (!EventAt(c->first_seq)) {
+          Drop(&batch, key, "conflict record of " + c->event_id + " whose first event is lost");
+        }
+      } else if (family == storage::kQuarantinePrefix) {
+        if (Result<RefusedDelivery> r = storage::DecodeRefused(key, value); !r.ok()) {
+          Drop(&batch, key, "unreadable refused delivery (" + r.status().message() + ")");
+        }
+      } else if (family == storage::kParkedPrefix) {
+        if (Result<ParkedChange> p = storage::DecodeParked(key, value); !p.ok()) {
+          Drop(&batch, key, "unreadable dead letter (" + p.status().message() + ")");
+        }
+      } else if (family == storage::kCompactionPrefix) {
+        if (Result<storage::CompactionEntry> c = storage::DecodeCompaction(key, value); !c.ok()) {
+          Drop(&batch, key, "unreadable compaction snapshot (" + c.status().message() + ")");
+        }
+      }
+    }
+    Status st = storage::FromLevelDb(it->status(), "reading records");
+    return st.ok() ? Apply(&batch) : st;
+  }
+
+  // Unreadable changes go; every gap gets placeholders, so the feed stays
+  // numbered without holes and subscribers see where they must resync.
+  Status Feed() {
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+    const std::string prefix(storage::kFeedPrefix);
+    uint64_t last = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string key = it->key().ToString();
+      std::optional<uint64_t> seq = storage::ParseSeqKey(key, storage::kFeedPrefix);
+      if (!seq || !storage::DecodeChange(key, storage::View(it->value())).ok()) {
+        batch.Delete(key);  // refilled below as part of its gap
+        ++sum_->dropped;
+        continue;
+      }
+      if (last != 0 && *seq > last + 1) Fill(&batch, last + 1, *seq - 1);
+      last = *seq;
+    }
+    Status st = storage::FromLevelDb(it->status(), "reading the change feed");
+    return st.ok() ? Apply(&batch) : st;
+  }
+
+  void Fill(leveldb::WriteBatch* batch, uint64_t first, uint64_t last) {
+    for (uint64_t seq = first; seq <= last; ++seq) {
+      Change c;
+      c.seq = seq;
+      batch->Put(storage::FeedKey(seq), storage::EncodeChange(c));
+      ++sum_->feed_filled;
+    }
+    LostData l;
+    l.kind = LostData::Kind::kChanges;
+    l.first_seq = first;
+    l.last_seq = last;
+    l.detail = "change feed records lost; placeholders with an empty entity stand in";
+    Lost(std::move(l));
+  }
+
+  // A damaged place whose keys reach into the events (a/): if events around
+  // it are missing now, the senders' resend window is when the neighbours
+  // were received. A log's damage loses the newest writes; a table whose
+  // keys are unknown may have held any event.
+  void ReportWindow(const FileDamage& d) {
+    if (d.file.starts_with("MANIFEST-")) return;  // the repairer rewrote it
+    // A damaged filter or meta index block, or footer padding, holds no
+    // records: the table's rewrite kept every entry.
+    for (std::string_view harmless : {"filter block", "meta index block", "footer: padding"}) {
+      if (d.message.starts_with(harmless)) return;
+    }
+    std::sort(received_.begin(), received_.end());
+    LostData l;
+    l.kind = LostData::Kind::kWindow;
+    if (d.file.ends_with(".log")) {
+      l.received_from = received_.empty() ? 0 : NewestReceived();
+      l.detail = d.file +
+                 ": damaged write-ahead log record; events received after the newest "
+                 "surviving one may be lost";
+    } else if (d.after_raw.empty() && d.before_raw.empty()) {
+      l.detail = d.file + ": " + d.message + "; which events it held is unknown";
+    } else {
+      const std::string a(storage::kEventPrefix);
+      const std::string a_end = storage::PrefixEnd(storage::kEventPrefix);
+      if (!d.before_raw.empty() && d.before_raw <= a) return;    // before the events
+      if (!d.after_raw.empty() && d.after_raw >= a_end) return;  // after them
+      const uint64_t lo = d.after_raw.starts_with(a)
+                              ? storage::ParseSeqKey(d.after_raw, storage::kEventPrefix).value_or(0)
+                              : 0;
+      const uint64_t hi =
+          d.before_raw.starts_with(a)
+              ? storage::ParseSeqKey(d.before_raw, storage::kEventPrefix).value_or(UINT64_MAX)
+              : UINT64_MAX;
+      // Nothing missing between the neighbours: an older copy survived.
+      auto first = std::upper_bound(received_.begin(), received_.end(),
+                                    std::pair<uint64_t, int64_t>{lo, INT64_MAX});
+      auto last = std::lower_bound(received_.begin(), received_.end(),
+                                   std::pair<uint64_t, int64_t>{hi, INT64_MIN});
+      const uint64_t present = static_cast<uint64_t>(last - first);
+      if (hi != UINT64_MAX && present == hi - lo - 1) return;
+      if (first != received_.begin()) l.received_from = std::prev(first)->second;
+      if (last != received_.end()) l.received_to = last->second;
+      l.detail = d.file + ": events after " + (lo ? "a/" + std::to_string(lo) : "the first") +
+                 " and before " + (hi != UINT64_MAX ? "a/" + std::to_string(hi) : "the last") +
+                 " may be lost (" + d.message + ")";
+    }
+    ++sum_->lost_windows;
+    Lost(std::move(l));
+  }
+
+  int64_t NewestReceived() const {
+    int64_t newest = 0;
+    for (const auto& [seq, at] : received_) newest = std::max(newest, at);
+    return newest;
+  }
+
+  leveldb::DB* db_;
+  const LostDataFn& on_lost_;
+  RepairSummary* sum_;
+  std::vector<std::pair<uint64_t, int64_t>> received_;  // (seq, received_at) of every event
+};
+
+}  // namespace
+
+Status SalvageRecords(leveldb::DB* db, const std::vector<FileDamage>& damage,
+                      const LostDataFn& on_lost, RepairSummary* summary) {
+  return Salvage(db, on_lost, summary).Run(damage);
+}
+
+}  // namespace eventfold

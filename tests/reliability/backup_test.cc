@@ -1,0 +1,171 @@
+// Backups (Store::Backup, RestoreStore, eventfold/backup.h): a backup taken
+// while another thread ingests is a consistent cut — it restores to exactly
+// the projections, change feed and dedup answers of a store that ingested
+// the same prefix of deliveries — and restore refuses a non-empty directory.
+
+#include "eventfold/backup.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eventfold/store.h"
+#include "tests/common/run_cli.h"
+#include "tests/common/scratch_dir.h"
+#include "tests/common/test_seed.h"
+#include "tools/history.h"
+
+#ifndef EVENTFOLD_CLI
+#error "EVENTFOLD_CLI must name the eventfold binary"
+#endif
+
+namespace eventfold::reliability {
+namespace {
+
+using test_util::ScratchDir;
+
+std::unique_ptr<Store> Open(const std::string& dir, Clock* clock) {
+  Options o;
+  o.durability = Durability::kBuffered;
+  o.write_buffer_bytes = 256 << 10;
+  o.clock = clock;
+  Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+std::vector<Projection> AllProjections(Store* store) {
+  std::vector<Projection> out;
+  for (const EntityType& t : store->profile().entities()) {
+    EXPECT_TRUE(store
+                    ->List(t.name,
+                           [&](const Projection& p) {
+                             out.push_back(p);
+                             return true;
+                           })
+                    .ok());
+  }
+  return out;
+}
+
+std::vector<Change> Feed(Store* store) {
+  std::vector<Change> out;
+  EXPECT_TRUE(store->feed().Read(0, SIZE_MAX, &out).ok());
+  return out;
+}
+
+TEST(Backup, TakenUnderIngestRestoresToAConsistentCut) {
+  const uint64_t seed = test_util::TestSeed("Backup", 1313);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 600;
+  ho.products = 100;
+  const sim::History h = sim::GenerateHistory(ho);
+  ManualClock clock(1'800'000'000'000'000);  // fixed: both sides stamp the same times
+  ScratchDir live("live"), backup("backup"), restored("restored"), reference("reference");
+
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  const size_t half = h.deliveries.size() / 2;
+  std::vector<uint64_t> accepted_after(h.deliveries.size() + 1, 0);  // accepted after i deliveries
+  uint64_t accepted = 0;
+  for (size_t i = 0; i < half; ++i) {
+    accepted += store->Ingest(h.deliveries[i]).outcome == Outcome::kAccepted;
+    accepted_after[i + 1] = accepted;
+  }
+  std::atomic<size_t> done{0};  // deliveries the ingest thread has finished
+  std::thread ingest([&] {
+    uint64_t n = accepted;
+    for (size_t i = half; i < h.deliveries.size(); ++i) {
+      n += store->Ingest(h.deliveries[i]).outcome == Outcome::kAccepted;
+      accepted_after[i + 1] = n;
+      done.fetch_add(1);
+    }
+  });
+  // The backup starts with the ingest well under way, and runs beside it.
+  while (done.load() < 50) std::this_thread::yield();
+  Result<BackupSummary> b = store->maintenance().Backup(backup.path());
+  ingest.join();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_GT(b->records, 0u);
+
+  Result<BackupSummary> r = RestoreStore(backup.path(), restored.path(), Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->records, b->records);
+  std::unique_ptr<Store> back = Open(restored.path(), &clock);
+  ASSERT_TRUE(back);
+  const uint64_t events = back->Stats().last_seq;
+  ASSERT_GE(events, accepted_after[half + 50]);
+
+  // The prefix of deliveries the backup holds: ingest is one thread, each
+  // delivery atomic, so the cut falls after some delivery k.
+  size_t k = half + 50;
+  while (k < h.deliveries.size() && accepted_after[k] < events) ++k;
+  ASSERT_EQ(accepted_after[k], events);
+  std::printf("backup cut after %zu of %zu deliveries (%zu before it began)\n", k,
+              h.deliveries.size(), half);
+  std::unique_ptr<Store> ref = Open(reference.path(), &clock);
+  ASSERT_TRUE(ref);
+  for (size_t i = 0; i < k; ++i) (void)ref->Ingest(h.deliveries[i]);
+
+  EXPECT_EQ(AllProjections(back.get()), AllProjections(ref.get()));
+  EXPECT_EQ(Feed(back.get()), Feed(ref.get()));
+  // Dedup answers: every delivery, old and new, answers the same on both.
+  for (const Delivery& d : h.deliveries) {
+    const IngestResult x = back->Ingest(d), y = ref->Ingest(d);
+    ASSERT_EQ(x.outcome, y.outcome) << d.body.substr(0, 200);
+  }
+  EXPECT_EQ(AllProjections(back.get()), AllProjections(store.get()));
+}
+
+TEST(Backup, RefusesNonEmptyTargets) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), other("other");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
+  std::filesystem::create_directories(other.path());
+  test_util::WriteFile(other.path() + "/keep", "x");
+  Result<BackupSummary> b = store->maintenance().Backup(other.path());
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.status().IsInvalidArgument()) << b.status().ToString();
+  ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  Result<BackupSummary> r = RestoreStore(backup.path(), other.path(), Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(other.path()), std::string::npos);
+}
+
+TEST(Backup, CommandsBackUpAndRestore) {
+  ScratchDir live("live"), backup("backup"), restored("restored");
+  {
+    ManualClock clock(1'800'000'000'000'000);
+    std::unique_ptr<Store> store = Open(live.path(), &clock);
+    ASSERT_TRUE(store);
+    for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
+      (void)store->Ingest(d);
+    }
+  }
+  test_util::TempDir tmp;
+  test_util::CliResult c = test_util::RunCli(
+      EVENTFOLD_CLI, {"backup", "--data", live.path(), backup.path()}, tmp.path() + "/b");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("\"verified\":true"), std::string::npos) << c.out;
+  c = test_util::RunCli(EVENTFOLD_CLI, {"restore", backup.path(), "--data", restored.path()},
+                        tmp.path() + "/r");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  c = test_util::RunCli(EVENTFOLD_CLI, {"restore", backup.path(), "--data", restored.path()},
+                        tmp.path() + "/r2");
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_NE(c.err.find("not empty"), std::string::npos) << c.err;
+  c = test_util::RunCli(EVENTFOLD_CLI, {"check", "--data", restored.path()}, tmp.path() + "/c");
+  EXPECT_EQ(c.exit_code, 0) << c.err << c.out;
+}
+
+}  // namespace
+}  // namespace eventfold::reliability
