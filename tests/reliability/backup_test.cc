@@ -41,7 +41,7 @@ std::unique_ptr<Store> Open(const std::string& dir, Clock* clock) {
 
 std::vector<Projection> AllProjections(Store* store) {
   std::vector<Projection> out;
-  for (const EntityType& t : store->profile().entities()) {
+  for (const EntityType& t : store->profile()->entities()) {
     EXPECT_TRUE(store
                     ->List(t.name,
                            [&](const Projection& p) {
@@ -55,7 +55,7 @@ std::vector<Projection> AllProjections(Store* store) {
 
 std::vector<Change> Feed(Store* store) {
   std::vector<Change> out;
-  EXPECT_TRUE(store->feed().Read(0, SIZE_MAX, &out).ok());
+  EXPECT_TRUE(store->feed().Read(0, SIZE_MAX, AppendTo<Change>(&out)).ok());
   return out;
 }
 
