@@ -76,7 +76,8 @@ TEST(StoredNumberTest, OversizedCheckpointIsReportedAndRefused) {
   Result<std::unique_ptr<Store>> store = Store::Open(dir.path(), Options());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::vector<CheckProblem> problems;
-  Result<CheckSummary> r = (*store)->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
+  Result<CheckSummary> r =
+      (*store)->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(Reported(problems, storage::CheckpointKey("mailer")));
   Result<uint64_t> seq = (*store)->feed().GetCheckpoint("mailer");

@@ -351,7 +351,8 @@ TEST(storage_concurrency, ProfileReadWhileRebuildSwitchesIt) {
     }
   });
   for (int k = 0; k < 12; ++k) {
-    Result<RebuildSummary> r = store->maintenance().Rebuild(k % 2 ? &Profile::ReceiptRoller() : &*receipts_only);
+    Result<RebuildSummary> r =
+        store->maintenance().Rebuild(k % 2 ? &Profile::ReceiptRoller() : &*receipts_only);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(store->profile()->Fingerprint(), k % 2 ? full : narrow);
   }
