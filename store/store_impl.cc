@@ -330,6 +330,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   std::vector<std::pair<size_t, DecodedEvent>> items;
   items.reserve(n);
   // The profile may only change under rebuild_mu_, so decode under it too.
+  GateIngest();
   std::shared_lock rebuild_guard(rebuild_mu_);
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
@@ -677,7 +678,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   uint64_t boundary = 0;
   SnapshotGuard input;
   {
-    std::unique_lock guard(rebuild_mu_);
+    std::unique_lock guard = LockExclusive();
     target = profile ? *profile : *profile_;
     next = gen_ + 1;
     Status st =
@@ -715,7 +716,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   // 4. Briefly stop ingest: fold in the last few arrivals, then switch.
   uint32_t old = 0;
   {
-    std::unique_lock guard(rebuild_mu_);
+    std::unique_lock guard = LockExclusive();
     const int64_t paused_at = clock_->NowMicros();
     const uint64_t before = summary->events;
     st = CatchUp(boundary, /*to_seq=*/0, next, *target, &*summary);
@@ -742,12 +743,29 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   return summary;
 }
 
+std::unique_lock<std::shared_mutex> StoreImpl::LockExclusive() {
+  exclusive_waiters_.fetch_add(1);
+  std::unique_lock guard(rebuild_mu_);
+  {
+    std::lock_guard gate(gate_mu_);
+    exclusive_waiters_.fetch_sub(1);
+  }
+  gate_cv_.notify_all();
+  return guard;
+}
+
+void StoreImpl::GateIngest() {
+  if (exclusive_waiters_.load() == 0) return;
+  std::unique_lock gate(gate_mu_);
+  gate_cv_.wait(gate, [&] { return exclusive_waiters_.load() == 0; });
+}
+
 Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profile& profile,
                                   RebuildSummary* summary) {
   for (int round = 0; round < kMaxCatchUpRounds; ++round) {
     uint64_t to_seq = 0;
     {
-      std::unique_lock guard(rebuild_mu_);  // a barrier: in-flight ingests finish
+      std::unique_lock guard = LockExclusive();  // a barrier: in-flight ingests finish
       to_seq = next_seq_.load();
     }
     if (to_seq - *from_seq <= kPausedCatchUpEvents) return Status::OK();

@@ -171,6 +171,16 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   std::unique_ptr<GuardedDb> db_;
   std::unique_ptr<CommitQueue> commit_queue_;
   std::shared_mutex rebuild_mu_;
+  // libstdc++'s shared_mutex prefers readers: under a steady stream of
+  // overlapping ingests an exclusive lock would wait for ever. A rebuild
+  // therefore takes it through LockExclusive(), which raises
+  // `exclusive_waiters_`; a new ingest waits at GateIngest() while it is
+  // raised, so the ingests in flight drain and the rebuild gets in.
+  std::unique_lock<std::shared_mutex> LockExclusive();
+  void GateIngest();
+  std::atomic<int> exclusive_waiters_{0};
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
   LockTable locks_;
   std::atomic<uint64_t> next_seq_{1};
   // The live projection generation (g/<gen>/), and the routing epoch that
