@@ -483,7 +483,7 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
     if (!e.ok()) return e.status();
-    Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), profile_, &*e);
+    Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), *profile_, &*e);
     if (!loaded.ok()) return loaded;
     LoggedEvent le;
     le.event = e->ranked.event;
@@ -580,7 +580,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
       Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
       if (!e.ok()) return e.status();
-      Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), profile_, &*e);
+      Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), *profile_, &*e);
       if (!loaded.ok()) return loaded;
       events.push_back(std::move(e->ranked));
     }
