@@ -498,12 +498,15 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
   constexpr int64_t kWaitMicros = 120LL * 1000 * 1000;  // a bound, never reached when all is well
   const std::vector<Delivery> stream = StreamOf(seed, 8000);
   Acked acked;
-  size_t answers_503 = 0, rounds = 0, failed_reopens = 0;
+  // fresh_503: answers 503 to ingests that began after the last recovery,
+  // so met this round's fault (a slow writer's 503 of an earlier round
+  // must not end a round whose fault no write has met yet).
+  size_t answers_503 = 0, fresh_503 = 0, rounds = 0, failed_reopens = 0;
   std::atomic<size_t> reads{0};
   {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
-    std::mutex mu;  // guards acked, answers_503, epoch, writers_left, stop
+    std::mutex mu;  // guards acked, the 503 counts, epoch, writers_left, stop
     std::condition_variable cv;
     uint64_t epoch = 0;  // bumped after each recovery: refused writers retry
     int writers_left = 4;
@@ -523,6 +526,7 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
           std::unique_lock lock(mu);
           if (r.outcome == Outcome::kStorageError) {
             ++answers_503;
+            if (seen == epoch) ++fresh_503;
             cv.notify_all();
             ASSERT_LT(attempt, 1000) << "never stored: " << r.message;
             cv.wait(lock, [&] { return epoch != seen || stop; });
@@ -584,9 +588,9 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
       {
         // The fault stays until a write meets it (or the writers are done).
         std::unique_lock lock(mu);
-        const size_t before = answers_503;
+        const size_t before = fresh_503;
         ASSERT_TRUE(cv.wait_for(lock, std::chrono::microseconds(kWaitMicros),
-                                [&] { return answers_503 > before || writers_left == 0; }));
+                                [&] { return fresh_503 > before || writers_left == 0; }));
         if (writers_left == 0) break;
       }
       env.ClearFaults();
@@ -606,6 +610,7 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
           env.ClearFaults();
         }
       }
+      env.ClearFaults();  // a one-shot fault the reopen did not meet
       std::lock_guard lock(mu);
       ++epoch;
       cv.notify_all();
