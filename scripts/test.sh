@@ -4,15 +4,18 @@
 # then
 #   1. builds with ASan+UBSan (build-asan-ubsan/) and runs the unit suite;
 #   2. builds with TSan (build-tsan/) and runs the concurrency tests;
-#   3. builds the libFuzzer targets with clang (build-fuzz/) and runs each
+#   3. builds the libraries with clang's -Wthread-safety as errors
+#      (build-thread-safety/): the lock annotations of core/thread_annotations.h
+#      are checked, nothing runs;
+#   4. builds the libFuzzer targets with clang (build-fuzz/) and runs each
 #      for a few seconds;
-#   4. configures and builds build/ and runs every test except the
+#   5. configures and builds build/ and runs every test except the
 #      long-running `soak` label.
-# EVENTFOLD_QUICK=1 skips stages 1-3 (not the format check). Extra arguments go to the last ctest:
+# EVENTFOLD_QUICK=1 skips stages 1-4 (not the format check). Extra arguments go to the last ctest:
 #   bash scripts/test.sh [extra ctest arguments, e.g. -R Fold -V]
 # The main ctest's summary is the last thing printed. Exits with its code, or
 # 1 when it passed but an earlier stage failed (that stage's failure is
-# printed where it happened and listed before stage 4).
+# printed where it happened and listed before stage 5).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -41,10 +44,23 @@ run_preset() {
   failed+=("${preset}")
 }
 
+# A build-only stage: configure and build a preset (no test preset).
+build_preset() {
+  local preset="$1"
+  echo "== test.sh: stage ${preset} =="
+  if cmake --preset "${preset}" >/dev/null &&
+    cmake --build --preset "${preset}" --parallel "$(nproc)"; then
+    return 0
+  fi
+  echo "== test.sh: stage ${preset} FAILED ==" >&2
+  failed+=("${preset}")
+}
+
 if [ "${EVENTFOLD_QUICK:-0}" != 1 ]; then
   # What each sanitizer stage leaves out, and why: DEVELOPERS.md.
   run_preset asan-ubsan
   run_preset tsan
+  build_preset thread-safety
   run_preset fuzz
   if [ "${#failed[@]}" -ne 0 ]; then
     echo "== test.sh: FAILED stages: ${failed[*]} ==" >&2

@@ -15,7 +15,7 @@ constexpr size_t kMaxGroupBytes = 1 << 20;
 }  // namespace
 
 void CommitQueue::Wake(Writer* w, Writer::State to) {
-  std::lock_guard lock(w->mu);
+  MutexLock lock(&w->mu);
   w->state = to;
   w->cv.notify_one();
 }
@@ -24,13 +24,13 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
   Writer w(batch, changes, sync);
   bool leading = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     writers_.push_back(&w);
     leading = writers_.front() == &w;
   }
   if (!leading) {
-    std::unique_lock lock(w.mu);
-    w.cv.wait(lock, [&] { return w.state != Writer::State::kWaiting; });
+    MutexLock lock(&w.mu);
+    while (w.state == Writer::State::kWaiting) w.cv.wait(lock.native());
     if (w.state == Writer::State::kDone) return w.status;
   }
 
@@ -41,7 +41,7 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
   std::vector<Writer*> group;
   uint64_t seq = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     size_t bytes = 0;
     for (Writer* member : writers_) {
       if (!group.empty() && ((member->sync && !w.sync) || bytes > kMaxGroupBytes)) break;
@@ -64,7 +64,7 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
 
   Writer* next = nullptr;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (st.ok() && seq != next_seq_) {
       next_seq_ = seq;
       feed_cv_.notify_all();
@@ -86,20 +86,23 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
 }
 
 void CommitQueue::Reset(uint64_t next_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   next_seq_ = next_seq;
   feed_cv_.notify_all();
 }
 
 uint64_t CommitQueue::last_seq() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return next_seq_ - 1;
 }
 
 uint64_t CommitQueue::WaitBeyond(uint64_t after, int64_t timeout_micros) const {
-  std::unique_lock lock(mu_);
-  feed_cv_.wait_for(lock, std::chrono::microseconds(timeout_micros),
-                    [&] { return next_seq_ - 1 > after; });
+  MutexLock lock(&mu_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_micros);
+  while (next_seq_ - 1 <= after) {
+    if (feed_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
+  }
   return next_seq_ - 1;
 }
 

@@ -9,7 +9,8 @@
 // that sees seq N has seen every seq below it. This is LevelDB's own writer
 // queue, one level up, where the feed numbers are known.
 //
-// Thread-safe.
+// Thread-safe. Lock order: the queue's `mu_` is never held while a writer's
+// own `mu` is taken (Wake runs unlocked), so the two never nest.
 
 #ifndef EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
 #define EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
@@ -24,6 +25,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "eventfold/feed.h"
 #include "eventfold/status.h"
 
@@ -63,10 +65,10 @@ class CommitQueue {
     leveldb::WriteBatch* batch;
     std::vector<Change>* changes;
     bool sync;
-    Status status;  // set before kDone
-    std::mutex mu;
+    Status status;  // set before kDone, read after it
+    Mutex mu;
     std::condition_variable cv;
-    State state = State::kWaiting;
+    State state GUARDED_BY(mu) = State::kWaiting;
   };
 
   static void Wake(Writer* w, Writer::State to);
@@ -74,10 +76,10 @@ class CommitQueue {
   leveldb::DB* db_;
   // Guards the queue and the next feed seq; never held while writing or
   // while a writer is woken.
-  mutable std::mutex mu_;
-  mutable std::condition_variable feed_cv_;  // signalled when the feed grows
-  std::deque<Writer*> writers_;              // the front one leads
-  uint64_t next_seq_;
+  mutable Mutex mu_;
+  mutable std::condition_variable feed_cv_;      // signalled when the feed grows
+  std::deque<Writer*> writers_ GUARDED_BY(mu_);  // the front one leads
+  uint64_t next_seq_ GUARDED_BY(mu_);
 };
 
 }  // namespace eventfold::storage

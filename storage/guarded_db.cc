@@ -7,7 +7,7 @@ namespace {
 
 leveldb::Status Closed() {
   return leveldb::Status::IOError("the store's database is closed after a storage error",
-                                  "it reopens on a later ingest");
+                                  "it reopens once the disk works again");
 }
 
 }  // namespace
@@ -23,19 +23,24 @@ leveldb::DB* GuardedDb::Enter() {
       return db;
     }
     Leave();
-    std::unique_lock lock(gate_mu_);
-    gate_cv_.wait(lock, [this] { return !reopening_.load(); });
+    MutexLock lock(&gate_mu_);
+    while (reopening_.load()) gate_cv_.wait(lock.native());
   }
 }
 
 void GuardedDb::Leave() {
   if (active_.fetch_sub(1) == 1 && reopening_.load()) {
-    std::lock_guard lock(gate_mu_);
+    MutexLock lock(&gate_mu_);
     gate_cv_.notify_all();
   }
 }
 
 void GuardedDb::LeaveCleanup(void* self, void*) { static_cast<GuardedDb*>(self)->Leave(); }
+
+void GuardedDb::Fail() {
+  failed_.store(true, std::memory_order_release);
+  if (on_failure_) on_failure_();
+}
 
 leveldb::Status GuardedDb::Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
                                const leveldb::Slice& value) {
@@ -52,7 +57,7 @@ leveldb::Status GuardedDb::Delete(const leveldb::WriteOptions& options, const le
 
 leveldb::Status GuardedDb::Write(const leveldb::WriteOptions& options,
                                  leveldb::WriteBatch* updates) {
-  std::lock_guard lock(write_mu_);
+  MutexLock lock(&write_mu_);
   if (failed()) {
     return leveldb::Status::IOError(
         "store stopped writing after an earlier write failed; reopen it to resume");
@@ -61,19 +66,24 @@ leveldb::Status GuardedDb::Write(const leveldb::WriteOptions& options,
   if (db == nullptr) return Closed();
   leveldb::Status s = db->Write(options, updates);
   Leave();
-  if (!s.ok()) failed_.store(true, std::memory_order_release);
+  if (!s.ok()) Fail();
   return s;
 }
 
 bool GuardedDb::TryWrite(leveldb::WriteBatch* updates, leveldb::Status* status) {
-  std::unique_lock lock(write_mu_, std::try_to_lock);
-  if (!lock.owns_lock() || failed()) return false;
-  leveldb::DB* db = Enter();
-  if (db == nullptr) return false;
-  *status = db->Write(leveldb::WriteOptions(), updates);
-  Leave();
-  if (!status->ok()) failed_.store(true, std::memory_order_release);
-  return true;
+  if (!write_mu_.try_lock()) return false;
+  bool wrote = false;
+  if (!failed()) {
+    leveldb::DB* db = Enter();
+    if (db != nullptr) {
+      *status = db->Write(leveldb::WriteOptions(), updates);
+      Leave();
+      if (!status->ok()) Fail();
+      wrote = true;
+    }
+  }
+  write_mu_.unlock();
+  return wrote;
 }
 
 leveldb::Status GuardedDb::Get(const leveldb::ReadOptions& options, const leveldb::Slice& key,
@@ -132,10 +142,10 @@ void GuardedDb::CompactRange(const leveldb::Slice* begin, const leveldb::Slice* 
 
 leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
   if (!reopen_) return leveldb::Status::NotSupported("this database cannot be reopened");
-  std::lock_guard write_lock(write_mu_);  // no write runs or starts meanwhile
-  std::unique_lock lock(gate_mu_);
+  MutexLock write_lock(&write_mu_);  // no write runs or starts meanwhile
+  MutexLock lock(&gate_mu_);
   reopening_.store(true);
-  const bool quiet = gate_cv_.wait_for(lock, wait, [this] { return active_.load() == 0; });
+  const bool quiet = gate_cv_.wait_for(lock.native(), wait, [this] { return active_.load() == 0; });
   leveldb::Status s;
   if (!quiet) {
     s = leveldb::Status::IOError("reopening the store's database",
@@ -150,6 +160,15 @@ leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
     if (s.ok()) {
       inner_.store(db);
       failed_.store(false, std::memory_order_release);
+    } else {
+      // The disk failed the open (it writes a level-0 table, a log and a
+      // manifest). Reusing the log and manifest as they are writes nothing
+      // while the log's memtable fits, so this open serves reads. Writes
+      // stay refused: appending behind a torn log record would lose what
+      // follows it on the next open, and the next Reopen starts afresh.
+      options.reuse_logs = true;
+      failed_.store(true, std::memory_order_release);
+      if (leveldb::DB::Open(options, reopen_->path, &db).ok()) inner_.store(db);
     }
   }
   reopening_.store(false);

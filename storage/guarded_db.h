@@ -9,10 +9,13 @@
 // the log up to the last intact record: nothing acknowledged is lost, and what
 // was refused is retried. Reads keep working. Forwards everything else.
 //
-// Reopen() closes and reopens the database in place (the store does it on a
-// later ingest once the disk works again: StoreImpl::MaybeRecover). It waits
-// until no call, iterator or snapshot uses the database — every one is
-// counted — and new ones wait meanwhile.
+// Reopen() closes and reopens the database in place (the store retries it in
+// the background on its Clock once a write failed: StoreImpl::RecoveryLoop).
+// It waits until no call, iterator or snapshot uses the database — every one
+// is counted — and new ones wait meanwhile. When the disk fails the reopen,
+// the database is opened again for reading only (reusing its log and
+// manifest, which writes nothing), so reads keep working while writes stay
+// refused until a later Reopen succeeds.
 //
 // Thread-safe, as leveldb::DB is. Writes are serialized here (the store's
 // commit queue issues them one at a time anyway), so none can slip in behind
@@ -29,10 +32,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "core/thread_annotations.h"
 
 namespace eventfold::storage {
 
@@ -48,14 +54,20 @@ class GuardedDb final : public leveldb::DB {
 
   // True once a write has failed; every write is refused until a Reopen.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
-  // True after a Reopen that closed the database but could not open it:
-  // every call fails until a later Reopen succeeds.
+  // True after a Reopen that closed the database but could open it neither
+  // for writing nor for reading: every call fails until a later Reopen
+  // succeeds.
   bool closed() const { return inner_.load() == nullptr; }
+
+  // Called after each write that fails (with the write path's lock held, so
+  // it must not write); set before the database is shared.
+  void SetFailureListener(std::function<void()> listener) { on_failure_ = std::move(listener); }
 
   // Closes the database and opens it again, once nothing uses it: waits at
   // most `wait` for running calls, iterators and snapshots to end (new ones
   // wait meanwhile), else gives up with an IOError leaving all as it was.
-  // Clears failed() on success.
+  // Clears failed() on success. When the open fails the database is opened
+  // for reads only (failed() stays set); closed() when that fails too.
   leveldb::Status Reopen(std::chrono::milliseconds wait);
 
   leveldb::Status Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
@@ -92,16 +104,22 @@ class GuardedDb final : public leveldb::DB {
   leveldb::DB* Enter();
   void Leave();
   static void LeaveCleanup(void* self, void*);
+  // Marks writes failed and tells the listener.
+  void Fail() REQUIRES(write_mu_);
 
   std::atomic<leveldb::DB*> inner_;  // owned
   const std::optional<ReopenWith> reopen_;
 
-  std::mutex write_mu_;  // one write at a time, so the failure flag is exact
+  // One write at a time, so the failure flag is exact; Reopen holds it
+  // while it takes gate_mu_. The failure listener takes its own locks
+  // (the store's recover_mu_) after it.
+  Mutex write_mu_ ACQUIRED_BEFORE(gate_mu_);
   std::atomic<bool> failed_{false};
+  std::function<void()> on_failure_;
 
   std::atomic<int64_t> active_{0};      // uses of inner_ in progress
   std::atomic<bool> reopening_{false};  // new uses wait while set
-  std::mutex gate_mu_;
+  Mutex gate_mu_;
   std::condition_variable gate_cv_;
 };
 

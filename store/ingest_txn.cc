@@ -109,7 +109,7 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
 
 Result<std::optional<EntityRef>> IngestTxn::CurrentRoute(const DedupEntry& d) {
   // A tombstone's event is gone: it answers with the entity it was compacted in.
-  if (d.routing_epoch == store_->routing_epoch_ || d.expires_at != 0) return d.entity;
+  if (d.routing_epoch == routing_epoch_ || d.expires_at != 0) return d.entity;
   // Written under an older profile: route the stored body again.
   std::string value;
   const std::string key = EventKey(d.seq);
@@ -188,7 +188,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, Ingest
   stored.entity = ref;
   batch_.Put(EventKey(seq), EncodeEvent(stored));
 
-  DedupEntry dedup{seq, ev.type, ev.occurred_at, ref, store_->routing_epoch_};
+  DedupEntry dedup{seq, ev.type, ev.occurred_at, ref, routing_epoch_};
   batch_.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
   dedup_.emplace(ev.event_id, std::move(dedup));
   result->outcome = Outcome::kAccepted;

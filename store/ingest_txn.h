@@ -27,11 +27,18 @@ class StoreImpl;
 
 class IngestTxn {
  public:
-  // A transaction on projection generation `gen` under `profile`; with
-  // `record_changes`, each entity whose projection changes gets a change
-  // feed record (a rebuild's catch-up re-derives projections and records none).
-  IngestTxn(StoreImpl* store, uint32_t gen, const Profile* profile, bool record_changes)
-      : store_(store), gen_(gen), profile_(profile), record_changes_(record_changes) {}
+  // A transaction on projection generation `gen` under `profile`, whose
+  // staged events' dedup entries carry `routing_epoch` (the store's, read
+  // under its lock; Project does not use it); with `record_changes`, each
+  // entity whose projection changes gets a change feed record (a rebuild's
+  // catch-up re-derives projections and records none).
+  IngestTxn(StoreImpl* store, uint32_t gen, uint32_t routing_epoch, const Profile* profile,
+            bool record_changes)
+      : store_(store),
+        gen_(gen),
+        routing_epoch_(routing_epoch),
+        profile_(profile),
+        record_changes_(record_changes) {}
 
   // Stages one decoded delivery (its event is moved into the staged log
   // entry) and sets its outcome; a read error fails the whole transaction
@@ -69,6 +76,7 @@ class IngestTxn {
 
   StoreImpl* store_;
   uint32_t gen_;
+  uint32_t routing_epoch_;
   const Profile* profile_;
   bool record_changes_;
   leveldb::WriteBatch batch_;

@@ -93,7 +93,7 @@ Status StoreImpl::Add(RefusedDelivery r) {
   if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
   if (r.reason.size() > kQuarantineBodyBytes) r.reason.resize(kQuarantineBodyBytes);
 
-  std::lock_guard lock(quarantine_mu_);
+  MutexLock lock(&quarantine_mu_);
   if (const size_t limit = options_.quarantine_max_per_second; limit > 0) {
     const int64_t second = r.received_at / 1000000;
     if (second != quarantine_second_) {
@@ -115,7 +115,7 @@ Status StoreImpl::Add(RefusedDelivery r) {
 }
 
 void StoreImpl::FlushQuarantine() {
-  std::lock_guard lock(quarantine_mu_);
+  MutexLock lock(&quarantine_mu_);
   (void)FlushQuarantineLocked();
 }
 
@@ -140,7 +140,7 @@ Status StoreImpl::FlushQuarantineLocked() {
   }
   // The oldest go first (the stored ones, then those of this batch).
   const size_t total = quarantine_sizes_.size() + added.size();
-  auto entry = [&](size_t i) -> const std::pair<uint64_t, uint64_t>& {
+  auto entry = [&](size_t i) REQUIRES(quarantine_mu_) -> const std::pair<uint64_t, uint64_t>& {
     return i < quarantine_sizes_.size() ? quarantine_sizes_[i]
                                         : added[i - quarantine_sizes_.size()];
   };

@@ -84,7 +84,7 @@ Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
   if (options.compact_after_micros < 0) {
     return Status::InvalidArgument("gc: the compaction age must not be negative");
   }
-  std::lock_guard gc_guard(gc_mu_);
+  MutexLock gc_guard(&gc_mu_);
   // Compaction drops a/ records, which a rebuild reads: never both at once.
   bool idle = false;
   if (!rebuilding_.compare_exchange_strong(idle, true)) {
@@ -101,12 +101,19 @@ Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
   Result<FeedTrimSummary> trim = TrimFeed(options.feed_grace);
   if (!trim.ok()) return trim.status();
   sum.feed = *trim;
-  if (options.compact_after_micros > 0) {
-    Status st = CompactTerminal(now, options, &sum);
+  {
+    // The live generation and routing epoch change only in a rebuild's
+    // switch, which `rebuilding_` holds off; the shared lock says so to
+    // the analysis and costs ingest nothing.
+    ReaderLock guard(&rebuild_mu_);
+    if (options.compact_after_micros > 0) {
+      Status st = CompactTerminal(now, options, &sum);
+      if (!st.ok()) return st;
+    }
+    Status st = ExpireTombstones(now, &sum);
     if (!st.ok()) return st;
   }
-  Status st = ExpireTombstones(now, &sum);
-  if (!st.ok()) return st;
+  Status st;
   if (options.compact_storage) {
     st = Compact();
     if (!st.ok()) return st;
@@ -310,16 +317,16 @@ Status StoreImpl::ExpireTombstones(int64_t now, GcSummary* sum) {
 }
 
 void StoreImpl::GcLoop(int64_t first_due) {
-  std::unique_lock lock(gc_thread_mu_);
+  MutexLock lock(&gc_thread_mu_);
   int64_t due = first_due;
   while (!gc_stop_) {
     if (clock_->NowMicros() < due) {
-      clock_->WaitUntil(lock, gc_cv_, due);  // StopGc notifies gc_cv_
+      clock_->WaitUntil(lock.native(), gc_cv_, due);  // StopGc notifies gc_cv_
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     Result<GcSummary> pass = Gc(options_.gc);
-    lock.lock();
+    lock.Lock();
     gc_last_ = std::move(pass);
     ++gc_passes_;
     gc_cv_.notify_all();
@@ -329,7 +336,7 @@ void StoreImpl::GcLoop(int64_t first_due) {
 
 void StoreImpl::StopGc() {
   {
-    std::lock_guard lock(gc_thread_mu_);
+    MutexLock lock(&gc_thread_mu_);
     gc_stop_ = true;
   }
   gc_cv_.notify_all();
@@ -337,9 +344,12 @@ void StoreImpl::StopGc() {
 }
 
 uint64_t StoreImpl::WaitForGcPass(uint64_t after, int64_t timeout_micros, Result<GcSummary>* last) {
-  std::unique_lock lock(gc_thread_mu_);
-  gc_cv_.wait_for(lock, std::chrono::microseconds(timeout_micros),
-                  [&] { return gc_passes_ > after; });
+  MutexLock lock(&gc_thread_mu_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_micros);
+  while (gc_passes_ <= after) {
+    if (gc_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) break;
+  }
   if (last && gc_last_) *last = *gc_last_;
   return gc_passes_;
 }

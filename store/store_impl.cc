@@ -58,18 +58,21 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
       clock_(options.clock ? options.clock : SystemClock()) {}
 
 StoreImpl::~StoreImpl() {
+  StopRecovery();  // first: an attempt holds rebuild_mu_ and reopens the database
   StopGc();
   if (db_) FlushQuarantine();  // what a busy write path held back
 }
 
-std::shared_ptr<const Profile> StoreImpl::profile() const {
-  std::lock_guard lock(profile_mu_);
+// profile_ is written under rebuild_mu_ (exclusive) and profile_mu_; reading
+// it under profile_mu_ alone is safe, which the analysis cannot express.
+std::shared_ptr<const Profile> StoreImpl::profile() const NO_THREAD_SAFETY_ANALYSIS {
+  MutexLock lock(&profile_mu_);
   return profile_;
 }
 
 void StoreImpl::SetProfile(Profile profile) {
   auto next = std::make_shared<const Profile>(std::move(profile));
-  std::lock_guard lock(profile_mu_);
+  MutexLock lock(&profile_mu_);
   profile_ = std::move(next);
 }
 
@@ -123,17 +126,24 @@ Status StoreImpl::Init(const std::string& path) {
   st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
   if (!st.ok()) return st;
   db_.reset(new GuardedDb(db, lo, path));
-  for (Status (StoreImpl::*step)() :
-       {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-        &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
-    st = (this->*step)();
-    if (!st.ok()) return st;
+  db_->SetFailureListener([this] { NoteWriteFailure(); });
+  {
+    // Nobody else sees the store yet; the locks are what the steps require.
+    WriterLock guard(&rebuild_mu_);
+    MutexLock quarantine(&quarantine_mu_);
+    for (Status (StoreImpl::*step)() :
+         {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
+          &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
+      st = (this->*step)();
+      if (!st.ok()) return st;
+    }
   }
   if (options_.gc_interval_micros > 0) {
     // Due one interval after Open, wherever the clock is when the thread starts.
     const int64_t first_due = clock_->NowMicros() + options_.gc_interval_micros;
     gc_thread_ = std::thread([this, first_due] { GcLoop(first_due); });
   }
+  recover_thread_ = std::thread([this] { RecoveryLoop(); });
   return Status::OK();
 }
 
@@ -325,13 +335,13 @@ std::vector<IngestResult> StoreImpl::IngestBatch(const std::vector<Delivery>& de
 }
 
 std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries, size_t n) {
-  if (db_->failed()) MaybeRecover();
+  AwaitDueRecovery();
   std::vector<IngestResult> results(n);
   std::vector<std::pair<size_t, DecodedEvent>> items;
   items.reserve(n);
   // The profile may only change under rebuild_mu_, so decode under it too.
-  GateIngest();
-  std::shared_lock rebuild_guard(rebuild_mu_);
+  rebuild_mu_.WaitForWaitingWriters();
+  ReaderLock rebuild_guard(&rebuild_mu_);
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
     if (Precheck(*deliveries[i], &decoded, &results[i])) {
@@ -354,7 +364,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       }
     }
     LockTable::Guard guard(&locks_, std::move(stripes));
-    IngestTxn txn(this, gen_, profile_.get(), /*record_changes=*/true);
+    IngestTxn txn(this, gen_, routing_epoch_, profile_.get(), /*record_changes=*/true);
     for (auto& [i, decoded] : items) {
       st = txn.Stage(std::move(decoded), *deliveries[i], &results[i]);
       if (!st.ok()) break;
@@ -390,7 +400,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     counters_.late.fetch_add(late);
     counters_.refolded.fetch_add(refolded);
   }
-  rebuild_guard.unlock();
+  rebuild_guard.Unlock();
   // Refusals go to the quarantine after the events: it is diagnostics and
   // must never delay or fail an acknowledgement.
   QuarantineRefusals(deliveries, results);
@@ -398,70 +408,8 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   return results;
 }
 
-namespace {
-
-constexpr std::chrono::milliseconds kRecoveryInterval{1000};
-
-}  // namespace
-
-Status StoreImpl::ProbeDisk() {
-  // A small synced write beside the database: does the disk take writes?
-  leveldb::Env* env = options_.env ? options_.env : leveldb::Env::Default();
-  const std::string probe = path_ + "/RECOVERY-PROBE";
-  leveldb::WritableFile* file = nullptr;
-  leveldb::Status s = env->NewWritableFile(probe, &file);
-  if (s.ok()) {
-    std::unique_ptr<leveldb::WritableFile> f(file);
-    s = f->Append(std::string(4096, '\0'));
-    if (s.ok()) s = f->Sync();
-    const leveldb::Status closed = f->Close();
-    if (s.ok()) s = closed;
-  }
-  (void)env->RemoveFile(probe);
-  return FromLevelDb(s, "probing the disk");
-}
-
-void StoreImpl::MaybeRecover() {
-  const int64_t now = clock_->NowMicros();  // the backoff is on the store's Clock
-  const int64_t interval = std::chrono::microseconds(kRecoveryInterval).count();
-  int64_t due = recover_due_.load();
-  if (due == 0) {
-    // The first ingest to see the failure only starts the clock: a disk that
-    // just failed is given a moment, and reopening is not free.
-    recover_due_.compare_exchange_strong(due, now + interval);
-    return;
-  }
-  if (now < due) return;
-  std::unique_lock attempt(recover_mu_, std::try_to_lock);
-  if (!attempt.owns_lock() || !db_->failed()) return;
-  recover_due_.store(now + interval);
-  bool idle = false;
-  if (!rebuilding_.compare_exchange_strong(idle, true)) return;  // a rebuild uses the database
-  struct Done {
-    std::atomic<bool>* flag;
-    ~Done() { flag->store(false); }
-  } done{&rebuilding_};
-  if (!ProbeDisk().ok()) return;
-  // No ingest, Get or Log runs meanwhile; the database waits for the other
-  // readers (iterators, snapshots) to finish.
-  std::unique_lock guard(rebuild_mu_);
-  if (!db_->Reopen(kRecoveryInterval).ok()) return;
-  // Re-derive everything from what the reopened database holds, as Open
-  // does: a write that failed may or may not have reached the log.
-  for (Status (StoreImpl::*step)() :
-       {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-        &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed}) {
-    if (!(this->*step)().ok()) return;  // a failed write stops writes again
-  }
-  {
-    std::lock_guard lock(quarantine_mu_);
-    if (!RecoverQuarantine().ok()) return;
-  }
-  recover_due_.store(0);
-}
-
 Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) {
-  std::shared_lock guard(rebuild_mu_);
+  ReaderLock guard(&rebuild_mu_);
   const std::string key = ProjectionKey(gen_, EntityRef{std::string(entity), std::string(id)});
   std::string value;
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, &value);
@@ -477,12 +425,16 @@ Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) 
 Status StoreImpl::List(std::string_view entity, const std::function<bool(const Projection&)>& fn) {
   SnapshotGuard snapshot;
   std::string prefix;
+  std::unique_ptr<leveldb::Iterator> it;
   {
-    std::shared_lock guard(rebuild_mu_);
+    // The iterator too is made under the lock: a recovery's reopen (which
+    // holds it exclusively) waits for the snapshot's use to end, so it must
+    // not start between the snapshot and the iterator that ends that use.
+    ReaderLock guard(&rebuild_mu_);
     prefix = ProjectionScanPrefix(gen_, entity);
     snapshot = SnapshotGuard(db_.get());
+    it.reset(db_->NewIterator(ScanOptions(snapshot.get())));
   }
-  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions(snapshot.get())));
   Status st;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
@@ -497,7 +449,7 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
 }
 
 Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
-  std::shared_lock guard(rebuild_mu_);
+  ReaderLock guard(&rebuild_mu_);
   EntityRef ref{std::string(entity), std::string(id)};
   const EntityType* type = profile_->FindEntity(entity);
   if (!type) {
@@ -589,7 +541,7 @@ Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
 
 Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  std::shared_lock guard(rebuild_mu_);
+  ReaderLock guard(&rebuild_mu_);
   const EntityType* type = profile_->FindEntity(options.entity);
   if (!type) {
     return Status::InvalidArgument("rebuild: profile \"" + profile_->name() +
@@ -678,7 +630,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   uint64_t boundary = 0;
   SnapshotGuard input;
   {
-    std::unique_lock guard = LockExclusive();
+    WriterLock guard(&rebuild_mu_);
     target = profile ? *profile : *profile_;
     next = gen_ + 1;
     Status st =
@@ -716,7 +668,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   // 4. Briefly stop ingest: fold in the last few arrivals, then switch.
   uint32_t old = 0;
   {
-    std::unique_lock guard = LockExclusive();
+    WriterLock guard(&rebuild_mu_);
     const int64_t paused_at = clock_->NowMicros();
     const uint64_t before = summary->events;
     st = CatchUp(boundary, /*to_seq=*/0, next, *target, &*summary);
@@ -743,29 +695,12 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   return summary;
 }
 
-std::unique_lock<std::shared_mutex> StoreImpl::LockExclusive() {
-  exclusive_waiters_.fetch_add(1);
-  std::unique_lock guard(rebuild_mu_);
-  {
-    std::lock_guard gate(gate_mu_);
-    exclusive_waiters_.fetch_sub(1);
-  }
-  gate_cv_.notify_all();
-  return guard;
-}
-
-void StoreImpl::GateIngest() {
-  if (exclusive_waiters_.load() == 0) return;
-  std::unique_lock gate(gate_mu_);
-  gate_cv_.wait(gate, [&] { return exclusive_waiters_.load() == 0; });
-}
-
 Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profile& profile,
                                   RebuildSummary* summary) {
   for (int round = 0; round < kMaxCatchUpRounds; ++round) {
     uint64_t to_seq = 0;
     {
-      std::unique_lock guard = LockExclusive();  // a barrier: in-flight ingests finish
+      WriterLock guard(&rebuild_mu_);  // a barrier: in-flight ingests finish
       to_seq = next_seq_.load();
     }
     if (to_seq - *from_seq <= kPausedCatchUpEvents) return Status::OK();
@@ -780,7 +715,7 @@ Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profil
 
 Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, const Profile& profile,
                           RebuildSummary* summary) {
-  IngestTxn txn(this, gen, &profile, /*record_changes=*/false);
+  IngestTxn txn(this, gen, /*routing_epoch=*/0, &profile, /*record_changes=*/false);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kEventPrefix);
   for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -811,7 +746,7 @@ Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
   {
     // The generation, profile and snapshot must agree; a later switch or
     // drop cannot change what the snapshot shows.
-    std::shared_lock guard(rebuild_mu_);
+    ReaderLock guard(&rebuild_mu_);
     profile = profile_;  // a snapshot: a later switch leaves it as it is
     vo.live_gen = gen_;
     snapshot = SnapshotGuard(db_.get());
@@ -832,7 +767,7 @@ Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
   {
     // As in Verify: generation, profile and snapshot agree. Changes numbered
     // before the snapshot must all be in it.
-    std::shared_lock guard(rebuild_mu_);
+    ReaderLock guard(&rebuild_mu_);
     profile = profile_;  // a snapshot: a later switch leaves it as it is
     co.live_gen = gen_;
     co.last_change_seq = commit_queue_->last_seq();
@@ -846,7 +781,7 @@ Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
 StoreStats StoreImpl::Stats() {
   StoreStats s;
   {
-    std::shared_lock guard(rebuild_mu_);
+    ReaderLock guard(&rebuild_mu_);
     s.profile_name = profile_->name();
     s.profile_fingerprint = profile_->Fingerprint();
     s.generation = gen_;
@@ -858,7 +793,7 @@ StoreStats StoreImpl::Stats() {
   }
   s.last_seq = next_seq_.load() - 1;
   {
-    std::lock_guard lock(quarantine_mu_);
+    MutexLock lock(&quarantine_mu_);
     s.refused = quarantine_next_ - quarantine_oldest_;
   }
   s.approximate_bytes = ApproximateBytes();

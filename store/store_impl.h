@@ -3,13 +3,19 @@
 //
 // Concurrency: ingests hold `rebuild_mu_` shared and the LockTable stripes of
 // every event_id and entity they touch; Rebuild holds `rebuild_mu_`
-// exclusively. LevelDB merges concurrent synced writes into one log write and
+// exclusively. What each mutex guards is annotated (core/thread_annotations.h)
+// and checked by clang's -Wthread-safety (the `thread-safety` preset). Lock
+// order: rebuild_mu_, then the stripes, then quarantine_mu_; gc_mu_ before
+// rebuild_mu_ and trim_mu_; GuardedDb's write lock before recover_mu_ (its
+// failure listener); recover_mu_, gc_thread_mu_ and profile_mu_ are never
+// held while another is taken. LevelDB merges concurrent synced writes into one log write and
 // sync (group commit), so parallel ingests share their syncs.
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
 // ingest_txn.cc (the ingest transaction), quarantine.cc, unrouted.cc,
 // subscription_state.cc (checkpoints, dead letters, feed retention),
-// retention.cc (gc: entity compaction, tombstones, the background pass).
+// retention.cc (gc: entity compaction, tombstones, the background pass),
+// recovery.cc (reopening after a failed write).
 
 #ifndef EVENTFOLD_STORE_STORE_IMPL_H_
 #define EVENTFOLD_STORE_STORE_IMPL_H_
@@ -25,12 +31,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/decode.h"
+#include "core/thread_annotations.h"
 #include "eventfold/store.h"
 #include "storage/guarded_db.h"
 #include "storage/record_codec.h"
@@ -94,6 +100,12 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // passes; returns the passes finished so far. `last`, when given,
   // receives the latest pass's result.
   uint64_t WaitForGcPass(uint64_t after, int64_t timeout_micros, Result<GcSummary>* last = nullptr);
+  // Recovery after a failed write, for tests: blocks until more than
+  // `after` recovery attempts have finished or the timeout (real time)
+  // passes; returns the attempts finished so far. `recovered`, when given,
+  // receives how many of them reopened the database for writing.
+  uint64_t WaitForRecoveryAttempt(uint64_t after, int64_t timeout_micros,
+                                  uint64_t* recovered = nullptr);
 
  private:
   friend class IngestTxn;
@@ -101,15 +113,15 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   StoreImpl(const Options& options, Profile profile);
 
   Status Init(const std::string& path);
-  Status LoadOrCreateMeta();
+  Status LoadOrCreateMeta() REQUIRES(rebuild_mu_);
   Status RecoverSequence();
-  Status RecoverQuarantine();
+  Status RecoverQuarantine() REQUIRES(quarantine_mu_);
   Status RecoverFeed();
-  Status AbandonInterruptedRebuild();
+  Status AbandonInterruptedRebuild() REQUIRES(rebuild_mu_);
   // Rebuild without filters: a new generation, then the switch.
-  Result<RebuildSummary> RebuildAll(const RebuildOptions& options);
+  Result<RebuildSummary> RebuildAll(const RebuildOptions& options) EXCLUDES(rebuild_mu_);
   // Rebuild with filters: re-folds the matching entities in place.
-  Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options);
+  Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options) EXCLUDES(rebuild_mu_);
   // Projects the events stored with from_seq <= seq < to_seq (to_seq 0: all
   // from from_seq on) into generation `gen`.
   Status CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, const Profile& profile,
@@ -128,34 +140,44 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Ingest and IngestBatch: one transaction over n deliveries.
   std::vector<IngestResult> IngestAll(const Delivery* const* deliveries, size_t n);
   // Size, decode and header checks; true when the delivery may be stored.
-  bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const;
+  bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const
+      REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
   // After a failed write the database refuses writes (GuardedDb) until it
-  // is reopened: an ingest arriving kRecoveryInterval or more after that
-  // failure (and after the last attempt) probes the disk and, when a small
-  // synced write works, reopens the database in place and re-derives the
-  // store's state from it, as Open does.
-  void MaybeRecover();
+  // is reopened. RecoveryLoop, a background thread, retries on the store's
+  // Clock, kFirstRecoveryDelay after the failure and then with a doubling
+  // backoff up to kMaxRecoveryDelay: TryRecover probes the disk and, when a
+  // small synced write works, reopens the database in place and re-derives
+  // the store's state from it, as Open does. Reads go on meanwhile.
+  void RecoveryLoop() EXCLUDES(recover_mu_);
+  bool TryRecover() EXCLUDES(recover_mu_, rebuild_mu_);
+  void StopRecovery() EXCLUDES(recover_mu_);
+  // GuardedDb's failure listener: schedules the first attempt.
+  void NoteWriteFailure() EXCLUDES(recover_mu_);
+  // An ingest meeting a failed database while an attempt is due or running
+  // waits for that attempt's outcome instead of answering 503 before it.
+  void AwaitDueRecovery() EXCLUDES(recover_mu_);
   Status ProbeDisk();
 
   // Gc's steps (retention.cc); the caller holds `rebuilding_`.
   struct CompactionCandidate;
-  Status CompactTerminal(int64_t now, const GcOptions& options, GcSummary* sum);
+  Status CompactTerminal(int64_t now, const GcOptions& options, GcSummary* sum)
+      REQUIRES_SHARED(rebuild_mu_);
   Status CompactGroup(std::vector<CompactionCandidate>* group, int64_t now,
-                      const GcOptions& options, GcSummary* sum);
-  Status ExpireTombstones(int64_t now, GcSummary* sum);
+                      const GcOptions& options, GcSummary* sum) REQUIRES_SHARED(rebuild_mu_);
+  Status ExpireTombstones(int64_t now, GcSummary* sum) REQUIRES_SHARED(rebuild_mu_);
   // kInvalidArgument when `profile` lacks the type of a compacted entity,
   // whose dropped events could not be routed under it.
   Status CompactedTypesKnown(const Profile& profile);
   // m/retired_seq: the highest seq whose a/ record compaction dropped (0: none).
   Result<uint64_t> RetiredSeq();
-  void GcLoop(int64_t first_due);
-  void StopGc();
+  void GcLoop(int64_t first_due) EXCLUDES(gc_thread_mu_);
+  void StopGc() EXCLUDES(gc_thread_mu_);
 
   // Replaces the profile; the caller holds `rebuild_mu_` exclusively (or is
   // Open, before anyone else can see the store).
-  void SetProfile(Profile profile);
+  void SetProfile(Profile profile) REQUIRES(rebuild_mu_);
 
   Options options_;
   std::string path_;
@@ -163,66 +185,69 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // exclusive); SetProfile swaps it under `rebuild_mu_` exclusively and
   // `profile_mu_`, so that profile() can hand out a snapshot without
   // waiting for a running rebuild.
-  std::shared_ptr<const Profile> profile_;
-  mutable std::mutex profile_mu_;
+  std::shared_ptr<const Profile> profile_ GUARDED_BY(rebuild_mu_);
+  mutable Mutex profile_mu_;
   Clock* clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<GuardedDb> db_;
   std::unique_ptr<CommitQueue> commit_queue_;
-  std::shared_mutex rebuild_mu_;
-  // libstdc++'s shared_mutex prefers readers: under a steady stream of
-  // overlapping ingests an exclusive lock would wait for ever. A rebuild
-  // therefore takes it through LockExclusive(), which raises
-  // `exclusive_waiters_`; a new ingest waits at GateIngest() while it is
-  // raised, so the ingests in flight drain and the rebuild gets in.
-  std::unique_lock<std::shared_mutex> LockExclusive();
-  void GateIngest();
-  std::atomic<int> exclusive_waiters_{0};
-  std::mutex gate_mu_;
-  std::condition_variable gate_cv_;
+  // Rebuilds take it with WriterLock; an ingest waits for a waiting rebuild
+  // first (SharedMutex::WaitForWaitingWriters), so a steady ingest load
+  // cannot starve the switch.
+  SharedMutex rebuild_mu_ ACQUIRED_BEFORE(quarantine_mu_);
   LockTable locks_;
   std::atomic<uint64_t> next_seq_{1};
   // The live projection generation (g/<gen>/), and the routing epoch that
   // dedup entries' identities were computed under; both change only under
   // `rebuild_mu_` held exclusively.
-  uint32_t gen_ = 1;
-  uint32_t routing_epoch_ = 1;
+  uint32_t gen_ GUARDED_BY(rebuild_mu_) = 1;
+  uint32_t routing_epoch_ GUARDED_BY(rebuild_mu_) = 1;
   std::atomic<bool> rebuilding_{false};
 
-  // MaybeRecover: one attempt at a time, none before recover_due_
-  // (microseconds on the store's Clock; 0: no failure noticed yet).
-  std::mutex recover_mu_;
-  std::atomic<int64_t> recover_due_{0};
+  // Recovery (RecoveryLoop), guarded by recover_mu_: when the next attempt
+  // is due (microseconds on the store's Clock; 0: no failure pending), the
+  // delay after a failed attempt, whether one runs, and what ran.
+  static constexpr int64_t kFirstRecoveryDelay = 1000 * 1000;
+  static constexpr int64_t kMaxRecoveryDelay = 30 * 1000 * 1000;
+  Mutex recover_mu_;
+  std::condition_variable recover_cv_;
+  int64_t recover_due_ GUARDED_BY(recover_mu_) = 0;
+  int64_t recover_delay_ GUARDED_BY(recover_mu_) = kFirstRecoveryDelay;
+  bool recovering_ GUARDED_BY(recover_mu_) = false;
+  bool recover_stop_ GUARDED_BY(recover_mu_) = false;
+  uint64_t recover_attempts_ GUARDED_BY(recover_mu_) = 0;
+  uint64_t recover_successes_ GUARDED_BY(recover_mu_) = 0;
+  std::thread recover_thread_;
 
   // Writes the held refusals when the write path is free (quarantine.cc).
-  void FlushQuarantine();
-  Status FlushQuarantineLocked();
+  void FlushQuarantine() EXCLUDES(quarantine_mu_);
+  Status FlushQuarantineLocked() REQUIRES(quarantine_mu_);
 
   // Quarantine keys are contiguous: [oldest, next); each entry's seq and
   // bytes, oldest first; refusals not yet written; the rate window.
-  std::mutex quarantine_mu_;
-  uint64_t quarantine_oldest_ = 1;
-  uint64_t quarantine_next_ = 1;
-  std::deque<std::pair<uint64_t, uint64_t>> quarantine_sizes_;
-  uint64_t quarantine_bytes_ = 0;
-  std::vector<RefusedDelivery> quarantine_pending_;
-  int64_t quarantine_second_ = -1;
-  size_t quarantine_this_second_ = 0;
+  Mutex quarantine_mu_;
+  uint64_t quarantine_oldest_ GUARDED_BY(quarantine_mu_) = 1;
+  uint64_t quarantine_next_ GUARDED_BY(quarantine_mu_) = 1;
+  std::deque<std::pair<uint64_t, uint64_t>> quarantine_sizes_ GUARDED_BY(quarantine_mu_);
+  uint64_t quarantine_bytes_ GUARDED_BY(quarantine_mu_) = 0;
+  std::vector<RefusedDelivery> quarantine_pending_ GUARDED_BY(quarantine_mu_);
+  int64_t quarantine_second_ GUARDED_BY(quarantine_mu_) = -1;
+  size_t quarantine_this_second_ GUARDED_BY(quarantine_mu_) = 0;
 
   // Serializes TrimFeed with checkpoint writes: a subscription that
   // registers while a trim runs is either seen by the trim or sees its
   // result (subscription_state.cc).
-  std::mutex trim_mu_;
+  Mutex trim_mu_;
 
   // Gc: one pass at a time. The background pass's thread, its stop flag,
   // and what it did (guarded by gc_thread_mu_).
-  std::mutex gc_mu_;
-  std::mutex gc_thread_mu_;
+  Mutex gc_mu_ ACQUIRED_BEFORE(rebuild_mu_, trim_mu_);
+  Mutex gc_thread_mu_;
   std::condition_variable gc_cv_;
-  bool gc_stop_ = false;
-  uint64_t gc_passes_ = 0;
-  std::optional<Result<GcSummary>> gc_last_;
+  bool gc_stop_ GUARDED_BY(gc_thread_mu_) = false;
+  uint64_t gc_passes_ GUARDED_BY(gc_thread_mu_) = 0;
+  std::optional<Result<GcSummary>> gc_last_ GUARDED_BY(gc_thread_mu_);
   std::thread gc_thread_;
 
   struct AtomicCounters {

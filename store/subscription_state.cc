@@ -40,7 +40,7 @@ Result<uint64_t> StoreImpl::GetCheckpoint(std::string_view subscription) {
 
 Status StoreImpl::SetCheckpoint(std::string_view subscription, uint64_t seq) {
   if (Status st = CheckName(subscription); !st.ok()) return st;
-  std::lock_guard trim_guard(trim_mu_);
+  MutexLock trim_guard(&trim_mu_);
   return FromLevelDb(db_->Put(Synced(), CheckpointKey(subscription), std::to_string(seq)),
                      "writing checkpoint");
 }
@@ -91,7 +91,7 @@ Status StoreImpl::Unpark(std::string_view subscription, uint64_t seq) {
 Result<FeedTrimSummary> StoreImpl::TrimFeed(uint64_t grace_changes) {
   // Held across reading the checkpoints and deleting: a checkpoint written
   // meanwhile (a new subscription registering) waits, then sees the result.
-  std::lock_guard trim_guard(trim_mu_);
+  MutexLock trim_guard(&trim_mu_);
   FeedTrimSummary sum;
   sum.last_seq = LastSeq();
   uint64_t min_checkpoint = UINT64_MAX;

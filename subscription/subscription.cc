@@ -44,8 +44,10 @@
 namespace eventfold {
 namespace {
 
-// Longest a worker or the feeder waits before looking again: bounds how late
-// a ManualClock advance, a Stop or a finished change is noticed.
+// The shortest retry delay (after a failed store write), and how long the
+// feeder waits for new changes in the store before looking again (the
+// store's feed is waited on in real time; everything else waits on the
+// Clock or is notified).
 constexpr int64_t kPollMicros = 10'000;
 // Changes read from the feed at once.
 constexpr size_t kFeedPage = 1024;
@@ -564,11 +566,14 @@ void SubscriptionImpl::WorkerLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     if (Step(lock)) continue;
-    int64_t wait = kPollMicros;
-    if (!ready_.empty()) {
-      wait = std::clamp<int64_t>(ready_.begin()->first - clock_->NowMicros(), 1, kPollMicros);
+    // Whatever readies an item or stops the subscription notifies cv_; the
+    // earliest waiting retry comes due on the Clock (a ManualClock's
+    // Advance wakes the wait).
+    if (ready_.empty()) {
+      cv_.wait(lock);
+    } else {
+      clock_->WaitUntil(lock, cv_, ready_.begin()->first);
     }
-    cv_.wait_for(lock, std::chrono::microseconds(wait));
   }
 }
 
@@ -587,7 +592,9 @@ void SubscriptionImpl::FeederLoop() {
       store_->feed().WaitForChanges(after, kPollMicros);
       lock.lock();
     } else {
-      cv_.wait_for(lock, std::chrono::microseconds(kPollMicros));
+      // No room (a finished change notifies cv_) or a broken feed: until
+      // then only the dead-letter rescan, due on the Clock, has work.
+      clock_->WaitUntil(lock, cv_, next_rescan_);
     }
   }
 }

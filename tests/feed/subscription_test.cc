@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -626,6 +628,64 @@ TEST(SubscriptionTest, ThreadedRetriesWaitForTheInjectedClock) {
   m.clock()->Advance(60 * kSecond);
   ASSERT_TRUE(sub->WaitForCheckpoint(21, 30'000'000));
   EXPECT_EQ(a_calls.load(), 2);
+}
+
+// The injected clock, recording every deadline waited for on it.
+class RecordingClock final : public Clock {
+ public:
+  explicit RecordingClock(ManualClock* inner) : inner_(inner) {}
+  int64_t NowMicros() const override { return inner_->NowMicros(); }
+  void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                 int64_t deadline_micros) const override {
+    {
+      std::lock_guard guard(mu_);
+      deadlines_.insert(deadline_micros);
+    }
+    inner_->WaitUntil(lock, cv, deadline_micros);
+  }
+  bool WaitedFor(int64_t deadline_micros) const {
+    std::lock_guard guard(mu_);
+    return deadlines_.contains(deadline_micros);
+  }
+
+ private:
+  ManualClock* inner_;
+  mutable std::mutex mu_;
+  mutable std::set<int64_t> deadlines_;
+};
+
+// A worker with nothing due waits on the injected Clock for the earliest
+// retry (no real-time polling): it is seen waiting for exactly that time.
+TEST(SubscriptionTest, ThreadedWorkersWaitOnTheClockForTheNextRetry) {
+  MemStore m;
+  ChangeMaker maker(m.store());
+  const uint64_t a1 = maker.Touch("a");
+  std::atomic<int> calls{0};
+  ChangeHandler handler = [&](const Change& c) {
+    if (c.seq == a1 && calls.fetch_add(1) == 0) return Status::Unavailable("first");
+    return Status::OK();
+  };
+  RecordingClock clock(m.clock());
+  SubscriptionOptions o;
+  o.name = "w";
+  o.threads = 2;
+  o.clock = &clock;
+  o.jitter = 0;
+  o.initial_backoff_micros = 60 * kSecond;
+  auto sub = MustStart(m.store(), o, handler);
+  while (sub->Stats().failed < 1) std::this_thread::yield();
+  const std::optional<int64_t> due = sub->NextRetryMicros();
+  ASSERT_TRUE(due);
+  EXPECT_EQ(*due, m.clock()->NowMicros() + 60 * kSecond);
+  // A bound for a loaded machine, not a timing assumption.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!clock.WaitedFor(*due) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(clock.WaitedFor(*due)) << "no worker waited on the Clock for the retry";
+  m.clock()->Advance(60 * kSecond);
+  ASSERT_TRUE(sub->WaitForCheckpoint(a1, 30'000'000));
+  EXPECT_EQ(calls.load(), 2);
 }
 
 TEST(SubscriptionTest, StartRefusesBadOptionsAndASecondInstance) {

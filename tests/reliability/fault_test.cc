@@ -6,7 +6,7 @@
 //    (the reason for storage/guarded_db.h).
 //  - Every fault answers kStorageError (503 through a Receiver), makes nothing
 //    partial visible, keeps reads working, and once it clears the store
-//    reopens itself on a later ingest: no caller reopen needed.
+//    reopens itself in the background on its Clock: no caller reopen needed.
 //  - A power cut (unsynced data dropped) at random moments of a concurrent
 //    ingest loses nothing acknowledged under kSync; under kBuffered
 //    acknowledged events may be lost but the store reopens consistent.
@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,7 @@
 
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
+#include "store/store_impl.h"
 #include "tests/reliability/fault_env.h"
 #include "tests/reliability/reliability_util.h"
 #include "tests/storage/storage_test_util.h"
@@ -249,7 +251,7 @@ class StoreFaults : public ::testing::TestWithParam<Fault> {};
 
 // The write path fails: 503, nothing partial, reads go on; the fault stays
 // a while (the store keeps answering 503, reads keep working); it clears:
-// the store reopens itself on a later ingest and takes the retries.
+// the store reopens itself in the background and takes the retries.
 TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
   const Fault fault = GetParam();
   SCOPED_TRACE(FaultName(fault));
@@ -394,96 +396,233 @@ TEST(StoreFaultRecovery, ThrowingListCallbackDoesNotBlockTheReopen) {
   EXPECT_TRUE(Acknowledged(r.outcome)) << Str(r.outcome) << ": " << r.message;
 }
 
+storage::StoreImpl* Hook(Store* store) { return static_cast<storage::StoreImpl*>(store); }
+
+// Past any recovery delay (the backoff stops doubling at 30 s).
+constexpr int64_t kPastAnyRecoveryDelay = 31LL * 1000 * 1000;
+
+// The store recovers on its Clock in the background: once the disk works
+// again and the clock passes the backoff, writes that are not ingests (a
+// checkpoint) work again without any ingest having come by.
+TEST(StoreFaultRecovery, RecoversInTheBackgroundWithoutAnIngest) {
+  FaultEnv env;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  std::unique_ptr<Store> store = MustOpen(o);
+  ASSERT_TRUE(store);
+  ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
+  env.FailNthAppend(1);
+  EXPECT_EQ(store->Ingest(Issued("evt_2", "rcp_2")).outcome, Outcome::kStorageError);
+  EXPECT_FALSE(store->feed().SetCheckpoint("sub", 1).ok());        // writes are refused
+  EXPECT_EQ(Hook(store.get())->WaitForRecoveryAttempt(0, 0), 0u);  // the clock has not moved
+  clock.Advance(kPastRecoveryBackoff);
+  uint64_t recovered = 0;
+  EXPECT_EQ(Hook(store.get())->WaitForRecoveryAttempt(0, 60LL * 1000 * 1000, &recovered), 1u);
+  EXPECT_EQ(recovered, 1u);
+  const Status st = store->feed().SetCheckpoint("sub", 1);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(store->Ingest(Issued("evt_2", "rcp_2")).outcome, Outcome::kAccepted);
+}
+
+// The disk lets the recovery's probe through but fails the reopen itself:
+// reads are still served (the database is open for reading), writes stay
+// refused, and the next attempt, after a longer backoff, reopens it.
+TEST(StoreFaultRecovery, ReadsServedWhenTheReopenFails) {
+  FaultEnv env;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  Acked acked;
+  {
+    std::unique_ptr<Store> store = MustOpen(o);
+    ASSERT_TRUE(store);
+    for (int i = 0; i < 20; ++i) {
+      const std::string n = std::to_string(i);
+      const IngestResult r = store->Ingest(Issued("evt_" + n, "rcp_" + n));
+      ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+      acked[r.event_id] = r.entity;
+    }
+    env.FailNthAppend(1);
+    EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
+    // The probe's append is the first; the reopen's table write the second.
+    env.FailNthAppend(2);
+    clock.Advance(kPastRecoveryBackoff);
+    uint64_t recovered = 0;
+    ASSERT_EQ(Hook(store.get())->WaitForRecoveryAttempt(0, 60LL * 1000 * 1000, &recovered), 1u);
+    EXPECT_EQ(recovered, 0u);
+    Result<Projection> p = store->Get("receipt", "rcp_7");
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->state, "issued");
+    size_t listed = 0;
+    Status st = store->List("receipt", [&](const Projection&) { return ++listed, true; });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(listed, 20u);
+    std::vector<Change> feed;
+    st = store->feed().Read(0, 100, AppendTo<Change>(&feed));
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(feed.size(), 20u);
+    EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
+    // The next attempt waits twice as long.
+    env.ClearFaults();
+    clock.Advance(kPastRecoveryBackoff);
+    EXPECT_EQ(Hook(store.get())->WaitForRecoveryAttempt(1, 0), 1u);
+    clock.Advance(kPastRecoveryBackoff);
+    ASSERT_EQ(Hook(store.get())->WaitForRecoveryAttempt(1, 60LL * 1000 * 1000, &recovered), 2u);
+    EXPECT_EQ(recovered, 1u);
+    const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
+    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+    acked[r.event_id] = r.entity;
+    ExpectFeedWithoutGap(store.get());
+    ExpectVerifyClean(store.get());
+  }
+  ExpectConsistent(o, &env, acked);
+}
+
 // A disk that keeps failing and recovering (append, partial append, sync
-// errors, a full disk, in seeded bursts) under 4 ingesting threads that
-// retry every 503 like the sender, and 2 threads reading all the while: the
-// store reopens itself whenever the disk works again, readers never see
-// damage, and in the end every acknowledged event is there.
+// errors, a full disk, and reopens that fail too) under 4 ingesting threads
+// that retry every 503 like the sender, and 2 threads reading all the
+// while: reads never fail, the store reopens itself whenever the disk works
+// again, and in the end every acknowledged event is there.
+//
+// Nothing here depends on how fast the machine is: the fault schedule is
+// driven by the test's Clock and FaultEnv, round by round — a seeded fault
+// goes on, stays until a write has met it (a 503), goes off, and the
+// test's clock moves past the recovery backoff until a recovery attempt
+// reopens the store; only then do refused writers retry.
 TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
   const uint64_t seed =
       TestSeed("StoreFaultRecovery.FlappingDiskUnderConcurrentIngestAndReads", 7200);
   FaultEnv env;
-  const Options o = FaultOptions(&env);
-  // Writers run through at least kMinDeliveries and on until the disk has
-  // flapped kMinBursts times, so faults always meet writes however fast or
-  // slow the machine is; the stream is long enough for either.
-  constexpr size_t kMinDeliveries = 1000, kMinBursts = 8;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  constexpr size_t kMinDeliveries = 1000, kRounds = 12;
+  constexpr int64_t kWaitMicros = 120LL * 1000 * 1000;  // a bound, never reached when all is well
   const std::vector<Delivery> stream = StreamOf(seed, 8000);
   Acked acked;
-  std::atomic<size_t> answers_503{0}, reads{0}, bursts{0};
+  // fresh_503: answers 503 to ingests that began after the last recovery,
+  // so met this round's fault (a slow writer's 503 of an earlier round
+  // must not end a round whose fault no write has met yet).
+  size_t answers_503 = 0, fresh_503 = 0, rounds = 0, failed_reopens = 0;
+  std::atomic<size_t> reads{0};
   {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
-    std::mutex mu;
+    std::mutex mu;  // guards acked, the 503 counts, epoch, writers_left, stop
+    std::condition_variable cv;
+    uint64_t epoch = 0;  // bumped after each recovery: refused writers retry
+    int writers_left = 4;
+    bool stop = false;
     std::atomic<size_t> next{0};
-    std::atomic<bool> done{false};
+    std::atomic<bool> rounds_done{false}, done{false};
     auto ingest = [&] {
       for (size_t i; (i = next.fetch_add(1)) < stream.size();) {
-        if (i >= kMinDeliveries && bursts.load() >= kMinBursts) break;
+        if (i >= kMinDeliveries && rounds_done) break;
         for (int attempt = 0;; ++attempt) {
+          uint64_t seen;
+          {
+            std::lock_guard lock(mu);
+            seen = epoch;
+          }
           const IngestResult r = store->Ingest(stream[i]);
+          std::unique_lock lock(mu);
           if (r.outcome == Outcome::kStorageError) {
             ++answers_503;
-            ASSERT_LT(attempt, 2000) << "never stored: " << r.message;
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            if (seen == epoch) ++fresh_503;
+            cv.notify_all();
+            ASSERT_LT(attempt, 1000) << "never stored: " << r.message;
+            cv.wait(lock, [&] { return epoch != seen || stop; });
+            if (stop) break;
             continue;
           }
-          if (Acknowledged(r.outcome)) {
-            std::lock_guard lock(mu);
-            acked[r.event_id] = r.entity;
-          }
+          if (Acknowledged(r.outcome)) acked[r.event_id] = r.entity;
           break;
         }
       }
+      std::lock_guard lock(mu);
+      --writers_left;
+      cv.notify_all();
     };
     auto read = [&] {
       while (!done) {
         uint64_t last = 0;
         bool gap = false;
         Status st = store->List("", [&](const Projection&) { return true; });
-        if (st.ok() || st.IsIOError()) {
-          std::vector<Change> feed;
-          st = store->feed().Read(0, 1 << 20, AppendTo<Change>(&feed));
-          for (const Change& c : feed) gap |= c.seq != ++last;
-        }
-        EXPECT_TRUE(st.ok() || st.IsIOError()) << st.ToString();
+        EXPECT_TRUE(st.ok()) << "List: " << st.ToString();
+        std::vector<Change> feed;
+        st = store->feed().Read(0, 1 << 20, AppendTo<Change>(&feed));
+        EXPECT_TRUE(st.ok()) << "feed: " << st.ToString();
+        for (const Change& c : feed) gap |= c.seq != ++last;
         EXPECT_FALSE(gap) << "the feed has a gap";
-        (void)store->Get("receipt", "rcp_000001");
+        const Result<Projection> p = store->Get("receipt", "rcp_000001");
+        EXPECT_TRUE(p.ok() || p.status().IsNotFound()) << "Get: " << p.status().ToString();
         ++reads;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // pacing, not timing
       }
     };
-    auto flap = [&] {
-      std::mt19937_64 rng(seed);
-      while (!done) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 60 + 20));
-        switch (rng() % 4) {
-          case 0:
-            env.SetAppendError(true);
-            break;
-          case 1:
-            env.SetPartialWrites(true);
-            env.SetAppendError(true);
-            break;
-          case 2:
-            env.SetSyncError(true);
-            break;
-          case 3:
-            env.SetSpaceLeft(rng() % 8192);
-            break;
-        }
-        ++bursts;
-        std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 40 + 10));
-        env.ClearFaults();
-      }
-    };
-    std::vector<std::thread> writers, others;
+    std::vector<std::thread> writers, readers;
     for (int t = 0; t < 4; ++t) writers.emplace_back(ingest);
-    for (int t = 0; t < 2; ++t) others.emplace_back(read);
-    others.emplace_back(flap);
+    for (int t = 0; t < 2; ++t) readers.emplace_back(read);
+
+    std::mt19937_64 rng(seed);
+    storage::StoreImpl* hook = Hook(store.get());
+    uint64_t attempts = 0, recovered = 0;
+    for (; rounds < kRounds; ++rounds) {
+      const int kind = static_cast<int>(rng() % 5);
+      switch (kind) {
+        case 0:
+          env.SetAppendError(true);
+          break;
+        case 1:
+          env.SetPartialWrites(true);
+          env.SetAppendError(true);
+          break;
+        case 2:
+          env.SetSyncError(true);
+          break;
+        case 3:
+          env.SetSpaceLeft(rng() % 8192);
+          break;
+        case 4:
+          env.FailNthAppend(static_cast<int>(rng() % 8 + 1));
+          break;
+      }
+      {
+        // The fault stays until a write meets it (or the writers are done).
+        std::unique_lock lock(mu);
+        const size_t before = fresh_503;
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::microseconds(kWaitMicros),
+                                [&] { return fresh_503 > before || writers_left == 0; }));
+        if (writers_left == 0) break;
+      }
+      env.ClearFaults();
+      // One round in three the disk lets the probe through and fails the
+      // reopen (its level-0 table write): reads must go on regardless.
+      const bool fail_reopen = rng() % 3 == 0;
+      if (fail_reopen) env.FailNthAppend(2);
+      const uint64_t recovered_before = recovered;
+      for (int attempt = 0; recovered == recovered_before; ++attempt) {
+        ASSERT_LT(attempt, 50) << "the store never recovered";
+        clock.Advance(kPastAnyRecoveryDelay);
+        const uint64_t got = hook->WaitForRecoveryAttempt(attempts, kWaitMicros, &recovered);
+        ASSERT_GT(got, attempts) << "no recovery attempt";
+        attempts = got;
+        if (recovered == recovered_before) {
+          ++failed_reopens;
+          env.ClearFaults();
+        }
+      }
+      env.ClearFaults();  // a one-shot fault the reopen did not meet
+      std::lock_guard lock(mu);
+      ++epoch;
+      cv.notify_all();
+    }
+    rounds_done = true;
     for (std::thread& t : writers) t.join();
     done = true;
-    for (std::thread& t : others) t.join();
+    for (std::thread& t : readers) t.join();
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+    }
     env.ClearFaults();
     ExpectFeedWithoutGap(store.get());
     ExpectVerifyClean(store.get());
@@ -492,11 +631,12 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
   env.DropUnsyncedData();
   ExpectConsistent(o, &env, acked);
   std::printf(
-      "flapping disk: %zu fault bursts (%llu faults injected), %zu answers 503 retried, "
-      "%zu acknowledged events all stored, %zu reads meanwhile\n",
-      bursts.load(), static_cast<unsigned long long>(env.faults_injected()), answers_503.load(),
+      "flapping disk: %zu fault rounds (%llu faults injected, %zu failed reopen attempts), %zu "
+      "answers 503 retried, %zu acknowledged events all stored, %zu reads meanwhile\n",
+      rounds, static_cast<unsigned long long>(env.faults_injected()), failed_reopens, answers_503,
       acked.size(), reads.load());
-  EXPECT_GT(answers_503.load(), 0u);
+  EXPECT_GE(rounds, 8u);
+  EXPECT_GT(answers_503, 0u);
 }
 
 // ---- Power cuts ----------------------------------------------------------------
