@@ -7,10 +7,10 @@
 #include <string>
 
 #include "cluster/nats_connection.h"
+#include "cluster/refused_record.h"
 #include "cluster/wire.h"
 #include "core/credential_headers.h"
 #include "core/decode.h"
-#include "core/json_writer.h"
 #include "eventfold/cluster.h"
 #include "eventfold/partitioner.h"
 
@@ -71,26 +71,7 @@ class ClusterSink final : public IngestSink {
     r.status = HttpStatus(r.outcome);
     std::erase_if(r.headers, [](const auto& h) { return IsCredentialHeader(h.first); });
     if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
-    JsonWriter w;
-    w.BeginObject()
-        .Key("received_at")
-        .Int(r.received_at)
-        .Key("status")
-        .Int(r.status)
-        .Key("outcome")
-        .String(OutcomeName(r.outcome))
-        .Key("reason")
-        .String(r.reason)
-        .Key("headers")
-        .BeginObject();
-    for (const auto& [name, value] : r.headers) w.Key(name).String(value);
-    w.EndObject()
-        .Key("body_bytes")
-        .Uint(r.body_bytes)
-        .Key("body_prefix")
-        .String(r.body_prefix)
-        .EndObject();
-    return Publish(refused_subject_, {}, w.str());
+    return Publish(refused_subject_, {}, cluster::EncodeRefused(r));
   }
 
   uint64_t ApproximateBytes() override { return 0; }  // the cluster's, not ours

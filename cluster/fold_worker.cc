@@ -117,6 +117,15 @@ class FoldWorkerImpl final : public FoldWorker {
     return (fs::path(options_.data_dir) / ("p" + std::to_string(k))).string();
   }
   std::string SeqPath(int k) const { return StoreDir(k) + ".seq"; }
+  // Present while DIR/p<k> is a copy another worker has moved past: the
+  // partition was lost or given away, not just stopped with this worker.
+  // `eventfold list|show|log|check --data DIR` skip such stores.
+  std::string StalePath(int k) const { return StoreDir(k) + ".stale"; }
+
+  void MarkStale(int k) const {
+    std::ofstream out(StalePath(k), std::ios::trunc);
+    out << "partition " << k << " is owned by another worker; this copy is behind\n";
+  }
   std::string Durable(int k) const { return cluster_.stream + "_p" + std::to_string(k); }
 
   void Fail(const Status& st) {
@@ -197,8 +206,15 @@ class FoldWorkerImpl final : public FoldWorker {
         lost.push_back(k);
       }
     }
-    for (int k : lost) Close(k);
-    while (parts_.size() > share) Release(std::prev(parts_.end())->first);
+    for (int k : lost) {
+      Close(k);
+      MarkStale(k);
+    }
+    while (parts_.size() > share) {
+      const int k = std::prev(parts_.end())->first;
+      Release(k);
+      MarkStale(k);
+    }
 
     // Start at a worker-specific offset so that workers starting together
     // do not all race for partition 0 first.
@@ -229,6 +245,7 @@ class FoldWorkerImpl final : public FoldWorker {
         } else {
           st = FromNats(s, "taking the lease of partition " + std::to_string(k));
           Close(k);
+          MarkStale(k);
         }
       }
       if (!st.ok()) {
@@ -275,6 +292,7 @@ class FoldWorkerImpl final : public FoldWorker {
     Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
     if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
     part.store = std::move(*store);
+    fs::remove(StalePath(k), ec);  // ours again: it catches up from its .seq
 
     const std::string durable = Durable(k);
     const std::string subject = PartitionSubject(cluster_.stream, k);
@@ -348,6 +366,10 @@ class FoldWorkerImpl final : public FoldWorker {
         if (natsMsgHeader_Get(m, name, &v) == NATS_OK && v) d.headers.emplace_back(name, v);
       }
       d.body.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
+      const char* at = nullptr;
+      if (natsMsgHeader_Get(m, cluster::kReceivedAtHeader, &at) == NATS_OK && at) {
+        d.received_at = cluster::ParseReceivedAt(at);
+      }
     }
     std::vector<IngestResult> results = part->store->IngestBatch(deliveries);
     const bool stored = std::none_of(results.begin(), results.end(), [](const IngestResult& r) {

@@ -47,6 +47,12 @@ Result<std::unique_ptr<NatsConnection>> NatsConnection::Open(const std::vector<s
   // lives: a node restart must not end a receiver or worker.
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(c->opts_, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(c->opts_, 250);
+  // A node that stops answering without closing its sockets (paused, cut
+  // off) is noticed by missed pings: two unanswered pings one second apart
+  // drop the connection and the client reconnects to another node, instead
+  // of the library's default of two minutes of timeouts.
+  if (s == NATS_OK) s = natsOptions_SetPingInterval(c->opts_, 1000);
+  if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(c->opts_, 2);
   if (s == NATS_OK) s = natsConnection_Connect(&c->nc_, c->opts_);
   if (s != NATS_OK) return FromNats(s, "connecting to " + urls.front());
   jsOptions jo;

@@ -10,8 +10,10 @@
 #ifndef EVENTFOLD_CLUSTER_WIRE_H_
 #define EVENTFOLD_CLUSTER_WIRE_H_
 
+#include <charconv>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,15 @@ inline WireHeaderList WireHeaders(const Headers& headers, int64_t received_at) {
     if (auto v = FindHeader(headers, name)) out.emplace_back(name, std::string(*v));
   }
   return out;
+}
+
+// The receiver's time from an Eventfold-Received-At value; 0 (the store
+// then uses its own clock) when it is not a positive decimal integer.
+inline int64_t ParseReceivedAt(std::string_view value) {
+  int64_t at = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), at);
+  if (ec != std::errc() || end != value.data() + value.size() || at < 0) return 0;
+  return at;
 }
 
 }  // namespace eventfold::cluster

@@ -143,7 +143,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
 Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, IngestResult* result) {
   const Event& ev = decoded.event;
   const std::optional<EntityRef>& ref = decoded.entity;
-  const int64_t now = store_->clock_->NowMicros();
+  const int64_t now = delivery.received_at > 0 ? delivery.received_at : store_->clock_->NowMicros();
 
   Result<std::optional<DedupEntry>> existing = FindDedup(ev.event_id);
   if (!existing.ok()) return existing.status();

@@ -1,5 +1,6 @@
 #include "tools/cli_common.h"
 
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -48,6 +49,42 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
     return nullptr;
   }
   return std::move(*store);
+}
+
+std::vector<std::string> PartitionStoreDirs(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(fs::path(dir) / "CURRENT", ec)) return {};
+  std::map<int, std::string> by_partition;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 2 || name[0] != 'p') continue;
+    int k = -1;
+    const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
+    if (err != std::errc() || end != name.data() + name.size() || k < 0) continue;
+    if (!fs::exists(e.path() / "CURRENT", ec)) continue;
+    if (fs::exists(e.path().string() + ".stale", ec)) {
+      std::cerr << "eventfold: skipping " << e.path().string()
+                << ": stale (another worker took partition " << k << ")\n";
+      continue;
+    }
+    by_partition.emplace(k, e.path().string());
+  }
+  std::vector<std::string> out;
+  for (auto& [k, path] : by_partition) out.push_back(std::move(path));
+  return out;
+}
+
+std::vector<std::unique_ptr<Store>> OpenStoresForRead(const std::string& dir) {
+  std::vector<std::string> dirs = PartitionStoreDirs(dir);
+  if (dirs.empty()) dirs.push_back(dir);
+  std::vector<std::unique_ptr<Store>> stores;
+  for (const std::string& d : dirs) {
+    std::unique_ptr<Store> store = OpenStore(d, /*create=*/false);
+    if (!store) return {};
+    stores.push_back(std::move(store));
+  }
+  return stores;
 }
 
 }  // namespace eventfold::cli

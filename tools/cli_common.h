@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "eventfold/store.h"
 
@@ -41,6 +42,19 @@ void ExplainNoProjection(Store* store, const std::string& entity, const std::str
 
 // Prints `json` as is, or indented two spaces per level when `pretty`.
 void PrintJson(const std::string& json, bool pretty);
+
+// The partition stores of a fold worker's directory (docs/CLUSTER.md:
+// DIR/p<k> is partition k's store), in partition order, when `dir` is not a
+// store itself but holds such stores; empty otherwise (a plain store, or
+// nothing). A store marked stale (DIR/p<k>.stale: the worker lost or gave
+// away partition k, another worker has moved past it) is skipped, with a
+// note on stderr. Read commands given such a directory answer over the rest.
+std::vector<std::string> PartitionStoreDirs(const std::string& dir);
+
+// The stores a read command answers from: the store at `dir`, or every
+// partition store of a worker directory. Empty (the reason printed) when
+// one cannot be opened.
+std::vector<std::unique_ptr<Store>> OpenStoresForRead(const std::string& dir);
 
 // Subcommand registration; each sets `*action` when its command is chosen.
 void AddIngestCommand(CLI::App* app, Action* action);

@@ -1,4 +1,5 @@
-// eventfold check --data DIR : the store's integrity check.
+// eventfold check --data DIR : the store's integrity check; on a fold
+// worker's directory, of each partition store, with one merged summary.
 //
 // First the physical pass (CheckStoreFiles, eventfold/repair.h) over every
 // LevelDB file, before anything opens the database: opening replays the log
@@ -13,9 +14,12 @@
 // intact, 1 on any problem (a store too damaged to open included), 2 when
 // the check could not run.
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "core/json_writer.h"
 #include "eventfold/repair.h"
@@ -85,8 +89,8 @@ void PrintSummary(const FileCheckSummary& f, const CheckSummary& s, bool ok) {
   std::cout << w.str() << "\n";
 }
 
-void PrintDamage(const FileDamage& d) {
-  std::cerr << "eventfold: check: " << d.file << ": bytes " << d.offset << ".."
+void PrintDamage(const std::string& label, const FileDamage& d) {
+  std::cerr << "eventfold: check: " << label << d.file << ": bytes " << d.offset << ".."
             << (d.end ? std::to_string(d.end) : std::string("end"));
   if (!d.after_key.empty() || !d.before_key.empty()) {
     std::cerr << " (keys after " << (d.after_key.empty() ? "the first" : d.after_key)
@@ -113,25 +117,61 @@ std::string ScratchCopy(const std::string& dir) {
   return copy.string();
 }
 
-int CheckCmd(const std::string& dir) {
-  if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
-    std::cerr << "eventfold: no store at " << dir << "\n";
-    return kExitError;
+// Adds `s` to `total`. Each partition store has its own change feed: the
+// merged feed range spans the partitions' ranges.
+void Accumulate(const CheckSummary& s, CheckSummary* total) {
+  total->records += s.records;
+  total->events += s.events;
+  total->dedup += s.dedup;
+  total->tombstones += s.tombstones;
+  total->compacted += s.compacted;
+  total->conflicts += s.conflicts;
+  total->refused += s.refused;
+  total->log_entries += s.log_entries;
+  total->projections += s.projections;
+  total->snapshots += s.snapshots;
+  if (s.changes > 0) {
+    total->first_change =
+        total->changes == 0 ? s.first_change : std::min(total->first_change, s.first_change);
+    total->last_change = std::max(total->last_change, s.last_change);
   }
+  total->changes += s.changes;
+  total->verified += s.verified;
+  total->problems += s.problems;
+  total->seconds += s.seconds;
+}
+
+void Accumulate(const FileCheckSummary& f, FileCheckSummary* total) {
+  total->tables += f.tables;
+  total->data_blocks += f.data_blocks;
+  total->entries += f.entries;
+  total->logs += f.logs;
+  total->log_records += f.log_records;
+  total->torn_tails += f.torn_tails;
+  total->unreferenced.insert(total->unreferenced.end(), f.unreferenced.begin(),
+                             f.unreferenced.end());
+  total->damaged += f.damaged;
+}
+
+// Checks the store at `dir` (files, then records), problems to stderr each
+// prefixed with `label`; adds its summaries to the totals. kExitOk,
+// kExitRefused (a problem, or too damaged to open) or kExitError (the check
+// could not run).
+int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary* files_total,
+             CheckSummary* total) {
   Options options;
   options.create_if_missing = false;
-  Result<FileCheckSummary> files = CheckStoreFiles(dir, options, PrintDamage);
+  Result<FileCheckSummary> files =
+      CheckStoreFiles(dir, options, [&](const FileDamage& d) { PrintDamage(label, d); });
   if (!files.ok()) {
-    std::cerr << "eventfold: check could not run: " << files.status().ToString() << "\n";
+    std::cerr << "eventfold: check could not run: " << label << files.status().ToString() << "\n";
     return kExitError;
   }
+  Accumulate(*files, files_total);
   std::string open_dir = dir;
   if (files->damaged > 0) {
     open_dir = ScratchCopy(dir);
-    if (open_dir.empty()) {
-      PrintSummary(*files, CheckSummary{}, false);
-      return kExitRefused;
-    }
+    if (open_dir.empty()) return kExitRefused;
   }
   struct RemoveCopy {
     std::string path;
@@ -143,31 +183,54 @@ int CheckCmd(const std::string& dir) {
 
   Result<std::unique_ptr<Store>> store = Store::Open(open_dir, options);
   if (!store.ok()) {
-    std::cerr << "eventfold: check: " << store.status().ToString() << "\n";
+    std::cerr << "eventfold: check: " << label << store.status().ToString() << "\n";
     if (!store.status().IsCorruption() && files->damaged == 0) return kExitError;
-    CheckSummary s;
-    s.problems = 1;  // too damaged to open
-    PrintSummary(*files, s, false);
+    ++total->problems;  // too damaged to open
     return kExitRefused;
   }
-  Result<CheckSummary> summary = (*store)->maintenance().Check([](const CheckProblem& p) {
-    std::cerr << "eventfold: check: " << (p.key.empty() ? "" : p.key + ": ") << p.message << "\n";
+  Result<CheckSummary> summary = (*store)->maintenance().Check([&](const CheckProblem& p) {
+    std::cerr << "eventfold: check: " << label << (p.key.empty() ? "" : p.key + ": ") << p.message
+              << "\n";
   });
   if (!summary.ok()) {
     if (files->damaged == 0) {
-      std::cerr << "eventfold: check could not run: " << summary.status().ToString() << "\n";
+      std::cerr << "eventfold: check could not run: " << label << summary.status().ToString()
+                << "\n";
       return kExitError;
     }
     // Expected on a damaged copy: the logical pass stops at the damage.
-    std::cerr << "eventfold: check: the logical pass stopped: " << summary.status().ToString()
-              << "\n";
-    CheckSummary s;
-    s.problems = 1;
-    PrintSummary(*files, s, false);
+    std::cerr << "eventfold: check: " << label
+              << "the logical pass stopped: " << summary.status().ToString() << "\n";
+    ++total->problems;
     return kExitRefused;
   }
-  const bool ok = summary->problems == 0 && files->damaged == 0;
-  PrintSummary(*files, *summary, ok);
+  Accumulate(*summary, total);
+  return summary->problems == 0 && files->damaged == 0 ? kExitOk : kExitRefused;
+}
+
+// One store, or every partition store of a fold worker's directory with
+// one merged summary (problems prefixed with the partition's directory).
+int CheckCmd(const std::string& dir) {
+  std::vector<std::string> partitions = PartitionStoreDirs(dir);
+  const bool worker_dir = !partitions.empty();
+  if (!worker_dir) {
+    if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+      std::cerr << "eventfold: no store at " << dir << "\n";
+      return kExitError;
+    }
+    partitions.push_back(dir);
+  }
+  FileCheckSummary files;
+  CheckSummary total;
+  int code = kExitOk;
+  for (const std::string& d : partitions) {
+    const std::string label =
+        worker_dir ? std::filesystem::path(d).filename().string() + ": " : std::string();
+    code = std::max(code, CheckOne(d, label, &files, &total));
+  }
+  if (code == kExitError) return kExitError;
+  const bool ok = code == kExitOk;
+  PrintSummary(files, total, ok);
   return ok ? kExitOk : kExitRefused;
 }
 

@@ -1,7 +1,12 @@
-// Read-only commands: show, list, log.
+// Read-only commands: show, list, log. Given a fold worker's directory
+// (DIR/p<k> partition stores, docs/CLUSTER.md) they answer over all its
+// partition stores, in the same shape and order as over one store.
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 #include "tools/cli_common.h"
 #include "tools/remote_read.h"
@@ -15,11 +20,16 @@ struct EntityArgs {
 };
 
 int Show(const EntityArgs& a) {
-  std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
-  if (!store) return kExitError;
-  Result<Projection> p = store->Get(a.entity, a.id);
+  std::vector<std::unique_ptr<Store>> stores = OpenStoresForRead(a.dir);
+  if (stores.empty()) return kExitError;
+  // One entity lives in one partition: the first store that has it answers.
+  Result<Projection> p = Status::NotFound("");
+  for (auto& store : stores) {
+    p = store->Get(a.entity, a.id);
+    if (p.ok() || !p.status().IsNotFound()) break;
+  }
   if (p.status().IsNotFound()) {
-    ExplainNoProjection(store.get(), a.entity, a.id);
+    ExplainNoProjection(stores.front().get(), a.entity, a.id);
     return kExitNotFound;
   }
   if (!p.ok()) {
@@ -30,17 +40,20 @@ int Show(const EntityArgs& a) {
   return kExitOk;
 }
 
+// Prints every projection (of `entity` when given) as NDJSON in the store's
+// order, (entity, id) bytewise; over a worker's partition stores, the same
+// order, merged.
 int List(const std::string& dir, const std::string& entity) {
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
-  if (!store) return kExitError;
-  const std::shared_ptr<const Profile> profile = store->profile();
+  std::vector<std::unique_ptr<Store>> stores = OpenStoresForRead(dir);
+  if (stores.empty()) return kExitError;
+  const std::shared_ptr<const Profile> profile = stores.front()->profile();
   if (!entity.empty() && !profile->FindEntity(entity)) {
     std::cerr << "eventfold: profile \"" << profile->name() << "\" has no entity \"" << entity
               << "\"\n";
     return kExitNotFound;
   }
   std::string out;
-  Status st = store->List(entity, [&](const Projection& p) {
+  auto print = [&](const Projection& p) {
     out += ProjectionToJson(p);
     out += '\n';
     if (out.size() > (1 << 16)) {
@@ -48,7 +61,26 @@ int List(const std::string& dir, const std::string& entity) {
       out.clear();
     }
     return true;
-  });
+  };
+  Status st;
+  if (stores.size() == 1) {
+    st = stores.front()->List(entity, print);
+  } else {
+    // Each partition store lists in order; their union is sorted here, held
+    // in memory (a worker's stores together, so bounded by what it owns).
+    std::vector<Projection> all;
+    for (auto& store : stores) {
+      st = store->List(entity, [&](const Projection& p) {
+        all.push_back(p);
+        return true;
+      });
+      if (!st.ok()) break;
+    }
+    std::sort(all.begin(), all.end(), [](const Projection& a, const Projection& b) {
+      return std::tie(a.entity, a.id) < std::tie(b.entity, b.id);
+    });
+    for (const Projection& p : all) print(p);
+  }
   std::cout << out << std::flush;
   if (!st.ok()) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
@@ -58,11 +90,15 @@ int List(const std::string& dir, const std::string& entity) {
 }
 
 int LogCmd(const EntityArgs& a) {
-  std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
-  if (!store) return kExitError;
-  Result<EntityLog> log = store->Log(a.entity, a.id);
+  std::vector<std::unique_ptr<Store>> stores = OpenStoresForRead(a.dir);
+  if (stores.empty()) return kExitError;
+  Result<EntityLog> log = Status::NotFound("");
+  for (auto& store : stores) {
+    log = store->Log(a.entity, a.id);
+    if (log.ok() || !log.status().IsNotFound()) break;
+  }
   if (log.status().IsNotFound()) {
-    ExplainNoProjection(store.get(), a.entity, a.id);
+    ExplainNoProjection(stores.front().get(), a.entity, a.id);
     return kExitNotFound;
   }
   if (!log.ok()) {

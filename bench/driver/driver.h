@@ -300,6 +300,9 @@ std::vector<Throughput> RunDuplicateFigure(Context& ctx);
 void RunLateArrivalFigures(Context& ctx);
 void RunRebuildFigures(Context& ctx);
 void RunHttpFigures(Context& ctx);
+// Signed HTTP through JetStream (3 local nodes, R=3) to 2 fold workers:
+// cluster_* figures (cluster_figures.cc).
+void RunClusterFigures(Context& ctx);
 // `eventfold ingest FILE` (the built command) on a history file of the
 // pool's first file_lines bodies: file_ingest_lps, file_ingest_cpu_us_per_line.
 void RunFileIngestFigure(Context& ctx);

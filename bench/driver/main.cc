@@ -8,7 +8,7 @@
 // --quick shrinks every size so the whole run takes well under a minute (a
 // smoke test: CI runs it, and checks nothing but that it ran). Groups for
 // --only: durable, async, duplicate, raw, sqlite, postgres, file, late,
-// rebuild, http.
+// rebuild, http, cluster.
 // Stores live under --dir (default: the system temp dir), which must be on
 // the disk being measured: on tmpfs a synced write is not a disk write.
 // See docs/BENCHMARKS.md.
@@ -502,8 +502,9 @@ void RunThroughputFigures(Context& ctx) {
 }
 
 std::set<std::string> SplitGroups(const std::string& s) {
-  static const std::set<std::string> known = {"durable",  "async", "duplicate", "raw",     "sqlite",
-                                              "postgres", "file",  "late",      "rebuild", "http"};
+  static const std::set<std::string> known = {"durable", "async",    "duplicate", "raw",
+                                              "sqlite",  "postgres", "file",      "late",
+                                              "rebuild", "http",     "cluster"};
   std::set<std::string> out;
   std::stringstream in(s);
   std::string g;
@@ -530,8 +531,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--quick", c.quick, "small sizes, under a minute: a smoke run");
   app.add_option("--out", out, "results JSON")->capture_default_str();
   app.add_option("--dir", dir, "scratch directory on the disk to measure (default: temp dir)");
-  app.add_option("--only", only,
-                 "comma-separated groups: durable,async,duplicate,raw,sqlite,late,rebuild,http");
+  app.add_option(
+      "--only", only,
+      "comma-separated groups: durable,async,duplicate,raw,sqlite,late,rebuild,http,cluster");
   app.add_option("--seconds", seconds, "length of each timed run (default 10, quick 1)");
   app.add_option("--wrk", c.wrk, "the wrk load generator")->capture_default_str();
   c.cli = EVENTFOLD_BENCH_CLI;
@@ -674,6 +676,7 @@ int Main(int argc, char** argv) {
   RunLateArrivalFigures(ctx);
   RunRebuildFigures(ctx);
   RunHttpFigures(ctx);
+  RunClusterFigures(ctx);
 
   res.Set("total_seconds", std::chrono::duration<double>(SteadyClock::now() - start).count());
   res.machine["load_at_end"] = LoadAverage();

@@ -23,6 +23,7 @@
 #define EVENTFOLD_CLUSTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,7 @@
 #include "eventfold/clock.h"
 #include "eventfold/ingest_sink.h"
 #include "eventfold/profile.h"
+#include "eventfold/quarantine.h"
 #include "eventfold/status.h"
 
 namespace eventfold {
@@ -200,6 +202,15 @@ struct ClusterStatus {
 // (never owned) has acked 0 and lag = messages. kUnavailable when JetStream
 // cannot be reached, kNotFound when the cluster was never initialized.
 Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& cluster);
+
+// Calls `fn` for each delivery in the cluster's refused stream (what
+// receivers refused with 400, 401 or 413), oldest first, until it returns
+// false; each RefusedDelivery's seq is its sequence in that stream. The
+// stream is bounded: the oldest are dropped first. kUnavailable when
+// JetStream cannot be reached, kNotFound when the cluster was never
+// initialized, kInvalidArgument naming the message when one is unreadable.
+Status ListClusterRefused(const ClusterOptions& cluster,
+                          const std::function<bool(const RefusedDelivery&)>& fn);
 
 // Subject of partition `k`: "<stream>.p.<k>".
 std::string PartitionSubject(std::string_view stream, int k);

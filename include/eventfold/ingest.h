@@ -31,6 +31,11 @@ std::optional<std::string_view> FindHeader(const Headers& headers, std::string_v
 struct Delivery {
   Headers headers;
   std::string body;
+  // When a receiver took the delivery, microseconds since the epoch; stored
+  // as the event's received_at. 0 (default): the store's clock at ingest.
+  // Cluster mode sets it to the publishing receiver's time, so a partition
+  // store records when the delivery arrived, not when it was folded.
+  int64_t received_at = 0;
 };
 
 // Stored in records and metrics: never renumber, only append.

@@ -16,6 +16,7 @@
 #include "eventfold/partitioner.h"
 #include "eventfold/receiver.h"
 #include "tests/cluster/nats_cluster.h"
+#include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
 #include "tools/history.h"
@@ -43,9 +44,10 @@ class ClusterFoldTest : public ::testing::Test {
     ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   }
 
-  std::unique_ptr<IngestSink> Sink(int64_t publish_timeout_ms = 5000) {
+  std::unique_ptr<IngestSink> Sink(int64_t publish_timeout_ms = 5000, Clock* clock = nullptr) {
     ClusterSinkOptions so;
     so.publish_timeout_ms = publish_timeout_ms;
+    so.clock = clock;
     Result<std::unique_ptr<IngestSink>> sink = OpenClusterSink(cluster_, so);
     EXPECT_TRUE(sink.ok()) << sink.status().ToString();
     return sink.ok() ? std::move(*sink) : nullptr;
@@ -226,6 +228,92 @@ TEST_F(ClusterFoldTest, TwoReceiversTwoWorkersEqualOneStore) {
     EXPECT_EQ(it->second.rejected, p.rejected) << key.first << "/" << key.second;
     EXPECT_EQ(it->second.occurred_at, p.occurred_at) << key.first << "/" << key.second;
   }
+}
+
+// The partition store records when the receiver took a delivery (the
+// Eventfold-Received-At header it published), not when a worker folded it.
+TEST_F(ClusterFoldTest, PartitionStoresKeepTheReceiversTime) {
+  const int64_t received_at = 1764000000123456;  // the receiver's clock, far from the worker's
+  ManualClock receiver_clock(received_at);
+  std::unique_ptr<IngestSink> sink = Sink(5000, &receiver_clock);
+  ASSERT_TRUE(sink);
+  sim::HistoryOptions ho;
+  ho.seed = 7;
+  ho.receipts = 3;
+  ho.products = 1;
+  ho.malformed = 0;
+  ho.conflicts = 0;
+  sim::History history = sim::GenerateHistory(ho);
+  for (const Delivery& d : history.deliveries) {
+    ASSERT_EQ(sink->Ingest(d).outcome, Outcome::kAccepted);
+  }
+  TempDir dir("worker");
+  std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "a");
+  ASSERT_TRUE(worker);
+  std::map<int, int> owner = WaitFolded({worker.get()});
+  worker->Stop();
+  size_t logged = 0;
+  for (const auto& [k, w] : owner) {
+    Options o;
+    o.create_if_missing = false;
+    Result<std::unique_ptr<Store>> part = Store::Open(dir.path() + "/p" + std::to_string(k), o);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    for (const auto& [key, p] : AllProjections(part->get())) {
+      Result<EntityLog> log = (*part)->Log(p.entity, p.id);
+      ASSERT_TRUE(log.ok()) << log.status().ToString();
+      for (const LoggedEvent& e : log->fold_order) {
+        EXPECT_EQ(e.received_at, received_at) << e.event.event_id;
+        ++logged;
+      }
+    }
+  }
+  EXPECT_GT(logged, 0u);
+}
+
+// `eventfold refused --cluster` lists what receivers refused (400, 401),
+// oldest first, in the single-store NDJSON shape, without credentials.
+TEST_F(ClusterFoldTest, RefusedStreamIsListedOldestFirst) {
+  std::unique_ptr<IngestSink> sink = Sink();
+  ASSERT_TRUE(sink);
+  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  ASSERT_TRUE(receiver);
+  const Delivery malformed{{}, R"({"id":"evt_bad","type":"receipt.issued"})"};
+  EXPECT_EQ(receiver->Handle("POST", "/", Signed(malformed), malformed.body).status, 400);
+  const Delivery unsigned_delivery{{{"X-RR-Signature", "t=1,v1=00"}},
+                                   R"({"id":"evt_x","type":"receipt.issued"})"};
+  EXPECT_EQ(receiver->Handle("POST", "/", unsigned_delivery.headers, unsigned_delivery.body).status,
+            401);
+
+  std::vector<RefusedDelivery> listed;
+  ASSERT_TRUE(ListClusterRefused(cluster_, [&](const RefusedDelivery& r) {
+                listed.push_back(r);
+                return true;
+              }).ok());
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].status, 400);
+  EXPECT_EQ(listed[0].outcome, Outcome::kInvalid);
+  EXPECT_FALSE(listed[0].reason.empty());
+  EXPECT_EQ(listed[0].body_prefix, malformed.body);
+  EXPECT_EQ(listed[0].body_bytes, malformed.body.size());
+  EXPECT_EQ(listed[1].status, 401);
+  EXPECT_EQ(listed[1].outcome, Outcome::kUnauthorized);
+  EXPECT_FALSE(FindHeader(listed[1].headers, "X-RR-Signature")) << "credentials are not kept";
+  EXPECT_LT(listed[0].seq, listed[1].seq);
+  EXPECT_GT(listed[0].received_at, 0);
+
+  TempDir scratch("refused-cli");
+  test_util::CliResult cli = test_util::RunCli(
+      EVENTFOLD_CLI, {"refused", "--cluster", nats_.Urls(), "--stream", cluster_.stream},
+      scratch.path() + "/cli");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const std::vector<std::string> lines = test_util::Lines(cli.out);
+  ASSERT_EQ(lines.size(), 2u) << cli.out;
+  EXPECT_EQ(lines[0].rfind("{\"seq\":" + std::to_string(listed[0].seq) + ",\"received_at\":\"", 0),
+            0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find("\"status\":400,\"outcome\":\"invalid\""), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("\"status\":401,\"outcome\":\"unauthorized\""), std::string::npos)
+      << lines[1];
 }
 
 TEST_F(ClusterFoldTest, UnreachableJetStreamIs503WithinTheDeadlineAndRecovers) {
