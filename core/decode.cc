@@ -484,4 +484,28 @@ Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {
   return Status::OK();
 }
 
+std::optional<std::string_view> PeekEventId(std::string_view body) {
+  static constexpr std::string_view kKey = "\"event_id\"";
+  const size_t at = body.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t i = at + kKey.size();
+  auto skip_space = [&] {
+    while (i < body.size() &&
+           (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r')) {
+      ++i;
+    }
+  };
+  skip_space();
+  if (i >= body.size() || body[i] != ':') return std::nullopt;
+  ++i;
+  skip_space();
+  if (i >= body.size() || body[i] != '"') return std::nullopt;
+  const size_t start = ++i;
+  const size_t end = body.find('"', start);
+  if (end == std::string_view::npos || end - start > kMaxEventIdBytes) return std::nullopt;
+  const std::string_view id = body.substr(start, end - start);
+  if (!IsValidEventId(id)) return std::nullopt;  // escapes and the like: decode instead
+  return id;
+}
+
 }  // namespace eventfold

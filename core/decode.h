@@ -39,6 +39,13 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 // equal the body's event_id.
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id);
 
+// A guess at the body's event_id without decoding it: the string after the
+// first `"event_id":` in the bytes, when it is a valid event id. It may be
+// wrong (that text can sit in a nested object or a string); a caller only
+// uses it to find a stored event whose body it then compares byte for byte
+// (by digest), never as the event's identity. Cheap: no allocation.
+std::optional<std::string_view> PeekEventId(std::string_view body);
+
 // True when `id` is 1-128 bytes of [A-Za-z0-9._:-].
 bool IsValidEventId(std::string_view id);
 

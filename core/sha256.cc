@@ -16,10 +16,13 @@ std::string ToHex(std::string_view bytes) {
   return out;
 }
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return ToHex(std::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+std::string Sha256(std::string_view data) {
+  std::string digest(SHA256_DIGEST_LENGTH, '\0');
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+         reinterpret_cast<unsigned char*>(digest.data()));
+  return digest;
 }
+
+std::string Sha256Hex(std::string_view data) { return ToHex(Sha256(data)); }
 
 }  // namespace eventfold

@@ -11,6 +11,9 @@ namespace eventfold {
 // Lower-case hex of SHA-256(data).
 std::string Sha256Hex(std::string_view data);
 
+// SHA-256(data) as its 32 raw bytes.
+std::string Sha256(std::string_view data);
+
 // Lower-case hex of arbitrary bytes.
 std::string ToHex(std::string_view bytes);
 

@@ -204,8 +204,13 @@ std::string EncodeDedup(const DedupEntry& e) {
   auto type = b.CreateString(e.type);
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  fbs::Offset<fbs::Vector<uint8_t>> digest;
+  if (!e.body_digest.empty()) {
+    digest = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body_digest.data()),
+                            e.body_digest.size());
+  }
   b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id, e.routing_epoch,
-                                 e.expires_at));
+                                 e.expires_at, digest));
   return Finish(b);
 }
 
@@ -221,6 +226,9 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   e.entity = RefOf(r->entity(), r->entity_id());
   e.routing_epoch = r->routing_epoch();
   e.expires_at = r->expires_at();
+  if (const auto* digest = r->body_digest()) {
+    e.body_digest.assign(reinterpret_cast<const char*>(digest->data()), digest->size());
+  }
   return e;
 }
 

@@ -52,6 +52,9 @@ struct DedupEntry {
   // event, kept until this time (Clock micros); `entity` is then where it
   // was compacted, whatever the routing epoch.
   int64_t expires_at = 0;
+  // SHA-256 of the body stored at a/<seq> (32 bytes), or empty: not recorded
+  // (tombstones, entries written before the field existed).
+  std::string body_digest;
 };
 
 // g/<gen>/p/<entity>\0<id>, and snapshots under g/<gen>/s/: the fold state

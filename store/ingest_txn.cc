@@ -5,6 +5,7 @@
 
 #include "core/materializer.h"
 #include "core/rfc3339.h"
+#include "core/sha256.h"
 #include "storage/commit_queue.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -188,7 +189,13 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, Ingest
   stored.entity = ref;
   batch_.Put(EventKey(seq), EncodeEvent(stored));
 
-  DedupEntry dedup{seq, ev.type, ev.occurred_at, ref, routing_epoch_};
+  DedupEntry dedup{seq,
+                   ev.type,
+                   ev.occurred_at,
+                   ref,
+                   routing_epoch_,
+                   /*expires_at=*/0,
+                   Sha256(delivery.body)};
   batch_.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
   dedup_.emplace(ev.event_id, std::move(dedup));
   result->outcome = Outcome::kAccepted;

@@ -212,8 +212,9 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
       highest = std::max(highest, l.entry.seq);
       batch.Delete(l.key);
       batch.Delete(EventKey(l.entry.seq));
-      batch.Put(DedupKey(ev.event_id), EncodeDedup(DedupEntry{l.entry.seq, ev.type, ev.occurred_at,
-                                                              ref, routing_epoch_, until}));
+      batch.Put(DedupKey(ev.event_id),
+                EncodeDedup(DedupEntry{
+                    l.entry.seq, ev.type, ev.occurred_at, ref, routing_epoch_, until, {}}));
       c.tombstones.push_back(ev.event_id);
     }
     const std::string snaps = SnapshotPrefix(gen_, ref);

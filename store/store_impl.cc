@@ -9,6 +9,7 @@
 
 #include "core/materializer.h"
 #include "core/parse_number.h"
+#include "core/sha256.h"
 #include "replay/check.h"
 #include "replay/rebuild.h"
 #include "replay/run_file.h"
@@ -322,6 +323,28 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
   return true;
 }
 
+bool StoreImpl::KnownDuplicate(const Delivery& d, IngestResult* result) const {
+  if (d.body.size() > options_.max_body_bytes) return false;
+  const std::optional<std::string_view> id = PeekEventId(d.body);
+  if (!id) return false;
+  const std::string key = DedupKey(*id);
+  std::string value;
+  if (!db_->Get(leveldb::ReadOptions(), key, &value).ok()) return false;
+  Result<DedupEntry> first = DecodeDedup(key, value);
+  // A tombstone or an older routing epoch may answer differently now: the
+  // slow path re-routes. The same bytes decode to the same event, route and
+  // header check under the same profile, so the answer is the slow path's.
+  if (!first.ok() || first->expires_at != 0 || first->routing_epoch != routing_epoch_ ||
+      first->body_digest.empty() || !CheckEventIdHeader(d.headers, *id).ok() ||
+      first->body_digest != Sha256(d.body)) {
+    return false;
+  }
+  result->outcome = Outcome::kDuplicate;
+  result->event_id = std::string(*id);
+  result->entity = std::move(first->entity);
+  return true;
+}
+
 IngestResult StoreImpl::Ingest(const Delivery& delivery) {
   const Delivery* one = &delivery;
   return std::move(IngestAll(&one, 1).front());
@@ -342,9 +365,12 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   // The profile may only change under rebuild_mu_, so decode under it too.
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
+  uint64_t known_duplicates = 0;
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
-    if (Precheck(*deliveries[i], &decoded, &results[i])) {
+    if (KnownDuplicate(*deliveries[i], &results[i])) {
+      ++known_duplicates;
+    } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       items.emplace_back(i, std::move(decoded));
     } else if (results[i].outcome == Outcome::kTooLarge) {
       counters_.too_large.fetch_add(1, std::memory_order_relaxed);
@@ -395,6 +421,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
         break;
     }
   }
+  if (known_duplicates != 0) counters_.duplicate.fetch_add(known_duplicates);
   if (st.ok()) {
     counters_.unrouted.fetch_add(unrouted);
     counters_.late.fetch_add(late);

@@ -142,6 +142,11 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Size, decode and header checks; true when the delivery may be stored.
   bool Precheck(const Delivery& d, DecodedEvent* out, IngestResult* result) const
       REQUIRES_SHARED(rebuild_mu_);
+  // The duplicate fast path: true (and `result` set) when `d` is byte for
+  // byte the body of an event stored under the current routing epoch, found
+  // through a guessed event_id and compared by digest, without decoding it.
+  // False: decide the slow way.
+  bool KnownDuplicate(const Delivery& d, IngestResult* result) const REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
   // After a failed write the database refuses writes (GuardedDb) until it

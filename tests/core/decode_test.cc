@@ -659,5 +659,21 @@ TEST(DecodeTest, WebhookIdHeader) {
   EXPECT_FALSE(st.ok());
 }
 
+TEST(DecodeTest, PeekEventIdGuessesWithoutDecoding) {
+  EXPECT_EQ(PeekEventId(R"({"event_id":"evt_1","type":"t"})"), "evt_1");
+  EXPECT_EQ(PeekEventId("{ \"event_id\" :\n \"evt.2:x-y\" }"), "evt.2:x-y");
+  // Only a guess: the first occurrence wins, nested or not.
+  EXPECT_EQ(PeekEventId(R"({"data":{"event_id":"inner"},"event_id":"outer"})"), "inner");
+  // Nothing usable: the caller decodes.
+  EXPECT_FALSE(PeekEventId(R"({"type":"t"})"));
+  EXPECT_FALSE(PeekEventId(R"({"event_id":1})"));
+  EXPECT_FALSE(PeekEventId(R"({"event_id":"a\u0062"})"));
+  EXPECT_FALSE(PeekEventId(R"({"event_id":"")"));
+  EXPECT_FALSE(PeekEventId(R"({"event_id":"unterminated)"));
+  EXPECT_FALSE(PeekEventId("{\"event_id\":\"" + std::string(kMaxEventIdBytes + 1, 'a') + "\"}"));
+  EXPECT_EQ(PeekEventId("{\"event_id\":\"" + std::string(kMaxEventIdBytes, 'a') + "\"}"),
+            std::string(kMaxEventIdBytes, 'a'));
+}
+
 }  // namespace
 }  // namespace eventfold

@@ -111,11 +111,14 @@ TEST(storage_record_codec, DedupEntryRoundTrips) {
   EXPECT_EQ(d->occurred_at, e.occurred_at);
   EXPECT_EQ(d->entity, e.entity);
   EXPECT_EQ(d->routing_epoch, 7u);
+  EXPECT_TRUE(d->body_digest.empty());  // not recorded
 
   e.entity.reset();  // unrouted
+  e.body_digest = std::string(31, '\xab') + '\0';
   d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->entity.has_value());
+  EXPECT_EQ(d->body_digest, e.body_digest);
 }
 
 TEST(storage_record_codec, ProjectionRoundTrips) {

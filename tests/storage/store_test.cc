@@ -146,6 +146,36 @@ TEST_F(storage_store, DuplicateIs200AndChangesNothing) {
   EXPECT_EQ(c.duplicate, 3u);
 }
 
+// A byte-identical redelivery is answered from the dedup entry's body digest
+// without decoding; anything that is not the same bytes takes the full path.
+TEST_F(storage_store, SameBytesAreADuplicateWithoutTheFullDecode) {
+  auto store = Open();
+  const std::string body = Issued("evt_1", "rcp_1");
+  MustAccept(store.get(), body);
+  IngestResult r = store->Ingest(body);
+  EXPECT_EQ(r.outcome, Outcome::kDuplicate);
+  EXPECT_EQ(r.event_id, "evt_1");
+  EXPECT_EQ(r.entity, (EntityRef{"receipt", "rcp_1"}));
+  // The header rule still holds for the same bytes.
+  r = store->Ingest(Delivery{{{"X-RR-Event-Id", "evt_9"}}, body});
+  EXPECT_EQ(r.outcome, Outcome::kInvalid) << r.message;
+  EXPECT_EQ(store->Ingest(Delivery{{{"X-RR-Event-Id", "evt_1"}}, body}).outcome,
+            Outcome::kDuplicate);
+  // A nested "event_id" naming the stored event: the guess finds evt_1, the
+  // digest differs, and the full decode sees evt_2.
+  const std::string nested =
+      R"({"data":{"event_id":"evt_1","receipt_id":"rcp_2","amount":1,"currency":"THB"},)"
+      R"("event_id":"evt_2","type":"receipt.issued","occurred_at":"2026-11-29T10:15:30.123Z"})";
+  r = store->Ingest(nested);
+  EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+  EXPECT_EQ(r.event_id, "evt_2");
+  EXPECT_EQ(store->Ingest(nested).outcome, Outcome::kDuplicate);
+  const Counters c = store->counters();
+  EXPECT_EQ(c.accepted, 2u);
+  EXPECT_EQ(c.duplicate, 3u);
+  EXPECT_EQ(c.invalid, 1u);
+}
+
 TEST_F(storage_store, ConflictIs409AndTheFirstOneWins) {
   auto store = Open();
   MustAccept(store.get(), Issued("evt_1", "rcp_1"));
