@@ -47,7 +47,9 @@ class Checker {
     Status st = Lookup(storage::MetaKey("rebuild"), &marker, &found);
     if (!st.ok()) return st;
     if (found) {
-      const std::string gen = marker.substr(0, marker.find('\n'));
+      // A damaged marker is reported by the scan, at its key.
+      Result<std::string> text = storage::DecodeText(storage::MetaKey("rebuild"), marker);
+      const std::string gen = text.ok() ? text->substr(0, text->find('\n')) : std::string();
       if (std::optional<uint32_t> target = ParseU32(gen)) rebuild_target_ = *target;
     }
     st = Scan();
@@ -116,7 +118,12 @@ class Checker {
         CheckChange(key, value);
       } else if (family == storage::kCheckpointPrefix) {
         if (key.size() == 2) Problem(key, "checkpoint without a subscription name");
-        if (!IsDecimal(value)) Problem(key, "checkpoint is not a decimal sequence number");
+        Result<std::string> text = storage::DecodeText(key, value);
+        if (!text.ok()) {
+          Problem(key, text.status().message());
+        } else if (!IsDecimal(*text)) {
+          Problem(key, "checkpoint is not a decimal sequence number");
+        }
       } else if (family == storage::kParkedPrefix) {
         CheckParked(key, value);
       } else if (family == storage::kCompactionPrefix) {
@@ -148,10 +155,16 @@ class Checker {
     return Status::OK();
   }
 
-  void CheckMeta(const std::string& key, std::string_view value) {
+  void CheckMeta(const std::string& key, std::string_view framed) {
     const std::string_view name = std::string_view(key).substr(2);
+    Result<std::string> text = storage::DecodeText(key, framed);
+    if (!text.ok()) {
+      Problem(key, text.status().message());
+      return;
+    }
+    const std::string_view value = *text;
     if (name == "format") {
-      if (value != "2") Problem(key, "unknown store format \"" + std::string(value) + "\"");
+      if (value != "3") Problem(key, "unknown store format \"" + std::string(value) + "\"");
     } else if (name == "profile") {
       Result<Profile> p = Profile::FromJson(value);
       if (!p.ok()) Problem(key, "stored profile does not parse: " + p.status().message());

@@ -11,10 +11,12 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "2" (storage/log_data.h); a format 1 store differs only in
-// log records that carry their data, and Open upgrades it on request.
+// m/format is "3". Format 3 frames the m/ and k/ values (storage/meta_text.h),
+// which formats 1 and 2 stored as bare text; format 1 differs from 2 only in
+// log records that carry their data (storage/log_data.h). Open upgrades
+// either on request (Options::upgrade_format, `eventfold migrate`).
 //
-//   m/<name>                        store metadata: "format", "profile",
+//   m/<name>                        TextRecord: store metadata: "format", "profile",
 //                                   "generation", "routing_epoch", "rebuild",
 //                                   "retired_seq" (highest seq compaction dropped)
 //   a/<seq>                         EventRecord: accepted event, verbatim body
@@ -23,7 +25,7 @@
 //   c/<seq>                         ConflictRecord: refused conflicting delivery
 //   q/<seq>                         QuarantineRecord: refused delivery (bounded)
 //   f/<seq>                         ChangeRecord: the change feed, gap-free
-//   k/<subscription>                checkpoint: decimal seq
+//   k/<subscription>                TextRecord: checkpoint, decimal seq
 //   x/<subscription>\0<seq>         ParkedRecord: a subscription's dead letter
 //   r/<entity>\0<id>                CompactionRecord: a compacted entity's
 //                                   snapshot and its dedup tombstones

@@ -129,6 +129,21 @@ std::optional<int64_t> Optional(bool has, int64_t v) {
 
 }  // namespace
 
+std::string EncodeText(std::string_view text) {
+  fbs::FlatBufferBuilder& b = Builder();
+  auto bytes = b.CreateVector(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  b.Finish(fb::CreateTextRecord(b, bytes));
+  return Finish(b);
+}
+
+Result<std::string> DecodeText(std::string_view key, std::string_view value) {
+  Status error;
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::TextRecord>(key, aligned.view(), &error);
+  if (!r) return error;
+  return std::string(View(r->text()));
+}
+
 std::string EncodeEvent(const StoredEvent& e) {
   fbs::FlatBufferBuilder& b = Builder();
   auto id = b.CreateString(e.event.event_id);

@@ -21,6 +21,13 @@
 
 namespace eventfold::storage {
 
+// m/<name> and k/<subscription> since format 3: the value's text in a
+// TextRecord. DecodeText fails with kCorruption naming `key` when the
+// checksum or the buffer does not verify (a format 1/2 value, plain text,
+// does not: Open upgrades those before anything reads them).
+std::string EncodeText(std::string_view text);
+Result<std::string> DecodeText(std::string_view key, std::string_view value);
+
 // a/<seq>
 struct StoredEvent {
   uint64_t seq = 0;

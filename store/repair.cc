@@ -127,6 +127,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   // Everything derived, rebuilt from the salvaged events; then the checks.
   Options o = options;
   o.create_if_missing = false;
+  o.upgrade_format = true;  // a salvage may restore a lost m/format as format 1
   o.gc_interval_micros = 0;
   o.profile.reset();
   {

@@ -14,6 +14,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/meta_text.h"
 #include "store/store_impl.h"
 
 namespace eventfold::storage {
@@ -51,13 +52,10 @@ Status ReadLog(leveldb::DB* db, uint32_t gen, const EntityRef& ref, std::vector<
 }  // namespace
 
 Result<uint64_t> StoreImpl::RetiredSeq() {
-  std::string value;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("retired_seq"), &value);
-  if (s.IsNotFound()) return uint64_t{0};
-  if (!s.ok()) return FromLevelDb(s, "reading m/retired_seq");
-  std::optional<uint64_t> seq = ParseU64(value);
-  if (!seq) return Status::Corruption("m/retired_seq is not a 64-bit decimal number");
-  return *seq;
+  Result<std::optional<uint64_t>> seq =
+      ReadNumber(db_.get(), leveldb::ReadOptions(), MetaKey("retired_seq"));
+  if (!seq.ok()) return seq.status();
+  return seq->value_or(0);
 }
 
 Status StoreImpl::CompactedTypesKnown(const Profile& profile) {
@@ -237,7 +235,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
     ++done.entities_compacted;
     done.events_compacted += log.size();
   }
-  if (highest != *retired) batch.Put(MetaKey("retired_seq"), std::to_string(highest));
+  if (highest != *retired) PutNumber(&batch, MetaKey("retired_seq"), highest);
   // One synced write per group: all of it or none survives a crash.
   Status st = FromLevelDb(db_->Write(Synced(), &batch), "compacting entities");
   if (!st.ok()) return st;

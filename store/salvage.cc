@@ -12,6 +12,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/meta_text.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -73,8 +74,16 @@ class Salvage {
       std::string value;
       return db_->Get(leveldb::ReadOptions(), storage::MetaKey(name), &value).IsNotFound();
     };
+    // Restored values are framed as this build writes them, but for a lost
+    // format: the bare "1" of the oldest format makes Open upgrade the store
+    // (Options::upgrade_format, which RepairStore sets), framing whatever
+    // other m/ and k/ values are still bare and keeping the framed ones.
     auto restore = [&](const char* name, const std::string& value) {
-      batch.Put(storage::MetaKey(name), value);
+      if (std::string_view(name) == "format") {
+        batch.Put(storage::MetaKey(name), value);
+      } else {
+        storage::PutText(&batch, storage::MetaKey(name), value);
+      }
       LostData l;
       l.kind = LostData::Kind::kRecords;
       l.detail = std::string("m/") + name + " was lost; set to \"" + value + "\"";

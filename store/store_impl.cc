@@ -20,6 +20,7 @@
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/log_data.h"
+#include "storage/meta_text.h"
 #include "store/ingest_txn.h"
 
 namespace eventfold {
@@ -35,20 +36,18 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Option
 namespace storage {
 namespace {
 
-// The on-disk format (storage/key_codec.h). 2: log records without the
-// event's data, which is read from the body at a/<seq>.
-constexpr std::string_view kFormatVersion = "2";
-// The older format Open can upgrade: format 1 differs only in log records
-// that still carry their data, which format 2 reads as they are.
-constexpr std::string_view kUpgradableFormat = "1";
-
-std::string EncodeU32(uint32_t v) { return std::to_string(v); }
-
-std::optional<uint32_t> DecodeU32(std::string_view s) { return ParseU32(s); }
+// The on-disk format (storage/key_codec.h). 3: m/ and k/ values framed
+// (storage/meta_text.h); 2: log records without the event's data, which is
+// read from the body at a/<seq>.
+constexpr std::string_view kFormatVersion = "3";
+// The older formats Open can upgrade, stored as bare text: format 1 differs
+// from 2 only in log records that still carry their data, which later
+// formats read as they are; both keep m/ and k/ values unframed.
+bool IsUpgradableFormat(std::string_view raw) { return raw == "1" || raw == "2"; }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
-std::string EncodeRebuildMarker(uint32_t gen, const Profile& p) {
-  return EncodeU32(gen) + "\n" + p.ToJson();
+std::string RebuildMarker(uint32_t gen, const Profile& p) {
+  return std::to_string(gen) + "\n" + p.ToJson();
 }
 
 }  // namespace
@@ -149,54 +148,63 @@ Status StoreImpl::Init(const std::string& path) {
 }
 
 Status StoreImpl::LoadOrCreateMeta() {
-  std::string stored;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("profile"), &stored);
+  std::string raw;
+  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("profile"), &raw);
   if (s.IsNotFound()) {
     leveldb::WriteBatch batch;
-    batch.Put(MetaKey("format"), std::string(kFormatVersion));
-    batch.Put(MetaKey("profile"), profile_->ToJson());
-    batch.Put(MetaKey("generation"), EncodeU32(gen_));
-    batch.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_));
+    PutText(&batch, MetaKey("format"), kFormatVersion);
+    PutText(&batch, MetaKey("profile"), profile_->ToJson());
+    PutNumber(&batch, MetaKey("generation"), gen_);
+    PutNumber(&batch, MetaKey("routing_epoch"), routing_epoch_);
     return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
   }
   if (!s.ok()) return FromLevelDb(s, "reading the store's profile");
   // A store of another format would be misread record by record; refuse it
   // whole, before anything is read or written.
-  std::string format;
-  s = db_->Get(leveldb::ReadOptions(), MetaKey("format"), &format);
+  s = db_->Get(leveldb::ReadOptions(), MetaKey("format"), &raw);
   if (s.IsNotFound()) return Status::Corruption("m/format is missing");
   if (!s.ok()) return FromLevelDb(s, "reading the store's format");
-  if (format == kUpgradableFormat) {
+  if (IsUpgradableFormat(raw)) {
     if (!options_.upgrade_format) {
       return Status::InvalidArgument(
-          "store format " + format + " is older than this build's format " +
+          "store format " + raw + " is older than this build's format " +
           std::string(kFormatVersion) + "; upgrade it with: eventfold migrate --data " + path_ +
-          " (a build that reads only format " + format + " cannot open it afterwards)");
+          " (a build that reads only format " + raw + " cannot open it afterwards)");
     }
-    // Nothing to rewrite: one synced write makes the store format 2, and
-    // either it happened or the store is still the intact format 1.
-    s = db_->Put(Synced(), MetaKey("format"), std::string(kFormatVersion));
+    // The m/ and k/ values framed, and the new format, in one synced write:
+    // either it happened or the store is still the intact older format.
+    leveldb::WriteBatch batch;
+    Result<uint64_t> framed = FrameLegacyText(db_.get(), &batch);
+    if (!framed.ok()) return framed.status().WithContext("upgrading the store's format");
+    PutText(&batch, MetaKey("format"), kFormatVersion);
+    s = db_->Write(Synced(), &batch);
     if (!s.ok()) return FromLevelDb(s, "upgrading the store's format");
-    format = kFormatVersion;
   }
-  if (format != kFormatVersion) {
-    return Status::InvalidArgument("store format " + format +
+  Result<std::optional<std::string>> format =
+      ReadText(db_.get(), leveldb::ReadOptions(), MetaKey("format"));
+  if (!format.ok()) return format.status();
+  if (**format != kFormatVersion) {
+    return Status::InvalidArgument("store format " + **format +
                                    " is not supported (this build reads format " +
                                    std::string(kFormatVersion) + ")");
   }
-  Result<Profile> recorded = Profile::FromJson(stored);
+  Result<std::optional<std::string>> stored =
+      ReadText(db_.get(), leveldb::ReadOptions(), MetaKey("profile"));
+  if (!stored.ok()) return stored.status();
+  Result<Profile> recorded = Profile::FromJson(**stored);
   if (!recorded.ok()) {
     return Status::Corruption("stored profile: " + recorded.status().message());
   }
   SetProfile(std::move(*recorded));
   for (auto [name, field] :
        {std::pair{"generation", &gen_}, std::pair{"routing_epoch", &routing_epoch_}}) {
-    std::string value;
-    s = db_->Get(leveldb::ReadOptions(), MetaKey(name), &value);
-    if (!s.ok()) return FromLevelDb(s, std::string("reading m/") + name);
-    std::optional<uint32_t> v = DecodeU32(value);
-    if (!v) return Status::Corruption(std::string("m/") + name + " is not a number");
-    *field = *v;
+    Result<std::optional<uint64_t>> v =
+        ReadNumber(db_.get(), leveldb::ReadOptions(), MetaKey(name));
+    if (!v.ok()) return v.status();
+    if (!*v || **v > UINT32_MAX) {
+      return Status::Corruption(std::string("m/") + name + " is missing or out of range");
+    }
+    *field = static_cast<uint32_t>(**v);
   }
   return Status::OK();
 }
@@ -206,11 +214,11 @@ Status StoreImpl::AbandonInterruptedRebuild() {
   // the live one; one that stopped after its switch (a crash while dropping
   // the old generation, or a failed drop) left the old one. Only the live
   // generation stays.
-  std::string marker;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), MetaKey("rebuild"), &marker);
-  if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, "reading store metadata");
-  const bool marked = s.ok();
-  if (marked && !DecodeU32(marker.substr(0, marker.find('\n')))) {
+  Result<std::optional<std::string>> marker =
+      ReadText(db_.get(), leveldb::ReadOptions(), MetaKey("rebuild"));
+  if (!marker.ok()) return marker.status();
+  const bool marked = marker->has_value();
+  if (marked && !ParseU32((*marker)->substr(0, (*marker)->find('\n')))) {
     return Status::Corruption("m/rebuild is malformed");
   }
   std::vector<uint32_t> others;
@@ -660,9 +668,9 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     WriterLock guard(&rebuild_mu_);
     target = profile ? *profile : *profile_;
     next = gen_ + 1;
-    Status st =
-        FromLevelDb(db_->Put(Synced(), MetaKey("rebuild"), EncodeRebuildMarker(next, *target)),
-                    "marking rebuild");
+    Status st = FromLevelDb(
+        db_->Put(Synced(), MetaKey("rebuild"), EncodeText(RebuildMarker(next, *target))),
+        "marking rebuild");
     if (!st.ok()) return st;
     boundary = next_seq_.load();
     input = SnapshotGuard(db_.get());
@@ -703,9 +711,9 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     summary->events_caught_up_paused = summary->events - before;
     const bool rerouted = target->Fingerprint() != profile_->Fingerprint();
     leveldb::WriteBatch flip;
-    flip.Put(MetaKey("profile"), target->ToJson());
-    flip.Put(MetaKey("generation"), EncodeU32(next));
-    if (rerouted) flip.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_ + 1));
+    PutText(&flip, MetaKey("profile"), target->ToJson());
+    PutNumber(&flip, MetaKey("generation"), next);
+    if (rerouted) PutNumber(&flip, MetaKey("routing_epoch"), routing_epoch_ + 1);
     flip.Delete(MetaKey("rebuild"));
     st = FromLevelDb(db_->Write(Synced(), &flip), "switching to the rebuilt generation");
     if (!st.ok()) return st;

@@ -10,6 +10,8 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/meta_text.h"
+#include "storage/record_codec.h"
 #include "store/store_impl.h"
 
 namespace eventfold::storage {
@@ -26,30 +28,29 @@ Status CheckName(std::string_view name) {
 
 Result<uint64_t> StoreImpl::GetCheckpoint(std::string_view subscription) {
   if (Status st = CheckName(subscription); !st.ok()) return st;
-  std::string value;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), CheckpointKey(subscription), &value);
-  if (s.IsNotFound()) return uint64_t{0};
-  if (!s.ok()) return FromLevelDb(s, "reading checkpoint");
-  std::optional<uint64_t> seq = ParseU64(value);
-  if (!seq) {
-    return Status::Corruption("checkpoint of " + std::string(subscription) +
-                              " is not a 64-bit decimal number");
+  Result<std::optional<uint64_t>> seq =
+      ReadNumber(db_.get(), leveldb::ReadOptions(), CheckpointKey(subscription));
+  if (!seq.ok()) {
+    return seq.status().WithContext("checkpoint of " + std::string(subscription));
   }
-  return *seq;
+  return seq->value_or(0);
 }
 
 Status StoreImpl::SetCheckpoint(std::string_view subscription, uint64_t seq) {
   if (Status st = CheckName(subscription); !st.ok()) return st;
   MutexLock trim_guard(&trim_mu_);
-  return FromLevelDb(db_->Put(Synced(), CheckpointKey(subscription), std::to_string(seq)),
-                     "writing checkpoint");
+  leveldb::WriteBatch batch;
+  PutNumber(&batch, CheckpointKey(subscription), seq);
+  return FromLevelDb(db_->Write(Synced(), &batch), "writing checkpoint");
 }
 
 Status StoreImpl::ListSubscriptions(const std::function<bool(const std::string&, uint64_t)>& fn) {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kCheckpointPrefix);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    std::optional<uint64_t> seq = ParseU64(View(it->value()));
+    Result<std::string> text = DecodeText(View(it->key()), View(it->value()));
+    if (!text.ok()) return text.status();
+    std::optional<uint64_t> seq = ParseU64(*text);
     if (!seq) return Status::Corruption("a checkpoint is not a 64-bit decimal number");
     if (!fn(std::string(View(it->key()).substr(prefix.size())), *seq)) break;
   }

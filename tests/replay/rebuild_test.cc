@@ -85,12 +85,15 @@ std::unique_ptr<leveldb::DB> RawOpen(leveldb::Env* env, const std::string& path)
   return std::unique_ptr<leveldb::DB>(raw);
 }
 
-// The live generation, as recorded in m/generation (decimal text).
+// The live generation, as recorded in m/generation (framed decimal text).
 uint32_t LiveGeneration(leveldb::DB* db) {
   std::string gen;
   leveldb::Status s = db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  return s.ok() ? static_cast<uint32_t>(std::stoul(gen)) : 0;
+  if (!s.ok()) return 0;
+  Result<std::string> text = storage::DecodeText(storage::MetaKey("generation"), gen);
+  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  return text.ok() ? static_cast<uint32_t>(std::stoul(*text)) : 0;
 }
 
 // Projections keyed by entity and id, as docs/SPEC.md §5.4 JSON.

@@ -37,6 +37,7 @@
 
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
+#include "storage/record_codec.h"
 #include "tests/common/fork_child.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/common/own_thread_env.h"
@@ -245,7 +246,11 @@ RawState ReadRaw(const std::string& dir) {
   std::string value;
   s = db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &value);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  if (s.ok()) out.live = static_cast<uint32_t>(std::stoul(value));
+  if (s.ok()) {
+    Result<std::string> text = storage::DecodeText(storage::MetaKey("generation"), value);
+    EXPECT_TRUE(text.ok()) << text.status().ToString();
+    if (text.ok()) out.live = static_cast<uint32_t>(std::stoul(*text));
+  }
   out.marker = db->Get(leveldb::ReadOptions(), storage::MetaKey("rebuild"), &value).ok();
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   const std::string family(storage::kGenerationPrefix);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
 #include <leveldb/env.h>
+#include <leveldb/write_batch.h>
 
 #include <atomic>
 #include <chrono>
@@ -512,6 +513,21 @@ TEST_F(storage_store, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
   EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z"}));
 }
 
+// Rewrites every m/ and k/ value as formats 1 and 2 stored it: bare text.
+void UnframeMetadata(leveldb::DB* db) {
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+  leveldb::WriteBatch batch;
+  for (std::string_view family : {storage::kMetaPrefix, storage::kCheckpointPrefix}) {
+    for (it->Seek(std::string(family)); it->Valid() && it->key().starts_with(std::string(family));
+         it->Next()) {
+      Result<std::string> text = storage::DecodeText(it->key().ToString(), it->value().ToString());
+      ASSERT_TRUE(text.ok()) << text.status().ToString();
+      batch.Put(it->key(), *text);
+    }
+  }
+  ASSERT_TRUE(db->Write({}, &batch).ok());
+}
+
 TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
   {
     auto store = Open();
@@ -524,35 +540,38 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
     leveldb::DB* raw = nullptr;
     ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
     std::unique_ptr<leveldb::DB> db(raw);
-    const leveldb::Status s = format ? db->Put({}, storage::MetaKey("format"), *format)
-                                     : db->Delete({}, storage::MetaKey("format"));
+    const leveldb::Status s =
+        format ? db->Put({}, storage::MetaKey("format"), storage::EncodeText(*format))
+               : db->Delete({}, storage::MetaKey("format"));
     ASSERT_TRUE(s.ok()) << s.ToString();
   };
-  set_format("3");
+  set_format("4");
   Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
   ASSERT_FALSE(newer.ok());
   EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
-  EXPECT_NE(newer.status().message().find("store format 3 is not supported"), std::string::npos)
+  EXPECT_NE(newer.status().message().find("store format 4 is not supported"), std::string::npos)
       << newer.status().ToString();
   set_format(std::nullopt);
   Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
   ASSERT_FALSE(unmarked.ok());
   EXPECT_TRUE(unmarked.status().IsCorruption()) << unmarked.status().ToString();
-  set_format("2");
+  set_format("3");
   auto store = Open();
   ASSERT_TRUE(store) << "the right format opens again, nothing lost";
   EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
 }
 
-// A format 1 store: its log records carry their data. Open refuses it and
-// names the command; with upgrade_format it opens, becomes format 2, reads
-// the old records as they are and writes lean ones beside them.
+// A format 1 store: its log records carry their data, its m/ and k/ values
+// are bare text. Open refuses it and names the command; with upgrade_format
+// it opens, becomes format 3, reads the old records as they are and writes
+// lean ones beside them.
 TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
   {
     auto store = Open();
     ASSERT_TRUE(store);
     MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
     MustAccept(store.get(), Issued("evt_1", "rcp_1"));  // late: a re-fold reads the log
+    ASSERT_TRUE(store->feed().SetCheckpoint("mailer", 1).ok());
   }
   auto raw_db = [&] {
     leveldb::Options lo;
@@ -567,6 +586,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     ASSERT_TRUE(db);
     std::string gen;
     ASSERT_TRUE(db->Get({}, storage::MetaKey("generation"), &gen).ok());
+    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
     const std::string prefix = storage::LogFamilyPrefix(static_cast<uint32_t>(std::stoul(gen)));
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
     int rewritten = 0;
@@ -587,6 +607,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
       ++rewritten;
     }
     EXPECT_EQ(rewritten, 2);
+    UnframeMetadata(db.get());
     ASSERT_TRUE(db->Put({}, storage::MetaKey("format"), "1").ok());
   }
   Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
@@ -608,6 +629,9 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     Result<Projection> p = store->Get("receipt", "rcp_1");
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(p->state, "refunded");
+    Result<uint64_t> checkpoint = store->feed().GetCheckpoint("mailer");
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+    EXPECT_EQ(*checkpoint, 1u) << "a bare checkpoint is framed, not lost";
     // A late refund between the two re-folds the format 1 records: the
     // issue's amount comes from its record's data.
     MustAccept(store.get(), Body("evt_0", "receipt.refunded", "2026-11-29T10:30:00Z",
@@ -625,7 +649,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     std::unique_ptr<leveldb::DB> db = raw_db();
     std::string format;
     ASSERT_TRUE(db->Get({}, storage::MetaKey("format"), &format).ok());
-    EXPECT_EQ(format, "2");
+    EXPECT_EQ(storage::DecodeText(storage::MetaKey("format"), format).value(), "3");
   }
   auto store = Open();
   ASSERT_TRUE(store) << "an upgraded store opens without the option";
@@ -1018,9 +1042,11 @@ TEST_F(storage_store, AnInterruptedRebuildLeavesAConsistentStore) {
     std::unique_ptr<leveldb::DB> db(raw);
     std::string gen;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
+    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
     const uint32_t next = static_cast<uint32_t>(std::stoul(gen)) + 1;
     ASSERT_TRUE(db->Put(leveldb::WriteOptions(), storage::MetaKey("rebuild"),
-                        std::to_string(next) + "\n" + Profile::ReceiptRoller().ToJson())
+                        storage::EncodeText(std::to_string(next) + "\n" +
+                                            Profile::ReceiptRoller().ToJson()))
                     .ok());
     storage::ProjectionState bogus;
     bogus.projection.state = "bogus";
@@ -1102,6 +1128,7 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
     std::unique_ptr<leveldb::DB> db(raw);
     std::string gen;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
+    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
     for (const EntityRef& ref : {EntityRef{"receipt", "rcp_1"}, EntityRef{"receipt", "rcp_2"},
                                  EntityRef{"product", "p1"}}) {
       const std::string key = storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), ref);
@@ -1280,6 +1307,7 @@ TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
     // The live generation is recorded in m/generation (decimal).
     std::string gen;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
+    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
     const std::string key =
         storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), {"receipt", "rcp_tamper"});
     std::string value;
