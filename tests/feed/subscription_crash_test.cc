@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <leveldb/env.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -61,8 +63,9 @@ using test_util::OwnThreadEnv;
 // The child: runs the subscription until it has caught up, then exits 0.
 // Nothing here touches gtest; it leaves with _exit.
 // Ingests `batches` batches of one change per product; versions (and so
-// event ids) are unique per run and batch, and grow with both.
-Status IngestBatches(Store* store, int run, int batches) {
+// event ids) are unique per run and batch, and grow with both. After the
+// first batch, writes one byte to `started_fd` (when >= 0).
+Status IngestBatches(Store* store, int run, int batches, int started_fd = -1) {
   for (int b = 0; b < batches; ++b) {
     std::vector<Delivery> batch;
     const int64_t version = static_cast<int64_t>(run) * 1000 + b + 1;
@@ -74,12 +77,16 @@ Status IngestBatches(Store* store, int run, int batches) {
     for (const IngestResult& r : store->IngestBatch(batch)) {
       if (r.outcome != Outcome::kAccepted) return Status::IOError("ingest: " + r.message);
     }
+    if (b == 0 && started_fd >= 0) {
+      const char one = 1;
+      if (::write(started_fd, &one, 1) != 1) return Status::IOError("started pipe");
+    }
   }
   return Status::OK();
 }
 
 [[noreturn]] void RunChild(const std::string& dir, const std::string& handled_path, int run,
-                           uint64_t seed, int batches) {
+                           uint64_t seed, int batches, int started_fd) {
   OwnThreadEnv env;
   Options o;
   o.env = &env;
@@ -117,7 +124,7 @@ Status IngestBatches(Store* store, int run, int batches) {
   Result<std::unique_ptr<Subscription>> sub = Subscription::Start(store->get(), so, handler);
   if (!sub.ok()) _exit(4);
   // New changes arrive while it delivers, so kills also land mid-ingest.
-  if (!IngestBatches(store->get(), run, batches).ok()) _exit(7);
+  if (!IngestBatches(store->get(), run, batches, started_fd).ok()) _exit(7);
   const bool caught_up = (*sub)->WaitForCheckpoint((*store)->feed().LastSeq(), 60'000'000);
   (*sub)->Stop();
   _exit(caught_up ? 0 : 6);
@@ -132,25 +139,38 @@ ChildRun RunAndMaybeKill(const std::string& dir, const std::string& handled_path
                          uint64_t seed, int batches, double kill_after) {
   ChildRun result;
   const auto start = SteadyClock::now();
-  // The child reports through the handled file; the pipe is not used.
-  const test_util::ForkedChild child =
-      test_util::ForkWithPipe([&](int) { RunChild(dir, handled_path, run, seed, batches); });
+  // The child reports what it handled through the handled file, and through
+  // the pipe that its first batch is stored: the kill delay counts from
+  // there, not from the fork, so on a slow machine (or under a sanitizer)
+  // the kills still land mid-ingest and mid-delivery, never all before the
+  // child got going.
+  const test_util::ForkedChild child = test_util::ForkWithPipe(
+      [&](int started_fd) { RunChild(dir, handled_path, run, seed, batches, started_fd); });
   if (child.pid < 0) return result;
-  ::close(child.from_child);
   const pid_t pid = child.pid;
-  const auto deadline = start + std::chrono::duration<double>(kill_after);
+  std::optional<SteadyClock::time_point> deadline;
   int status = 0;
   for (;;) {
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
     const auto now = SteadyClock::now();
-    if ((kill_after >= 0 && now >= deadline) || now - start > std::chrono::seconds(120)) {
+    if (!deadline) {
+      pollfd started{child.from_child, POLLIN, 0};
+      if (::poll(&started, 1, 0) == 1 && (started.revents & POLLIN)) {
+        deadline = now + std::chrono::duration_cast<SteadyClock::duration>(
+                             std::chrono::duration<double>(kill_after));
+      }
+    }
+    if ((kill_after >= 0 && deadline && now >= *deadline) ||
+        now - start > std::chrono::seconds(120)) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
+      ::close(child.from_child);
       result.killed = true;
       return result;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
+  ::close(child.from_child);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   return result;
 }
