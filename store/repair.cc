@@ -6,6 +6,7 @@
 #include <leveldb/db.h>
 #include <leveldb/env.h>
 #include <leveldb/filter_policy.h>
+#include <leveldb/write_batch.h>
 
 #include <algorithm>
 #include <memory>
@@ -14,6 +15,8 @@
 #include "eventfold/store.h"
 #include "replay/file_check.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
+#include "storage/record_codec.h"
 #include "store/salvage.h"
 
 namespace eventfold {
@@ -71,6 +74,54 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
   return Status::OK();
 }
 
+// The quarantine's own database below a store directory (QuarantineLog).
+constexpr std::string_view kQuarantineName = "quarantine";
+std::string QuarantineDir(const std::string& dir) {
+  return dir + "/" + std::string(kQuarantineName);
+}
+
+// Salvages the quarantine's own database: its damaged tables set right and
+// LevelDB's repairer, as for the store, then every record that does not
+// decode deleted. What is lost there is diagnostics (refusals the sender
+// will not resend anyway): reported as one kRecords line, not as events.
+Status RepairQuarantine(const std::string& dir, leveldb::Env* env, const leveldb::Options& raw,
+                        const LostDataFn& on_lost, RepairSummary* summary) {
+  const std::string qdir = QuarantineDir(dir);
+  if (!env->FileExists(qdir)) return Status::OK();
+  std::vector<FileDamage> damage;
+  Result<FileCheckSummary> files =
+      CheckFiles(qdir, env, [&](const FileDamage& d) { damage.push_back(d); });
+  if (!files.ok()) return files.status();
+  summary->damaged += damage.size();
+  Status st = SetDamagedTablesRight(qdir, env, damage);
+  if (!st.ok()) return st;
+  st = storage::FromLevelDb(leveldb::RepairDB(qdir, raw), "LevelDB repair of " + qdir);
+  if (!st.ok()) return st;
+  leveldb::DB* db_raw = nullptr;
+  st = storage::FromLevelDb(leveldb::DB::Open(raw, qdir, &db_raw), "opening " + qdir);
+  if (!st.ok()) return st;
+  std::unique_ptr<leveldb::DB> db(db_raw);
+  leveldb::WriteBatch unreadable;
+  uint64_t dropped = 0;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (storage::DecodeRefused(storage::View(it->key()), storage::View(it->value())).ok()) continue;
+    unreadable.Delete(it->key());
+    ++dropped;
+  }
+  if (dropped == 0 && damage.empty()) return Status::OK();
+  st = storage::FromLevelDb(db->Write(storage::Synced(), &unreadable), "cleaning " + qdir);
+  if (!st.ok()) return st;
+  summary->dropped += dropped;
+  LostData lost;
+  lost.kind = LostData::Kind::kRecords;
+  lost.detail = "quarantine: " + std::to_string(damage.size()) + " damaged places, " +
+                std::to_string(dropped) +
+                " unreadable refused deliveries dropped (diagnostics only; nothing to resend)";
+  on_lost(lost);
+  return Status::OK();
+}
+
 leveldb::Options RawOptions(leveldb::Env* env, const leveldb::FilterPolicy* filter) {
   leveldb::Options lo;
   lo.env = env;
@@ -86,7 +137,27 @@ Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& 
   DirLock lock(EnvOf(options));
   Status st = lock.Lock(dir);
   if (!st.ok()) return st;
-  return CheckFiles(dir, EnvOf(options), on_damage);
+  Result<FileCheckSummary> sum = CheckFiles(dir, EnvOf(options), on_damage);
+  const std::string quarantine = QuarantineDir(dir);
+  if (!sum.ok() || !EnvOf(options)->FileExists(quarantine)) return sum;
+  // The quarantine's own database, its damage named quarantine/<file>.
+  Result<FileCheckSummary> q = CheckFiles(quarantine, EnvOf(options), [&](const FileDamage& d) {
+    FileDamage named = d;
+    named.file = std::string(kQuarantineName) + "/" + d.file;
+    on_damage(named);
+  });
+  if (!q.ok()) return q.status();
+  sum->tables += q->tables;
+  sum->data_blocks += q->data_blocks;
+  sum->entries += q->entries;
+  sum->logs += q->logs;
+  sum->log_records += q->log_records;
+  sum->torn_tails += q->torn_tails;
+  for (const std::string& u : q->unreferenced) {
+    sum->unreferenced.push_back(std::string(kQuarantineName) + "/" + u);
+  }
+  sum->damaged += q->damaged;
+  return sum;
 }
 
 Result<RepairSummary> RepairStore(const std::string& dir, const Options& options,
@@ -113,6 +184,8 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     lock.Unlock();  // the repairer and the opens below take it themselves
     st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(env, filter.get())),
                               "LevelDB repair of " + dir);
+    if (!st.ok()) return st;
+    st = RepairQuarantine(dir, env, RawOptions(env, nullptr), on_lost, &summary);
     if (!st.ok()) return st;
   }
   {

@@ -60,7 +60,7 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
 StoreImpl::~StoreImpl() {
   StopRecovery();  // first: an attempt holds rebuild_mu_ and reopens the database
   StopGc();
-  if (db_) FlushQuarantine();  // what a busy write path held back
+  quarantine_.reset();  // its writer counts into counters_, which goes first otherwise
 }
 
 // profile_ is written under rebuild_mu_ (exclusive) and profile_mu_; reading
@@ -130,14 +130,20 @@ Status StoreImpl::Init(const std::string& path) {
   {
     // Nobody else sees the store yet; the locks are what the steps require.
     WriterLock guard(&rebuild_mu_);
-    MutexLock quarantine(&quarantine_mu_);
     for (Status (StoreImpl::*step)() :
          {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-          &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
+          &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed}) {
       st = (this->*step)();
       if (!st.ok()) return st;
     }
   }
+  // The quarantine never fails the open: a database of its own that does
+  // not open is retried in the background (store/quarantine_log.h).
+  quarantine_ =
+      std::make_unique<QuarantineLog>(path + "/quarantine", options_, &counters_.quarantine_dropped,
+                                      &counters_.quarantine_headers_dropped);
+  MoveLegacyQuarantine();
+  quarantine_->Start();
   if (options_.gc_interval_micros > 0) {
     // Due one interval after Open, wherever the clock is when the thread starts.
     const int64_t first_due = clock_->NowMicros() + options_.gc_interval_micros;
@@ -439,7 +445,6 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   // Refusals go to the quarantine after the events: it is diagnostics and
   // must never delay or fail an acknowledgement.
   QuarantineRefusals(deliveries, results);
-  FlushQuarantine();  // refusals held while a commit had the write path
   return results;
 }
 
@@ -810,7 +815,9 @@ Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
   }
   co.snapshot = snapshot.get();
   co.profile = profile.get();
-  return CheckStore(db_.get(), co, on_problem);
+  Result<CheckSummary> sum = CheckStore(db_.get(), co, on_problem);
+  if (sum.ok()) quarantine_->Check(on_problem, &*sum);
+  return sum;
 }
 
 StoreStats StoreImpl::Stats() {
@@ -827,10 +834,7 @@ StoreStats StoreImpl::Stats() {
     if (s.profile_stale) s.requested_fingerprint = requested;
   }
   s.last_seq = next_seq_.load() - 1;
-  {
-    MutexLock lock(&quarantine_mu_);
-    s.refused = quarantine_next_ - quarantine_oldest_;
-  }
+  s.refused = quarantine_->Held();
   s.approximate_bytes = ApproximateBytes();
   return s;
 }

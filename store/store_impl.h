@@ -5,7 +5,8 @@
 // every event_id and entity they touch; Rebuild holds `rebuild_mu_`
 // exclusively. What each mutex guards is annotated (core/thread_annotations.h)
 // and checked by clang's -Wthread-safety (the `thread-safety` preset). Lock
-// order: rebuild_mu_, then the stripes, then quarantine_mu_; gc_mu_ before
+// order: rebuild_mu_, then the stripes (the quarantine's own mutex is a
+// leaf, taken under any of them); gc_mu_ before
 // rebuild_mu_ and trim_mu_; GuardedDb's write lock before recover_mu_ (its
 // failure listener); recover_mu_, gc_thread_mu_ and profile_mu_ are never
 // held while another is taken. LevelDB merges concurrent synced writes into one log write and
@@ -41,6 +42,7 @@
 #include "storage/guarded_db.h"
 #include "storage/record_codec.h"
 #include "store/lock_table.h"
+#include "store/quarantine_log.h"
 
 namespace eventfold::storage {
 
@@ -95,6 +97,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status Add(RefusedDelivery refused) override;
   Status List(const std::function<bool(const RefusedDelivery&)>& fn) override;
 
+  // The quarantine's database and writer, for tests.
+  QuarantineLog& quarantine_log() { return *quarantine_; }
+
   // Background gc (Options::gc_interval_micros), for tests: blocks until
   // more than `after` passes have finished or the timeout (real time)
   // passes; returns the passes finished so far. `last`, when given,
@@ -115,7 +120,6 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status Init(const std::string& path);
   Status LoadOrCreateMeta() REQUIRES(rebuild_mu_);
   Status RecoverSequence();
-  Status RecoverQuarantine() REQUIRES(quarantine_mu_);
   Status RecoverFeed();
   Status AbandonInterruptedRebuild() REQUIRES(rebuild_mu_);
   // Rebuild without filters: a new generation, then the switch.
@@ -200,7 +204,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Rebuilds take it with WriterLock; an ingest waits for a waiting rebuild
   // first (SharedMutex::WaitForWaitingWriters), so a steady ingest load
   // cannot starve the switch.
-  SharedMutex rebuild_mu_ ACQUIRED_BEFORE(quarantine_mu_);
+  SharedMutex rebuild_mu_;
   LockTable locks_;
   std::atomic<uint64_t> next_seq_{1};
   // The live projection generation (g/<gen>/), and the routing epoch that
@@ -225,20 +229,11 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   uint64_t recover_successes_ GUARDED_BY(recover_mu_) = 0;
   std::thread recover_thread_;
 
-  // Writes the held refusals when the write path is free (quarantine.cc).
-  void FlushQuarantine() EXCLUDES(quarantine_mu_);
-  Status FlushQuarantineLocked() REQUIRES(quarantine_mu_);
-
-  // Quarantine keys are contiguous: [oldest, next); each entry's seq and
-  // bytes, oldest first; refusals not yet written; the rate window.
-  Mutex quarantine_mu_;
-  uint64_t quarantine_oldest_ GUARDED_BY(quarantine_mu_) = 1;
-  uint64_t quarantine_next_ GUARDED_BY(quarantine_mu_) = 1;
-  std::deque<std::pair<uint64_t, uint64_t>> quarantine_sizes_ GUARDED_BY(quarantine_mu_);
-  uint64_t quarantine_bytes_ GUARDED_BY(quarantine_mu_) = 0;
-  std::vector<RefusedDelivery> quarantine_pending_ GUARDED_BY(quarantine_mu_);
-  int64_t quarantine_second_ GUARDED_BY(quarantine_mu_) = -1;
-  size_t quarantine_this_second_ GUARDED_BY(quarantine_mu_) = 0;
+  // Refused deliveries: a database of their own, written in the background
+  // (quarantine_log.h). Created in Init, before any other thread runs.
+  std::unique_ptr<QuarantineLog> quarantine_;
+  // Moves refusals older builds kept in db_ (q/<seq>) into quarantine_.
+  void MoveLegacyQuarantine();
 
   // Serializes TrimFeed with checkpoint writes: a subscription that
   // registers while a trim runs is either seen by the trim or sees its

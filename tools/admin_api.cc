@@ -83,7 +83,11 @@ class AdminApi final : public Receiver {
     if (target.substr(0, qm) == "/healthz")
       return HttpResponse{200, "application/json", R"({"status":"ok"})"};
     if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
-    if (method != "GET") return Error(405, "the admin API only answers GET");
+    // Reads are GETs; the one action, a backup, is a POST.
+    const bool backup = target.substr(0, qm) == "/v1/backup";
+    if (method != (backup ? "POST" : "GET")) {
+      return Error(405, backup ? "a backup is taken with POST" : "the admin API only answers GET");
+    }
     Request req;
     // Segments are decoded after splitting, so an id may hold "%2F".
     std::string_view path = target.substr(0, qm);
@@ -129,6 +133,7 @@ class AdminApi final : public Receiver {
     if (what == "refused" && parts.size() == 1) return Refused(req);
     if (what == "subscriptions" && parts.size() == 1) return Subscriptions();
     if (what == "feed" && parts.size() == 1) return Feed(req);
+    if (what == "backup" && parts.size() == 1) return Backup(req);
     return Error(404, "no such endpoint: " + req.path);
   }
 
@@ -214,6 +219,31 @@ class AdminApi final : public Receiver {
     return r;
   }
 
+  // An online backup (Store::Maintenance::Backup) into `to`, a new or empty
+  // directory on this machine; one at a time. Answers when it is written and
+  // verified, with the summary `eventfold backup` prints.
+  HttpResponse Backup(const Request& req) {
+    const std::string* to = req.Param("to");
+    if (to == nullptr || to->empty() || (*to)[0] != '/') {
+      return Error(400, "to: wants an absolute directory on the server, got \"" +
+                            (to ? *to : std::string()) + "\"");
+    }
+    bool idle = false;
+    if (!backup_running_.compare_exchange_strong(idle, true)) {
+      return Error(409, "a backup is already running; try again when it has finished");
+    }
+    Result<BackupSummary> r = store_->maintenance().Backup(*to);
+    backup_running_.store(false);
+    if (!r.ok()) {
+      // Not empty: the caller's to fix (409); failed verification: 422;
+      // anything else (a disk error): 503.
+      const Status& st = r.status();
+      const int code = st.IsInvalidArgument() ? 409 : st.IsCorruption() ? 422 : 503;
+      return Error(code, "to: " + st.message());
+    }
+    return HttpResponse{200, "application/json", BackupSummaryLine("backup", *r, *to), {}};
+  }
+
   HttpResponse Subscriptions() {
     Result<std::string> text = SubscriptionsView(*store_, opt_.clock);
     if (!text.ok()) return FromStatus(text.status());
@@ -259,6 +289,7 @@ class AdminApi final : public Receiver {
 
   Store* const store_;
   AdminApiOptions opt_;
+  std::atomic<bool> backup_running_{false};
 };
 
 int HexValue(char c) {

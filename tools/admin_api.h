@@ -1,5 +1,6 @@
 // AdminApi: the read API of a running receiver (`eventfold serve
-// --admin-listen`), served by a second HttpServer on its own listener.
+// --admin-listen`), served by a second HttpServer on its own listener, and
+// its one action, an online backup.
 //
 // It implements the Receiver interface only because that is what HttpServer
 // serves; it never ingests. Every request but GET /healthz must carry
@@ -19,9 +20,18 @@
 //                                         NDJSON changes with seq > SEQ; when
 //                                         none yet, waits up to T ms (capped)
 //                                         on ChangeFeed::WaitForChanges
+//   POST /v1/backup?to=DIR                an online backup (Store::Backup)
+//                                         into DIR, an absolute path on the
+//                                         server's machine, new or empty;
+//                                         answers once it is written and
+//                                         verified, with the summary line
+//                                         `eventfold backup` prints; one at
+//                                         a time (409 while one runs)
 //
 // Errors are JSON {"error":"..."} with 400 (bad parameter, naming it), 401,
-// 404, 405 (not GET) or 503 (storage error).
+// 404, 405 (not GET; not POST for a backup), 409 (a backup's DIR is not
+// empty, or a backup is running), 422 (the backup failed its verification)
+// or 503 (storage error).
 //
 // Thread-safety: Handle() may be called from any number of threads.
 

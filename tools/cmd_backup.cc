@@ -2,17 +2,24 @@
 // at DIR written to the new directory OUT (Store::Backup, eventfold/backup.h).
 // eventfold restore BACKUP --data DIR : puts a backup back into the new or
 // empty directory DIR (RestoreStore), verified; refuses a non-empty DIR.
+// eventfold backup --server URL OUT : the same, taken by a running `serve`
+// through its admin API (POST /v1/backup; OUT is a directory on the
+// server's machine, absolute): the summary printed is the same.
 //
 // Both print a JSON summary on success. Exit 0 on success, 1 when the
 // backup (or the restored store) fails its verification or DIR is not
-// empty, 2 on any other error. A store a running `serve` holds is backed up
-// by that process (the library call); this command opens DIR itself.
+// empty, 2 on any other error (with --server: 1 when the server refuses
+// OUT or its verification fails, 2 when it cannot be reached or refuses the
+// token). With --data the command opens DIR itself, so it fails while a
+// `serve` holds DIR: back that store up with --server.
 
 #include <iostream>
 
 #include "core/json_writer.h"
 #include "eventfold/backup.h"
 #include "tools/cli_common.h"
+#include "tools/read_views.h"
+#include "tools/remote_read.h"
 
 namespace eventfold::cli {
 namespace {
@@ -23,20 +30,7 @@ int Report(const char* what, const Result<BackupSummary>& r, const std::string& 
     const bool refused = r.status().IsCorruption() || r.status().IsInvalidArgument();
     return refused ? kExitRefused : kExitError;
   }
-  JsonWriter w;
-  w.BeginObject()
-      .Key(what)
-      .String(where)
-      .Key("records")
-      .Uint(r->records)
-      .Key("bytes")
-      .Uint(r->bytes)
-      .Key("verified")
-      .Bool(true)
-      .Key("seconds")
-      .Double(r->seconds)
-      .EndObject();
-  std::cout << w.str() << "\n";
+  std::cout << BackupSummaryLine(what, *r, where);
   return kExitOk;
 }
 
@@ -57,9 +51,17 @@ void AddBackupCommands(CLI::App* app, Action* action) {
       "backup", "write a consistent, verified copy of the store to a new directory OUT");
   auto dir = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto server = std::make_shared<std::string>();
   AddDataOption(backup, dir.get());
-  backup->add_option("OUT", *out, "new or empty directory for the backup")->required();
-  backup->callback([=] { *action = [=] { return BackupCmd(*dir, *out); }; });
+  AddServerOption(backup, server.get());
+  backup
+      ->add_option("OUT", *out,
+                   "new or empty directory for the backup (with --server: an absolute path on "
+                   "the server's machine)")
+      ->required();
+  backup->callback([=] {
+    *action = [=] { return server->empty() ? BackupCmd(*dir, *out) : RemoteBackup(*server, *out); };
+  });
 
   auto* restore = app->add_subcommand(
       "restore", "restore a backup into a new or empty --data directory (verified)");

@@ -137,4 +137,21 @@ Result<std::string> SubscriptionsView(Store& store, Clock* clock) {
   return out;
 }
 
+std::string BackupSummaryLine(const char* what, const BackupSummary& s, const std::string& where) {
+  JsonWriter w;
+  w.BeginObject()
+      .Key(what)
+      .String(where)
+      .Key("records")
+      .Uint(s.records)
+      .Key("bytes")
+      .Uint(s.bytes)
+      .Key("verified")
+      .Bool(true)
+      .Key("seconds")
+      .Double(s.seconds)
+      .EndObject();
+  return w.str() + "\n";
+}
+
 }  // namespace eventfold::cli

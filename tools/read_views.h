@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "eventfold/backup.h"
 #include "eventfold/clock.h"
 #include "eventfold/store.h"
 
@@ -25,6 +26,10 @@ std::string RefusedLine(const RefusedDelivery& r);
 // `eventfold subscriptions`: every subscription's checkpoint, lag and dead
 // letters, one JSON object a line; lag in time is measured against `clock`.
 [[nodiscard]] Result<std::string> SubscriptionsView(Store& store, Clock* clock);
+
+// `eventfold backup` and `restore`: the summary line of a verified copy;
+// `what` is "backup" or "restore", `where` the directory written.
+std::string BackupSummaryLine(const char* what, const BackupSummary& s, const std::string& where);
 
 }  // namespace eventfold::cli
 

@@ -32,7 +32,8 @@ struct Answer {
 // GETs `target`; on 200 fills `out` and returns kExitOk, otherwise prints why
 // and returns the exit code (404: kExitRefused, as a missing entity with
 // --data).
-int Get(const std::string& server, const std::string& target, Answer* out, int64_t wait_ms = 0) {
+int Get(const std::string& server, const std::string& target, Answer* out, int64_t wait_ms = 0,
+        bool post = false) {
   httplib::Client client(server);
   if (!client.is_valid()) {
     std::cerr << "eventfold: --server wants http://HOST:PORT, got " << server << "\n";
@@ -45,7 +46,8 @@ int Get(const std::string& server, const std::string& target, Answer* out, int64
   if (token != nullptr && *token != '\0') {
     headers.emplace("Authorization", std::string("Bearer ") + token);
   }
-  httplib::Result res = client.Get(target, headers);
+  httplib::Result res =
+      post ? client.Post(target, headers, "", "text/plain") : client.Get(target, headers);
   if (!res) {
     std::cerr << "eventfold: " << server << target << ": " << httplib::to_string(res.error())
               << "\n";
@@ -55,12 +57,20 @@ int Get(const std::string& server, const std::string& target, Answer* out, int64
     std::cerr << "eventfold: " << server << " answered " << res->status << ": " << res->body;
     if (res->status == 401 && token == nullptr) std::cerr << " (set " << kTokenEnv << ")";
     std::cerr << "\n";
-    return res->status == 404 ? kExitRefused : kExitError;
+    // 404: a missing entity; 400 and 409: a refused backup target; 422: a
+    // backup that failed its verification (as with --data).
+    const bool refused =
+        res->status == 404 || res->status == 400 || res->status == 409 || res->status == 422;
+    return refused ? kExitRefused : kExitError;
   }
   out->body = std::move(res->body);
   out->next_after = res->get_header_value(kNextAfterHeader);
   return kExitOk;
 }
+
+// How long `backup --server` waits for the server's answer: the backup is
+// copied and verified before the server answers.
+constexpr int64_t kBackupWaitMs = 6LL * 3600 * 1000;
 
 // One request, its body printed as is.
 int PrintOne(const std::string& server, const std::string& target) {
@@ -120,6 +130,14 @@ int RemoteStatus(const std::string& server) { return PrintOne(server, "/v1/statu
 int RemoteRefused(const std::string& server) { return PrintPages(server, "/v1/refused?"); }
 
 int RemoteSubscriptions(const std::string& server) { return PrintOne(server, "/v1/subscriptions"); }
+
+int RemoteBackup(const std::string& server, const std::string& out) {
+  Answer a;
+  const int rc =
+      Get(server, "/v1/backup?to=" + PercentEncode(out), &a, kBackupWaitMs, /*post=*/true);
+  if (rc == kExitOk) std::cout << a.body << std::flush;
+  return rc;
+}
 
 int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
   uint64_t after = from > 0 ? from - 1 : 0;

@@ -28,6 +28,11 @@ int RemoteLog(const std::string& server, const std::string& entity, const std::s
 int RemoteStatus(const std::string& server);
 int RemoteRefused(const std::string& server);
 int RemoteSubscriptions(const std::string& server);
+// `eventfold backup --server URL OUT`: the server takes an online backup
+// into OUT (a directory on its machine) and the command prints its summary;
+// 1 when the server refuses OUT (not absolute, not empty) or the backup
+// fails its verification, 2 for any other failure.
+int RemoteBackup(const std::string& server, const std::string& out);
 // Changes from seq `from` on; with `follow`, long-polls for new ones until
 // the process is stopped.
 int RemoteFeed(const std::string& server, uint64_t from, bool follow);

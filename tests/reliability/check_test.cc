@@ -197,13 +197,17 @@ TEST_F(CheckTest, FlippedByteInAnyFamilyIsReportedWithItsKey) {
     SCOPED_TRACE("family " + PrintableKey(prefix));
     std::filesystem::remove_all(dir_.path());
     std::filesystem::copy(pristine.path(), dir_.path(), std::filesystem::copy_options::recursive);
+    // Refused deliveries live in the quarantine's own database, and their
+    // keys are reported as quarantine/<key>.
+    const bool quarantine = prefix == "q/";
     std::string key;
-    Raw(dir_.path(), [&](leveldb::DB* db) {
+    Raw(quarantine ? dir_.path() + "/quarantine" : dir_.path(), [&](leveldb::DB* db) {
       key = NthKey(db, prefix, 1);
       std::string value = Value(db, key);
       value[value.size() / 2] = static_cast<char>(value[value.size() / 2] ^ 0x10);
       ASSERT_TRUE(db->Put(leveldb::WriteOptions(), key, value).ok());
     });
+    if (quarantine) key = "quarantine/" + key;
     {
       std::unique_ptr<Store> store = OpenStore(dir_.path());
       ASSERT_TRUE(store);

@@ -66,6 +66,11 @@ class FaultEnv final : public leveldb::EnvWrapper {
   void SetSpaceLeft(std::optional<uint64_t> bytes) {
     Locked([&] { space_left_ = bytes; });
   }
+  // Only files whose name starts with `prefix` get the switched faults
+  // (append, sync, close, full disk); "" (default): every file.
+  void SetFaultPrefix(std::string prefix) {
+    Locked([&] { fault_prefix_ = std::move(prefix); });
+  }
   // Every switch off (a power cut stays until Revive).
   void ClearFaults() {
     Locked([&] {
@@ -217,6 +222,9 @@ class FaultEnv final : public leveldb::EnvWrapper {
 
   bool IsDead() { return dead(); }
 
+  // Whether the switched faults apply to `name` (mu_ held).
+  bool Targeted(const std::string& name) const { return name.starts_with(fault_prefix_); }
+
   // Counts one Append or Sync towards a scheduled cut (mu_ held).
   bool CutNow() {
     if (ops_until_cut_ == 0 || --ops_until_cut_ > 0) return false;
@@ -244,7 +252,9 @@ class FaultEnv final : public leveldb::EnvWrapper {
     if (dead_ || CutNow()) return Dead(name);
     size_t allowed = data.size();
     leveldb::Status error;
-    if (append_error_ || (append_countdown_ > 0 && --append_countdown_ == 0)) {
+    if (!Targeted(name)) {
+      // not a file the switched faults are aimed at
+    } else if (append_error_ || (append_countdown_ > 0 && --append_countdown_ == 0)) {
       allowed = partial_writes_ ? data.size() / 2 : 0;
       error = leveldb::Status::IOError(name, "Input/output error (injected append fault)");
     } else if (space_left_ && *space_left_ < data.size()) {
@@ -264,7 +274,7 @@ class FaultEnv final : public leveldb::EnvWrapper {
   leveldb::Status DoSync(const std::string& name, leveldb::WritableFile* base) {
     std::lock_guard lock(mu_);
     if (dead_ || CutNow()) return Dead(name);
-    if (sync_error_) {
+    if (sync_error_ && Targeted(name)) {
       ++faults_;
       return leveldb::Status::IOError(name, "Input/output error (injected sync fault)");
     }
@@ -280,7 +290,7 @@ class FaultEnv final : public leveldb::EnvWrapper {
     std::lock_guard lock(mu_);
     if (dead_) return Dead(name);
     leveldb::Status s = base->Close();
-    if (s.ok() && close_error_) {
+    if (s.ok() && close_error_ && Targeted(name)) {
       ++faults_;
       return leveldb::Status::IOError(name, "Input/output error (injected close fault)");
     }
@@ -298,6 +308,7 @@ class FaultEnv final : public leveldb::EnvWrapper {
   bool dead_ = false;
   uint64_t ops_until_cut_ = 0;  // 0: no cut scheduled
   std::optional<uint64_t> space_left_;
+  std::string fault_prefix_;
   std::atomic<uint64_t> faults_{0};
 };
 

@@ -2,7 +2,9 @@
 // process on ephemeral loopback ports, and the read commands with --server
 // printing the same bytes (and exit codes) as with --data; the listener
 // refusing to start without a token or on a non-loopback address; a wrong
-// EVENTFOLD_TOKEN refused; `feed --follow --server` printing a new ingest.
+// EVENTFOLD_TOKEN refused; `feed --follow --server` printing a new ingest;
+// `backup --server` under a signing sender's load, restored and compared
+// with the source at the backup's sequence.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,11 +14,18 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/signature.h"
+#include "eventfold/store.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/serve_process.h"
@@ -191,6 +200,181 @@ TEST_F(ServeAdminE2e, FeedFollowWithServerPrintsANewIngest) {
       << printed;
   EXPECT_EQ(test_util::Lines(printed).size(), 4u) << printed;
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+// The first number after "KEY": in a JSON line (0 when absent).
+uint64_t JsonUint(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  return at == std::string::npos ? 0
+                                 : std::strtoull(json.c_str() + at + key.size() + 3, nullptr, 10);
+}
+
+std::unique_ptr<Store> OpenDir(const std::string& dir) {
+  Options o;
+  o.create_if_missing = false;
+  Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
+  EXPECT_TRUE(s.ok()) << dir << ": " << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST_F(ServeAdminE2e, BackupThroughTheAdminApiUnderSignedLoadRestoresTheCut) {
+  const std::string secret = "e2e-signing-secret-0123456789";
+  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--secret", secret, "--admin-listen", "127.0.0.1:0"}));
+  ASSERT_GT(serve.admin_port(), 0) << serve.log();
+  const std::string admin = "http://127.0.0.1:" + std::to_string(serve.admin_port());
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+
+  // A signing sender: receipts issued, every third refunded, and a few
+  // unsigned deliveries (401, quarantined); each acknowledged body kept.
+  std::mutex mu;
+  std::map<std::string, std::string> bodies;  // event_id -> body, acknowledged
+  std::atomic<int> acked{0};
+  std::atomic<bool> failed{false};
+  std::thread sender([&] {
+    httplib::Client client("127.0.0.1", serve.port());
+    client.set_read_timeout(std::chrono::seconds(30));
+    for (int i = 0; i < 600 && !failed; ++i) {
+      const std::string n = std::to_string(i);
+      std::vector<std::pair<std::string, std::string>> sends = {
+          {"b" + n, "{\"event_id\":\"b" + n +
+                        "\",\"type\":\"receipt.issued\",\"occurred_at\":\"2026-11-30T10:00:00Z\","
+                        "\"data\":{\"receipt_id\":\"rb_" +
+                        n + "\",\"amount\":" + n + "}}"}};
+      if (i % 3 == 0 && i > 0) {
+        const std::string m = std::to_string(i - 3);
+        sends.push_back({"r" + m, "{\"event_id\":\"r" + m +
+                                      "\",\"type\":\"receipt.refunded\",\"occurred_at\":"
+                                      "\"2026-11-30T11:00:00Z\",\"data\":{\"receipt_id\":\"rb_" +
+                                      m + "\"}}"});
+      }
+      for (const auto& [id, body] : sends) {
+        const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+        httplib::Headers h = {{"X-RR-Signature", SignRr(secret, now, body)}};
+        httplib::Result res = client.Post("/hooks", h, body, "application/json");
+        if (!res || res->status != 200) {
+          failed = true;
+          ADD_FAILURE() << id << ": "
+                        << (res ? std::to_string(res->status) + " " + res->body
+                                : httplib::to_string(res.error()));
+          return;
+        }
+        std::lock_guard lock(mu);
+        bodies[id] = body;
+        ++acked;
+      }
+      if (i % 50 == 0) {
+        httplib::Result res = client.Post("/hooks", httplib::Headers{}, "{}", "application/json");
+        if (!res || res->status != 401) failed = true;
+      }
+    }
+  });
+  // The backup starts with the load under way and runs beside it.
+  while (acked.load() < 100 && !failed) std::this_thread::yield();
+  const std::string out = scratch_.path() + "/backup";
+  CliResult b = Run({"backup", "--server", admin, out});
+  sender.join();
+  ASSERT_FALSE(failed.load());
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("\"verified\":true"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("\"backup\":\"" + out + "\""), std::string::npos) << b.out;
+  std::printf("backup through the admin API during %d acknowledged deliveries: %s", acked.load(),
+              b.out.c_str());
+
+  // Refused targets, with the reason: not empty; not absolute; no token.
+  CliResult again = Run({"backup", "--server", admin, out});
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_NE(again.err.find("409"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("not empty"), std::string::npos) << again.err;
+  CliResult relative = Run({"backup", "--server", admin, "relative/dir"});
+  EXPECT_EQ(relative.exit_code, 1) << relative.err;
+  EXPECT_NE(relative.err.find("absolute"), std::string::npos) << relative.err;
+  unsetenv("EVENTFOLD_TOKEN");
+  CliResult untokened = Run({"backup", "--server", admin, scratch_.path() + "/nobackup"});
+  EXPECT_EQ(untokened.exit_code, 2);
+  EXPECT_NE(untokened.err.find("401"), std::string::npos) << untokened.err;
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+
+  const std::string restored = scratch_.path() + "/restored";
+  CliResult r = Run({"restore", out, "--data", restored});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonUint(r.out, "records"), JsonUint(b.out, "records")) << r.out;
+
+  std::unique_ptr<Store> source = OpenDir(data_);
+  std::unique_ptr<Store> back = OpenDir(restored);
+  ASSERT_TRUE(source && back);
+  // The cut: the last change the backup holds.
+  const uint64_t cut = back->feed().LastSeq();
+  ASSERT_GT(cut, 4u) << "the backup holds changes of the load";
+  std::printf("the backup holds changes 1..%llu of %llu\n", static_cast<unsigned long long>(cut),
+              static_cast<unsigned long long>(source->feed().LastSeq()));
+  // The feed: exactly the source's first `cut` changes.
+  std::vector<Change> source_feed, back_feed;
+  auto into = [](std::vector<Change>* v) {
+    return [v](const Change& c) {
+      v->push_back(c);
+      return true;
+    };
+  };
+  ASSERT_TRUE(source->feed().Read(0, SIZE_MAX, into(&source_feed)).ok());
+  ASSERT_TRUE(back->feed().Read(0, SIZE_MAX, into(&back_feed)).ok());
+  ASSERT_EQ(back_feed.size(), cut);
+  ASSERT_GE(source_feed.size(), cut);
+  EXPECT_TRUE(std::equal(back_feed.begin(), back_feed.end(), source_feed.begin()));
+  // Projections: each entity no later change touched is as in the source;
+  // no other entity exists on the restored store.
+  std::set<std::pair<std::string, std::string>> before, later;
+  for (size_t i = 0; i < source_feed.size(); ++i) {
+    (i < cut ? before : later).insert({source_feed[i].entity, source_feed[i].id});
+  }
+  size_t compared = 0, restored_count = 0;
+  for (const EntityType& t : back->profile()->entities()) {
+    ASSERT_TRUE(back->List(t.name,
+                           [&](const Projection& p) {
+                             ++restored_count;
+                             EXPECT_TRUE(before.count({p.entity, p.id})) << p.id;
+                             if (later.count({p.entity, p.id})) return true;
+                             Result<Projection> s = source->Get(p.entity, p.id);
+                             EXPECT_TRUE(s.ok()) << p.id;
+                             if (s.ok()) {
+                               EXPECT_EQ(*s, p) << p.id;
+                             }
+                             ++compared;
+                             return true;
+                           })
+                    .ok());
+  }
+  EXPECT_EQ(restored_count, before.size());
+  EXPECT_GT(compared, 0u);
+  // Dedup: a resend of every event the restored store holds is a duplicate
+  // there; one it does not hold is new.
+  std::set<std::string> held;
+  for (const Change& c : back_feed) held.insert(c.event_ids.begin(), c.event_ids.end());
+  ASSERT_FALSE(held.empty());
+  for (const auto& [id, body] : bodies) {
+    if (!held.count(id)) continue;
+    EXPECT_EQ(back->Ingest(body).outcome, Outcome::kDuplicate) << id;
+  }
+  if (held.size() < bodies.size()) {
+    for (const auto& [id, body] : bodies) {
+      if (held.count(id)) continue;
+      EXPECT_EQ(back->Ingest(body).outcome, Outcome::kAccepted) << id;
+      break;
+    }
+  }
+  // The refusals came along too, in the quarantine's own database.
+  size_t refused = 0;
+  ASSERT_TRUE(back->quarantine()
+                  .List([&](const RefusedDelivery& d) {
+                    EXPECT_EQ(d.status, 401);
+                    ++refused;
+                    return true;
+                  })
+                  .ok());
+  EXPECT_GT(refused, 0u);
 }
 
 }  // namespace
