@@ -134,7 +134,8 @@ Status StoreImpl::Init(const std::string& path) {
     MutexLock quarantine(&quarantine_mu_);
     for (Status (StoreImpl::*step)() :
          {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-          &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed}) {
+          &StoreImpl::RecoverSequence, &StoreImpl::RecoverQuarantine, &StoreImpl::RecoverFeed,
+          &StoreImpl::LoadUnroutedIndex}) {
       st = (this->*step)();
       if (!st.ok()) return st;
     }
@@ -157,6 +158,7 @@ Status StoreImpl::LoadOrCreateMeta() {
     batch.Put(MetaKey("profile"), profile_->ToJson());
     batch.Put(MetaKey("generation"), EncodeU32(gen_));
     batch.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_));
+    batch.Put(MetaKey("unrouted_index"), EncodeU32(gen_));
     return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
   }
   if (!s.ok()) return FromLevelDb(s, "reading the store's profile");
@@ -423,6 +425,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   }
   if (known_duplicates != 0) counters_.duplicate.fetch_add(known_duplicates);
   if (st.ok()) {
+    unrouted_stored_.fetch_add(unrouted);  // still under rebuild_guard: no switch between
     counters_.unrouted.fetch_add(unrouted);
     counters_.late.fetch_add(late);
     counters_.refolded.fetch_add(refolded);
@@ -705,6 +708,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     leveldb::WriteBatch flip;
     flip.Put(MetaKey("profile"), target->ToJson());
     flip.Put(MetaKey("generation"), EncodeU32(next));
+    flip.Put(MetaKey("unrouted_index"), EncodeU32(next));  // the build and catch-up wrote it
     if (rerouted) flip.Put(MetaKey("routing_epoch"), EncodeU32(routing_epoch_ + 1));
     flip.Delete(MetaKey("rebuild"));
     st = FromLevelDb(db_->Write(Synced(), &flip), "switching to the rebuilt generation");
@@ -713,6 +717,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     gen_ = next;
     if (rerouted) ++routing_epoch_;
     SetProfile(std::move(*target));
+    unrouted_stored_.store(summary->unrouted);  // every stored event was routed anew
     summary->pause_seconds = static_cast<double>(clock_->NowMicros() - paused_at) / 1e6;
   }
 
@@ -753,6 +758,7 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, cons
     Result<DecodedEvent> decoded = DecodeEvent(stored->body, profile);
     if (!decoded.ok() || !decoded->entity) {
       ++summary->unrouted;
+      txn.MarkUnrouted(stored->seq);
       continue;
     }
     Status st = txn.Project(*decoded->entity, RankedEvent{std::move(decoded->event), decoded->rank},
@@ -764,6 +770,14 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, cons
 }
 
 Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
+  return Verify(nullptr, on_difference);
+}
+
+Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn& on_difference) {
+  if (under) {
+    Status st = CompactedTypesKnown(*under);
+    if (!st.ok()) return st;
+  }
   VerifyOptions vo;
   vo.scratch_path = path_ + ".verify";
   vo.env = options_.env;
@@ -779,7 +793,7 @@ Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
     snapshot = SnapshotGuard(db_.get());
   }
   vo.snapshot = snapshot.get();
-  vo.profile = profile.get();
+  vo.profile = under ? under : profile.get();
   return VerifyAside(db_.get(), vo, on_difference);
 }
 
@@ -819,6 +833,7 @@ StoreStats StoreImpl::Stats() {
     if (s.profile_stale) s.requested_fingerprint = requested;
   }
   s.last_seq = next_seq_.load() - 1;
+  s.unrouted = unrouted_stored_.load();
   {
     MutexLock lock(&quarantine_mu_);
     s.refused = quarantine_next_ - quarantine_oldest_;
