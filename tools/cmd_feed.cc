@@ -20,22 +20,14 @@ void StopFollowing(int) { stop_following.store(true); }
 
 // Prints the changes after `*after`, advancing it; false on a read error.
 bool PrintNew(Store* store, uint64_t* after) {
-  constexpr size_t kPage = 1000;
-  while (true) {
-    std::vector<Change> page;
-    Status st = store->feed().Read(*after, kPage, AppendTo<Change>(&page));
-    if (!st.ok()) {
-      std::cerr << "eventfold: " << st.ToString() << "\n";
-      return false;
-    }
-    NdjsonOut out;
-    for (const Change& c : page) {
-      out.Line(ChangeToJson(c));
-      *after = c.seq;
-    }
-    out.Flush();
-    if (page.size() < kPage) return true;
+  NdjsonOut out;
+  Status st = ReadNewChanges(store, after, [&](const Change& c) { out.Line(ChangeToJson(c)); });
+  out.Flush();
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return false;
   }
+  return true;
 }
 
 // --follow holds the store only while it reads (tools/store_waits.h), so

@@ -31,10 +31,7 @@ Result<std::unique_ptr<Store>> OpenWhenFree(const std::string& dir, const Option
   return store;
 }
 
-namespace {
-
-// Hands the changes after `*after` to `fn`, advancing `*after`.
-Status ReadNew(Store* store, uint64_t* after, const std::function<void(const Change&)>& fn) {
+Status ReadNewChanges(Store* store, uint64_t* after, const std::function<void(const Change&)>& fn) {
   constexpr size_t kPage = 1000;
   while (true) {
     std::vector<Change> page;
@@ -48,8 +45,6 @@ Status ReadNew(Store* store, uint64_t* after, const std::function<void(const Cha
   }
 }
 
-}  // namespace
-
 Status FollowFeed(const std::string& dir, uint64_t after, const FollowOptions& options) {
   Options store_options;
   store_options.create_if_missing = false;
@@ -60,7 +55,7 @@ Status FollowFeed(const std::string& dir, uint64_t after, const FollowOptions& o
       Result<std::unique_ptr<Store>> store = Store::Open(dir, store_options);
       if (store.ok()) {
         busy = false;
-        Status st = ReadNew(store->get(), &after, options.on_change);
+        Status st = ReadNewChanges(store->get(), &after, options.on_change);
         if (!st.ok()) return st;
       } else if (!store.status().IsBusy()) {
         return store.status();

@@ -43,6 +43,11 @@ struct BusyRetry {
 Result<std::unique_ptr<Store>> OpenWhenFree(const std::string& dir, const Options& options,
                                             const BusyRetry& retry = {});
 
+// Hands the changes after `*after` to `fn` in seq order, a page at a time,
+// advancing `*after` past each; the read error, if any (`fn` has then seen
+// the changes before it).
+Status ReadNewChanges(Store* store, uint64_t* after, const std::function<void(const Change&)>& fn);
+
 struct FollowOptions {
   Clock* clock = SystemClock();
   // How long the store stays closed between reads (200 ms): what a change
