@@ -179,6 +179,13 @@ class Checker {
       if (!IsDecimal(value)) Problem(key, "routing epoch is not a number");
     } else if (name == "retired_seq") {
       if (!IsDecimal(value)) Problem(key, "retired sequence number is not a number");
+    } else if (name == "unrouted_index") {
+      if (!IsDecimal(value)) {
+        Problem(key, "the generation of the unrouted index is not a number");
+      } else if (*ParseU64(value) != o_.live_gen) {
+        Problem(key, "the unrouted index is of generation " + std::string(value) +
+                         ", not the live one (" + Seq(o_.live_gen) + ")");
+      }
     } else if (name == "rebuild") {
       if (!IsDecimal(value.substr(0, value.find('\n')))) {
         Problem(key, "rebuild marker is malformed");
@@ -220,7 +227,18 @@ class Checker {
     // Routing under the store's profile: the body must still say what the
     // record says, and a routed event must be in its entity's log.
     Result<DecodedEvent> decoded = DecodeEvent(e->body, *o_.profile);
-    if (!decoded.ok()) return Status::OK();  // unroutable under this profile: kept, unrouted
+    if (!decoded.ok() || !decoded->entity) {
+      // Unroutable under this profile: kept, unrouted, and indexed as such.
+      const std::string ukey = storage::UnroutedKey(o_.live_gen, e->seq);
+      std::string ignored;
+      st = Lookup(ukey, &ignored, &found);
+      if (!st.ok()) return st;
+      if (!found) {
+        Problem(key, "event " + ev.event_id + " is unrouted but missing from the index " +
+                         PrintableKey(ukey));
+      }
+      if (!decoded.ok()) return Status::OK();
+    }
     if (decoded->event.event_id != ev.event_id || decoded->event.type != ev.type ||
         decoded->event.occurred_at != ev.occurred_at || decoded->event.version != ev.version) {
       Problem(key, "the stored body and the record's fields disagree");
@@ -362,7 +380,29 @@ class Checker {
     if (family == "l/") return CheckLogEntry(key, value);
     if (family == "p/") return CheckProjection(key, value);
     if (family == "s/") return CheckSnapshotRecord(key, value);
+    if (family == "u/") return CheckUnroutedEntry(key, value);
     Problem(key, "unknown generation family");
+    return Status::OK();
+  }
+
+  // An entry of the unrouted index: its event is stored and no entity of
+  // the profile routes it.
+  Status CheckUnroutedEntry(const std::string& key, std::string_view value) {
+    const std::optional<uint64_t> seq =
+        storage::ParseSeqKey(key, storage::UnroutedFamilyPrefix(o_.live_gen));
+    if (!seq || !value.empty()) {
+      Problem(key, "malformed unrouted index entry");
+      return Status::OK();
+    }
+    Result<std::optional<storage::StoredEvent>> e =
+        StoredEventAt(*seq, key, "unrouted index entry names");
+    if (!e.ok()) return e.status();
+    if (!*e) return Status::OK();  // reported by StoredEventAt
+    Result<DecodedEvent> decoded = DecodeEvent((*e)->body, *o_.profile);
+    if (decoded.ok() && decoded->entity) {
+      Problem(key, "the unrouted index names event " + (*e)->event.event_id + ", which routes to " +
+                       decoded->entity->entity + "/" + decoded->entity->id);
+    }
     return Status::OK();
   }
 

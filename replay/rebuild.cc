@@ -124,7 +124,9 @@ std::optional<std::pair<std::string_view, std::string_view>> SplitRunValue(std::
 }
 
 // Step 1 for one seq range: one log entry per routed event, into sorted
-// runs of at most `budget` bytes (all spilled but the last).
+// runs of at most `budget` bytes (all spilled but the last); an entry in
+// the generation's index of unrouted events for each other one, written
+// at once (in seq order, so ascending within the range).
 Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
                   uint32_t gen, const Range& range, size_t budget, ScratchDir* scratch,
                   Shared* shared, RebuildSummary* sum) {
@@ -148,6 +150,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     runs.push_back(std::move(*run));
     return Status::OK();
   };
+  BatchWriter unrouted(db);
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
   const leveldb::Slice prefix = Slice(storage::kEventPrefix);
   for (it->Seek(Slice(range.begin)); InRange(*it, prefix, range); it->Next()) {
@@ -161,6 +164,8 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     // stored, unrouted: accepted events are never dropped.
     if (!decoded.ok() || !decoded->entity) {
       ++sum->unrouted;
+      Status st = unrouted.Put(storage::UnroutedKey(gen, stored->seq), "");
+      if (!st.ok()) return st;
       continue;
     }
     const EntityRef& ref = *decoded->entity;
@@ -174,6 +179,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     }
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "rebuild scan");
+  if (Status st = unrouted.Flush(); !st.ok()) return st;
   buffer.Sort();
   runs.push_back(ReadBuffer(std::move(buffer)));
   std::lock_guard lock(shared->mu);

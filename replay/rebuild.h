@@ -5,7 +5,8 @@
 // 1. routes every stored event (a/) under `profile` into log entries keyed
 //    in fold order, the seq range split across the worker threads; each
 //    worker sorts its entries in memory-bounded runs, spilled to
-//    `scratch_path` (see replay/run_file.h);
+//    `scratch_path` (see replay/run_file.h); the events it cannot route go
+//    into the generation's index of unrouted events (g/<gen>/u/<seq>);
 // 2. merges the runs and writes the per-entity logs in key order, folding
 //    each entity as its events stream past into its projection and a fold
 //    snapshot every `snapshot_interval` events, which are written after the

@@ -128,7 +128,9 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
     if (!rebuilt.ok()) return rebuilt.status();
     Side a(live, options.snapshot, options.live_gen);
     Side b(scratch.get(), nullptr, kScratchGen);
-    return Compare(a, b, on_difference);
+    Result<VerifySummary> sum = Compare(a, b, on_difference);
+    if (sum.ok()) sum->unrouted = rebuilt->unrouted;
+    return sum;
   }();
 
   scratch.reset();

@@ -22,7 +22,7 @@ namespace eventfold {
 struct VerifyOptions {
   std::string scratch_path;                     // must hold nothing worth keeping
   leveldb::Env* env = nullptr;                  // nullptr: LevelDB's default
-  const Profile* profile = nullptr;             // the live generation's profile
+  const Profile* profile = nullptr;             // the rebuild's: the live one's to verify
   uint32_t live_gen = 1;                        // the generation to compare
   const leveldb::Snapshot* snapshot = nullptr;  // the live state to compare
   uint64_t snapshot_interval = 1000;

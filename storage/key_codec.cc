@@ -139,6 +139,14 @@ std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {
 
 std::string LogFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, "l/"); }
 
+std::string UnroutedKey(uint32_t gen, uint64_t seq) {
+  std::string key = UnroutedFamilyPrefix(gen);
+  AppendBigEndian(seq, 8, &key);
+  return key;
+}
+
+std::string UnroutedFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, "u/"); }
+
 std::string ProjectionKey(uint32_t gen, const EntityRef& ref) {
   std::string key = FamilyPrefix(gen, "p/");
   key.append(ref.entity).push_back('\0');

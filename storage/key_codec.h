@@ -18,7 +18,9 @@
 //
 //   m/<name>                        TextRecord: store metadata: "format", "profile",
 //                                   "generation", "routing_epoch", "rebuild",
-//                                   "retired_seq" (highest seq compaction dropped)
+//                                   "retired_seq" (highest seq compaction dropped),
+//                                   "unrouted_index" (the generation whose u/
+//                                   index is complete)
 //   a/<seq>                         EventRecord: accepted event, verbatim body
 //   d/<event_id>                    DedupRecord: event_id -> seq and identity;
 //                                   after compaction a tombstone (expires_at)
@@ -35,6 +37,10 @@
 //                                   body is the one stored copy)
 //   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection
 //   g/<gen>/s/<entity>\0<id>\0<fold>  ProjectionRecord: fold snapshot after <fold>
+//   g/<gen>/u/<seq>                 empty: a/<seq> is unrouted under the
+//                                   generation's profile (an index, so that
+//                                   counting and listing unrouted events
+//                                   reads those events only)
 //
 // Everything under g/<gen>/ is derived from the a/ and r/ records and can be
 // rebuilt into another generation beside the live one. A compacted entity's
@@ -102,6 +108,10 @@ std::string LogFamilyPrefix(uint32_t gen);
 std::string ProjectionKey(uint32_t gen, const EntityRef& ref);
 // "g/<gen>/p/<entity>\0", or "g/<gen>/p/" when entity is empty.
 std::string ProjectionScanPrefix(uint32_t gen, std::string_view entity);
+
+// "g/<gen>/u/<seq>", and "g/<gen>/u/": the index of unrouted events.
+std::string UnroutedKey(uint32_t gen, uint64_t seq);
+std::string UnroutedFamilyPrefix(uint32_t gen);
 
 std::string SnapshotPrefix(uint32_t gen, const EntityRef& ref);
 std::string SnapshotKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold);

@@ -201,7 +201,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, Ingest
   result->outcome = Outcome::kAccepted;
 
   if (!ref) {
-    ++unrouted_;
+    MarkUnrouted(seq);
     return Status::OK();
   }
   return Project(*ref, RankedEvent{std::move(decoded.event), decoded.rank}, seq, now);
@@ -232,6 +232,11 @@ Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq
   }
   e.staged.push_back(std::move(ranked));
   return Status::OK();
+}
+
+void IngestTxn::MarkUnrouted(uint64_t seq) {
+  batch_.Put(UnroutedKey(gen_, seq), "");
+  ++unrouted_;
 }
 
 Status IngestTxn::Commit(bool sync) {

@@ -50,11 +50,16 @@ class IngestTxn {
   // generation. A rebuild uses it to catch up with events ingested meanwhile.
   Status Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq, int64_t received_at);
 
+  // The other half for an event stored as `seq` that no entity routes: its
+  // entry in this generation's index of unrouted events (counted by
+  // unrouted()).
+  void MarkUnrouted(uint64_t seq);
+
   // Adds the final projections and snapshot changes to the batch; writes it
   // (synced when `sync`). Nothing is visible before.
   Status Commit(bool sync);
 
-  uint64_t unrouted() const { return unrouted_; }
+  uint64_t unrouted() const { return unrouted_; }  // events MarkUnrouted
   uint64_t late() const { return late_; }
   uint64_t refolded() const { return refolded_; }
 

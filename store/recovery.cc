@@ -123,7 +123,7 @@ bool StoreImpl::TryRecover() {
   // does: a write that failed may or may not have reached the log.
   for (Status (StoreImpl::*step)() :
        {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-        &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed}) {
+        &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed, &StoreImpl::LoadUnroutedIndex}) {
     if (!(this->*step)().ok()) return false;  // a failed write stops writes again
   }
   return true;

@@ -100,6 +100,7 @@ class Salvage {
     if (missing("routing_epoch")) restore("routing_epoch", "1");
     if (missing("generation")) {
       restore("generation", "1");
+      batch.Delete(storage::MetaKey("unrouted_index"));  // its index goes with the rest
       std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
       const std::string prefix(storage::kGenerationPrefix);
       for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {

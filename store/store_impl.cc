@@ -132,7 +132,7 @@ Status StoreImpl::Init(const std::string& path) {
     WriterLock guard(&rebuild_mu_);
     for (Status (StoreImpl::*step)() :
          {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
-          &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed}) {
+          &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed, &StoreImpl::LoadUnroutedIndex}) {
       st = (this->*step)();
       if (!st.ok()) return st;
     }
@@ -162,6 +162,7 @@ Status StoreImpl::LoadOrCreateMeta() {
     PutText(&batch, MetaKey("profile"), profile_->ToJson());
     PutNumber(&batch, MetaKey("generation"), gen_);
     PutNumber(&batch, MetaKey("routing_epoch"), routing_epoch_);
+    PutNumber(&batch, MetaKey("unrouted_index"), gen_);
     return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
   }
   if (!s.ok()) return FromLevelDb(s, "reading the store's profile");
@@ -437,6 +438,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   }
   if (known_duplicates != 0) counters_.duplicate.fetch_add(known_duplicates);
   if (st.ok()) {
+    unrouted_stored_.fetch_add(unrouted);  // still under rebuild_guard: no switch between
     counters_.unrouted.fetch_add(unrouted);
     counters_.late.fetch_add(late);
     counters_.refolded.fetch_add(refolded);
@@ -718,6 +720,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     leveldb::WriteBatch flip;
     PutText(&flip, MetaKey("profile"), target->ToJson());
     PutNumber(&flip, MetaKey("generation"), next);
+    PutNumber(&flip, MetaKey("unrouted_index"), next);  // the build and catch-up wrote it
     if (rerouted) PutNumber(&flip, MetaKey("routing_epoch"), routing_epoch_ + 1);
     flip.Delete(MetaKey("rebuild"));
     st = FromLevelDb(db_->Write(Synced(), &flip), "switching to the rebuilt generation");
@@ -726,6 +729,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     gen_ = next;
     if (rerouted) ++routing_epoch_;
     SetProfile(std::move(*target));
+    unrouted_stored_.store(summary->unrouted);  // every stored event was routed anew
     summary->pause_seconds = static_cast<double>(clock_->NowMicros() - paused_at) / 1e6;
   }
 
@@ -766,6 +770,7 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, cons
     Result<DecodedEvent> decoded = DecodeEvent(stored->body, profile);
     if (!decoded.ok() || !decoded->entity) {
       ++summary->unrouted;
+      txn.MarkUnrouted(stored->seq);
       continue;
     }
     Status st = txn.Project(*decoded->entity, RankedEvent{std::move(decoded->event), decoded->rank},
@@ -777,6 +782,14 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, cons
 }
 
 Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
+  return Verify(nullptr, on_difference);
+}
+
+Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn& on_difference) {
+  if (under) {
+    Status st = CompactedTypesKnown(*under);
+    if (!st.ok()) return st;
+  }
   VerifyOptions vo;
   vo.scratch_path = path_ + ".verify";
   vo.env = options_.env;
@@ -792,7 +805,7 @@ Result<VerifySummary> StoreImpl::Verify(const DifferenceFn& on_difference) {
     snapshot = SnapshotGuard(db_.get());
   }
   vo.snapshot = snapshot.get();
-  vo.profile = profile.get();
+  vo.profile = under ? under : profile.get();
   return VerifyAside(db_.get(), vo, on_difference);
 }
 
@@ -834,6 +847,7 @@ StoreStats StoreImpl::Stats() {
     if (s.profile_stale) s.requested_fingerprint = requested;
   }
   s.last_seq = next_seq_.load() - 1;
+  s.unrouted = unrouted_stored_.load();
   s.refused = quarantine_->Held();
   s.approximate_bytes = ApproximateBytes();
   return s;

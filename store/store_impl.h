@@ -71,6 +71,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   using Maintenance::Rebuild;
   Result<RebuildSummary> Rebuild(const RebuildOptions& options) override;
   Result<VerifySummary> Verify(const DifferenceFn& on_difference) override;
+  Result<VerifySummary> Verify(const Profile* profile, const DifferenceFn& on_difference) override;
   Result<CheckSummary> Check(const CheckProblemFn& on_problem) override;
   Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) override;
   Result<GcSummary> Gc(const GcOptions& options) override;
@@ -122,6 +123,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status RecoverSequence();
   Status RecoverFeed();
   Status AbandonInterruptedRebuild() REQUIRES(rebuild_mu_);
+  // Counts the live generation's index of unrouted events into
+  // unrouted_stored_; writes the index first when the store has none for
+  // it (a store from before the index: one scan of the stored events).
+  Status LoadUnroutedIndex() REQUIRES(rebuild_mu_);
   // Rebuild without filters: a new generation, then the switch.
   Result<RebuildSummary> RebuildAll(const RebuildOptions& options) EXCLUDES(rebuild_mu_);
   // Rebuild with filters: re-folds the matching entities in place.
@@ -213,6 +218,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   uint32_t gen_ GUARDED_BY(rebuild_mu_) = 1;
   uint32_t routing_epoch_ GUARDED_BY(rebuild_mu_) = 1;
   std::atomic<bool> rebuilding_{false};
+  // Entries of the live generation's unrouted index (g/<gen>/u/): counted
+  // at Open, added to by each ingest's commit under `rebuild_mu_` shared,
+  // set by a rebuild's switch under it exclusively.
+  std::atomic<uint64_t> unrouted_stored_{0};
 
   // Recovery (RecoveryLoop), guarded by recover_mu_: when the next attempt
   // is due (microseconds on the store's Clock; 0: no failure pending), the

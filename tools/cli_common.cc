@@ -1,19 +1,13 @@
 #include "tools/cli_common.h"
 
 #include <charconv>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <thread>
+
+#include "tools/store_waits.h"
 
 namespace eventfold::cli {
-namespace {
-
-constexpr auto kBusyWait = std::chrono::seconds(3);
-constexpr auto kBusyRetry = std::chrono::milliseconds(50);
-
-}  // namespace
 
 void AddDataOption(CLI::App* cmd, std::string* dir) {
   *dir = kDefaultDataDir;
@@ -36,14 +30,10 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
     std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";
     return nullptr;
   }
-  Result<std::unique_ptr<Store>> store = Store::Open(dir, options);
   // `feed --follow` holds the store for a moment at a time: wait it out.
-  // A store held for good (a running `serve`) still fails, after kBusyWait.
-  for (auto waited = std::chrono::milliseconds(0); store.status().IsBusy() && waited < kBusyWait;
-       waited += kBusyRetry) {
-    std::this_thread::sleep_for(kBusyRetry);
-    store = Store::Open(dir, options);
-  }
+  // A store held for good (a running `serve`) still fails, after
+  // BusyRetry::max_wait_micros.
+  Result<std::unique_ptr<Store>> store = OpenWhenFree(dir, options);
   if (!store.ok()) {
     std::cerr << "eventfold: " << store.status().ToString() << "\n";
     return nullptr;

@@ -6,10 +6,12 @@
 //   prints partitions, owners, messages, acked and lag as one JSON object.
 
 #include <iostream>
+#include <optional>
 
 #include "core/json_writer.h"
 #include "eventfold/cluster.h"
 #include "tools/cli_common.h"
+#include "tools/cluster_flags.h"
 
 namespace eventfold::cli {
 namespace {
@@ -22,11 +24,9 @@ struct InitArgs {
 };
 
 int Init(const InitArgs& a) {
-  Result<std::vector<std::string>> urls = ParseClusterUrls(a.urls);
-  if (!urls.ok()) {
-    std::cerr << "eventfold: " << urls.status().message() << "\n";
-    return kExitError;
-  }
+  std::optional<ClusterOptions> cluster = ClusterFromFlags(a.urls, a.stream);
+  if (!cluster) return kExitError;
+  cluster->timeout_ms = a.timeout_ms;
   Profile profile = Profile::ReceiptRoller();
   if (!a.profile_file.empty()) {
     Result<Profile> p = Profile::FromFile(a.profile_file);
@@ -36,13 +36,9 @@ int Init(const InitArgs& a) {
     }
     profile = std::move(*p);
   }
-  ClusterOptions cluster;
-  cluster.urls = std::move(*urls);
-  cluster.stream = a.stream;
-  cluster.timeout_ms = a.timeout_ms;
   ClusterInitOptions options = a.options;
   options.retention_seconds = a.retention_days * 24 * 3600;
-  Result<ClusterLayout> layout = InitCluster(cluster, options, profile);
+  Result<ClusterLayout> layout = InitCluster(*cluster, options, profile);
   if (!layout.ok()) {
     std::cerr << "eventfold: cluster init: " << layout.status().message() << "\n";
     // A refused change of P or profile is the caller's input refused;
@@ -52,7 +48,7 @@ int Init(const InitArgs& a) {
   JsonWriter w;
   w.BeginObject()
       .Key("stream")
-      .String(cluster.stream)
+      .String(cluster->stream)
       .Key("created")
       .Bool(layout->created)
       .Key("partitions")
@@ -74,22 +70,16 @@ struct StatusArgs {
 };
 
 int PrintStatus(const StatusArgs& a) {
-  Result<std::vector<std::string>> urls = ParseClusterUrls(a.urls);
-  if (!urls.ok()) {
-    std::cerr << "eventfold: " << urls.status().message() << "\n";
-    return kExitError;
-  }
-  ClusterOptions cluster;
-  cluster.urls = std::move(*urls);
-  cluster.stream = a.stream;
-  cluster.timeout_ms = a.timeout_ms;
-  Result<ClusterStatus> st = ReadClusterStatus(cluster);
+  std::optional<ClusterOptions> cluster = ClusterFromFlags(a.urls, a.stream);
+  if (!cluster) return kExitError;
+  cluster->timeout_ms = a.timeout_ms;
+  Result<ClusterStatus> st = ReadClusterStatus(*cluster);
   if (!st.ok()) {
     std::cerr << "eventfold: cluster status: " << st.status().message() << "\n";
     return kExitError;
   }
   JsonWriter w;
-  w.BeginObject().Key("stream").String(cluster.stream).Key("partitions").BeginArray();
+  w.BeginObject().Key("stream").String(cluster->stream).Key("partitions").BeginArray();
   for (const PartitionStatus& p : st->partitions) {
     w.BeginObject().Key("partition").Int(p.partition).Key("owner").String(p.owner);
     w.Key("standbys").BeginArray();

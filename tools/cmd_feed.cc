@@ -3,13 +3,13 @@
 #include <signal.h>
 
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "tools/cli_common.h"
+#include "tools/ndjson_out.h"
 #include "tools/remote_read.h"
+#include "tools/store_waits.h"
 
 namespace eventfold::cli {
 namespace {
@@ -18,56 +18,37 @@ std::atomic<bool> stop_following{false};
 
 void StopFollowing(int) { stop_following.store(true); }
 
-// --follow without a server: how often the store is reopened for news.
-constexpr auto kFollowPoll = std::chrono::milliseconds(200);
-
 // Prints the changes after `*after`, advancing it; false on a read error.
 bool PrintNew(Store* store, uint64_t* after) {
-  constexpr size_t kPage = 1000;
-  while (true) {
-    std::vector<Change> page;
-    Status st = store->feed().Read(*after, kPage, AppendTo<Change>(&page));
-    if (!st.ok()) {
-      std::cerr << "eventfold: " << st.ToString() << "\n";
-      return false;
-    }
-    std::string out;
-    for (const Change& c : page) {
-      out += ChangeToJson(c);
-      out += '\n';
-      *after = c.seq;
-    }
-    std::cout << out << std::flush;
-    if (page.size() < kPage) return true;
+  NdjsonOut out;
+  Status st = ReadNewChanges(store, after, [&](const Change& c) { out.Line(ChangeToJson(c)); });
+  out.Flush();
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return false;
   }
+  return true;
 }
 
-// --follow holds the store only while it reads: open, print what is new,
-// close, wait, reopen. Ingest (another `eventfold ingest`) can then write
-// between reads. A receiver (`serve`) keeps the store open for good, so
-// beside one the feed is followed through its read API instead.
+// --follow holds the store only while it reads (tools/store_waits.h), so
+// ingest (another `eventfold ingest`) can write between reads. A receiver
+// (`serve`) keeps the store open for good, so beside one the feed is
+// followed through its read API instead. A stop signal is seen between
+// reads, within one poll.
 int Follow(const std::string& dir, uint64_t after) {
   signal(SIGINT, StopFollowing);
   signal(SIGTERM, StopFollowing);
-  Options options;
-  options.create_if_missing = false;
-  bool said_busy = false;
-  while (!stop_following.load()) {
-    {  // the store is closed at the end of this block, before the wait
-      Result<std::unique_ptr<Store>> store = Store::Open(dir, options);
-      if (store.ok()) {
-        said_busy = false;
-        if (!PrintNew(store->get(), &after)) return kExitError;
-      } else if (!store.status().IsBusy()) {
-        std::cerr << "eventfold: " << store.status().ToString() << "\n";
-        return kExitError;
-      } else if (!said_busy) {  // a writer has it now; try again shortly
-        std::cerr << "eventfold: store busy (a writer holds it); retrying. Beside a running "
-                     "receiver, follow its feed with --server\n";
-        said_busy = true;
-      }
-    }
-    std::this_thread::sleep_for(kFollowPoll);
+  FollowOptions options;
+  options.on_change = [](const Change& c) { std::cout << ChangeToJson(c) << "\n" << std::flush; };
+  options.on_busy = [] {
+    std::cerr << "eventfold: store busy (a writer holds it); retrying. Beside a running "
+                 "receiver, follow its feed with --server\n";
+  };
+  options.stop = [] { return stop_following.load(); };
+  Status st = FollowFeed(dir, after, options);
+  if (!st.ok()) {
+    std::cerr << "eventfold: " << st.ToString() << "\n";
+    return kExitError;
   }
   return kExitOk;
 }

@@ -9,6 +9,7 @@
 
 #include "eventfold/cluster.h"
 #include "tools/cli_common.h"
+#include "tools/cluster_flags.h"
 
 namespace eventfold::cli {
 namespace {
@@ -25,23 +26,17 @@ std::string Join(const std::vector<int>& v) {
 }
 
 int Fold(const FoldArgs& a) {
-  Result<std::vector<std::string>> urls = ParseClusterUrls(a.urls);
-  if (!urls.ok()) {
-    std::cerr << "eventfold: " << urls.status().message() << "\n";
-    return kExitError;
-  }
+  std::optional<ClusterOptions> cluster = ClusterFromFlags(a.urls, a.stream);
+  if (!cluster) return kExitError;
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  ClusterOptions cluster;
-  cluster.urls = std::move(*urls);
-  cluster.stream = a.stream;
   FoldWorkerOptions options = a.options;
   options.data_dir = a.dir;
-  Result<std::unique_ptr<FoldWorker>> worker = FoldWorker::Start(cluster, options);
+  Result<std::unique_ptr<FoldWorker>> worker = FoldWorker::Start(*cluster, options);
   if (!worker.ok()) {
     std::cerr << "eventfold: " << worker.status().ToString() << "\n";
     return kExitError;

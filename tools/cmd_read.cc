@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/cli_common.h"
+#include "tools/ndjson_out.h"
 #include "tools/remote_read.h"
 
 namespace eventfold::cli {
@@ -52,14 +53,9 @@ int List(const std::string& dir, const std::string& entity) {
               << "\"\n";
     return kExitNotFound;
   }
-  std::string out;
+  NdjsonOut out;
   auto print = [&](const Projection& p) {
-    out += ProjectionToJson(p);
-    out += '\n';
-    if (out.size() > (1 << 16)) {
-      std::cout << out;
-      out.clear();
-    }
+    out.Line(ProjectionToJson(p));
     return true;
   };
   Status st;
@@ -81,7 +77,7 @@ int List(const std::string& dir, const std::string& entity) {
     });
     for (const Projection& p : all) print(p);
   }
-  std::cout << out << std::flush;
+  out.Flush();
   if (!st.ok()) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
     return kExitError;

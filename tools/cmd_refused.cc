@@ -6,6 +6,7 @@
 
 #include "eventfold/cluster.h"
 #include "tools/cli_common.h"
+#include "tools/cluster_flags.h"
 #include "tools/read_views.h"
 #include "tools/remote_read.h"
 
@@ -28,16 +29,10 @@ bool Print(const RefusedDelivery& r) {
 int Refused(const RefusedArgs& a) {
   Status st;
   if (!a.urls.empty()) {
-    Result<std::vector<std::string>> urls = ParseClusterUrls(a.urls);
-    if (!urls.ok()) {
-      std::cerr << "eventfold: " << urls.status().message() << "\n";
-      return kExitError;
-    }
-    ClusterOptions cluster;
-    cluster.urls = std::move(*urls);
-    cluster.stream = a.stream;
-    cluster.timeout_ms = a.timeout_ms;
-    st = ListClusterRefused(cluster, Print);
+    std::optional<ClusterOptions> cluster = ClusterFromFlags(a.urls, a.stream);
+    if (!cluster) return kExitError;
+    cluster->timeout_ms = a.timeout_ms;
+    st = ListClusterRefused(*cluster, Print);
   } else {
     std::unique_ptr<Store> store = OpenStore(a.dir, /*create=*/false);
     if (!store) return kExitError;

@@ -105,8 +105,17 @@ int Replay(const ReplayArgs& a) {
     std::cerr << "eventfold: --dry-run and --force apply to a profile switch: add --profile FILE\n";
     return kExitError;
   }
-  if (profile && profile->Fingerprint() != store->profile()->Fingerprint()) {
-    Result<ProfileSwitchPlan> plan = PlanProfileSwitch(store.get(), *profile);
+  const bool switching = profile && profile->Fingerprint() != store->profile()->Fingerprint();
+  if (a.dry_run && !switching) {
+    std::cerr << "eventfold: the store already uses this profile: nothing would change\n";
+    return kExitOk;
+  }
+  // A switch is checked first unless forced: the unrouted events under both
+  // profiles (two scans of the stored events). Only the dry run also
+  // rebuilds aside to compare the projections, as long as the switch itself.
+  if (switching && (a.dry_run || !a.force)) {
+    Result<ProfileSwitchPlan> plan =
+        PlanProfileSwitch(store.get(), *profile, /*compare_projections=*/a.dry_run);
     if (!plan.ok()) {
       std::cerr << "eventfold: " << plan.status().ToString() << "\n";
       return kExitError;
@@ -115,18 +124,12 @@ int Replay(const ReplayArgs& a) {
       std::cout << PlanToJson(*plan) << "\n";
       return kExitOk;
     }
-    if (plan->newly_unrouted > 0 && !a.force) {
-      uint64_t gone = 0;
-      for (const auto& [type, n] : plan->projections_gone) gone += n;
+    if (plan->newly_unrouted > 0) {
       std::cerr << "eventfold: refused: switching from profile \"" << plan->from << "\" to \""
-                << plan->to << "\" would leave " << plan->newly_unrouted
-                << " stored events unrouted that are routed today, and drop " << gone
-                << " projections; --dry-run shows the plan, --force switches anyway\n";
+                << plan->to << "\" would leave " << DescribeLoss(*plan)
+                << "; --dry-run shows the plan, --force switches anyway\n";
       return kExitRefused;
     }
-  } else if (a.dry_run) {
-    std::cerr << "eventfold: the store already uses this profile: nothing would change\n";
-    return kExitOk;
   }
   RebuildOptions options;
   options.profile = profile ? &*profile : nullptr;

@@ -19,7 +19,9 @@
 #include "eventfold/receiver.h"
 #include "tools/admin_api.h"
 #include "tools/cli_common.h"
+#include "tools/cluster_flags.h"
 #include "tools/secrets.h"
+#include "tools/store_waits.h"
 
 namespace eventfold::cli {
 namespace {
@@ -182,17 +184,11 @@ int Serve(const ServeArgs& a) {
   std::unique_ptr<Store> store;
   std::unique_ptr<IngestSink> sink;
   if (!a.cluster_urls.empty()) {
-    Result<std::vector<std::string>> urls = ParseClusterUrls(a.cluster_urls);
-    if (!urls.ok()) {
-      std::cerr << "eventfold: " << urls.status().message() << "\n";
-      return kExitError;
-    }
-    ClusterOptions cluster;
-    cluster.urls = std::move(*urls);
-    cluster.stream = a.stream;
+    std::optional<ClusterOptions> cluster = ClusterFromFlags(a.cluster_urls, a.stream);
+    if (!cluster) return kExitError;
     ClusterSinkOptions sink_options;
     sink_options.publish_timeout_ms = a.publish_timeout_ms;
-    Result<std::unique_ptr<IngestSink>> opened = OpenClusterSink(cluster, sink_options);
+    Result<std::unique_ptr<IngestSink>> opened = OpenClusterSink(*cluster, sink_options);
     if (!opened.ok()) {
       std::cerr << "eventfold: " << opened.status().ToString() << "\n";
       return kExitError;
@@ -201,7 +197,8 @@ int Serve(const ServeArgs& a) {
   } else {
     Options options;
     options.max_body_bytes = a.max_body;
-    Result<std::unique_ptr<Store>> opened = Store::Open(a.dir, options);
+    // A `feed --follow` may hold the store for a moment: wait that out.
+    Result<std::unique_ptr<Store>> opened = OpenWhenFree(a.dir, options);
     if (!opened.ok()) {
       std::cerr << "eventfold: " << opened.status().ToString() << "\n";
       return kExitError;

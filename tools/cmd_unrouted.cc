@@ -7,6 +7,7 @@
 
 #include "core/json_writer.h"
 #include "tools/cli_common.h"
+#include "tools/ndjson_out.h"
 
 namespace eventfold::cli {
 namespace {
@@ -49,22 +50,15 @@ int Unrouted(const UnroutedArgs& a) {
   }
   std::map<std::string, uint64_t> types;
   uint64_t n = 0;
-  std::string out;
+  NdjsonOut out;
   Status st =
       store->maintenance().ListUnrouted(profile ? &*profile : nullptr, [&](const UnroutedEvent& e) {
         ++types[e.type];
         ++n;
-        if (a.list) {
-          out += EventJson(e);
-          out += '\n';
-          if (out.size() > (1 << 16)) {
-            std::cout << out;
-            out.clear();
-          }
-        }
+        if (a.list) out.Line(EventJson(e));
         return true;
       });
-  std::cout << out << std::flush;
+  out.Flush();
   if (!st.ok()) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
     return kExitError;

@@ -73,6 +73,7 @@ struct RebuildOptions {
 struct VerifySummary {
   uint64_t entities = 0;     // entities compared
   uint64_t differences = 0;  // entities whose projections differ
+  uint64_t unrouted = 0;     // stored events the rebuild aside left unrouted
   double seconds = 0;
 };
 
@@ -171,6 +172,16 @@ class Maintenance {
   // with the live projections as of the call, reporting each difference.
   // Live data is never written; ingest may go on meanwhile.
   virtual Result<VerifySummary> Verify(const DifferenceFn& on_difference) = 0;
+
+  // As Verify, with the rebuild aside made under `profile` (nullptr: the
+  // store's own, which is Verify). Under another profile the differences
+  // are what Rebuild(profile) would change: projections that would appear
+  // (live nullopt), go (rebuilt nullopt) or change, and summary.unrouted is
+  // how many stored events would be unrouted; nothing is switched and live
+  // data is never written (a dry run of a profile switch). kInvalidArgument
+  // for a profile that lacks the type of a compacted entity, as Rebuild.
+  virtual Result<VerifySummary> Verify(const Profile* profile,
+                                       const DifferenceFn& on_difference) = 0;
 
   // Checks the integrity of the whole store over one snapshot (the list is
   // in replay/check.h): every record's checksum and structure, events and

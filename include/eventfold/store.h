@@ -70,7 +70,10 @@ struct StoreStats {
   uint32_t generation = 0;            // live projection generation
   uint64_t last_seq = 0;              // highest arrival sequence used so far
   uint64_t refused = 0;               // deliveries in the quarantine
-  uint64_t approximate_bytes = 0;     // on disk
+  // Stored events the profile routes to no entity (UnroutedEvent): kept
+  // current by ingest and rebuild, not counted by a scan.
+  uint64_t unrouted = 0;
+  uint64_t approximate_bytes = 0;  // on disk
 };
 
 class Store {

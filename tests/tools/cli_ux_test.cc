@@ -167,7 +167,10 @@ TEST_F(cli_ux, ReplayProfileSwitchHasADryRunAndIsRefusedWhenItUnroutesEvents) {
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_EQ(dry.out,
             "{\"dry_run\":true,\"from\":\"receiptroller\",\"to\":\"payments\","
-            "\"entities_now\":{\"receipt\":2},\"projections_dropped\":{\"receipt\":2},"
+            "\"entities_before\":{\"receipt\":2},\"entities_after\":{},"
+            "\"projections_dropped\":{\"receipt\":2},\"projections_added\":{},"
+            "\"projections_changed\":{},"
+            "\"state_changes\":{\"receipt\":{\"issued -> (none)\":1,\"refunded -> (none)\":1}},"
             "\"unrouted_now\":0,\"unrouted_after\":3,\"newly_unrouted\":3,"
             "\"newly_unrouted_types\":{\"receipt.issued\":2,\"receipt.refunded\":1},"
             "\"newly_routed\":0}\n");
@@ -176,8 +179,11 @@ TEST_F(cli_ux, ReplayProfileSwitchHasADryRunAndIsRefusedWhenItUnroutesEvents) {
   CliResult refused = Run({"replay", "--data", data_, "--profile", kPayments});
   EXPECT_EQ(refused.exit_code, 1) << refused.err;
   EXPECT_EQ(refused.out, "");
-  EXPECT_TRUE(Contains(refused.err, "would leave 3 stored events unrouted")) << refused.err;
-  EXPECT_TRUE(Contains(refused.err, "drop 2 projections")) << refused.err;
+  EXPECT_TRUE(
+      Contains(refused.err,
+               "would leave 3 stored events unrouted that are routed today "
+               "(receipt.issued 2, receipt.refunded 1), and drop 2 projections (receipt 2)"))
+      << refused.err;
   EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "a refused switch changes nothing";
 
   CliResult forced = Run({"replay", "--data", data_, "--profile", kPayments, "--force", "--quiet"});
@@ -187,6 +193,40 @@ TEST_F(cli_ux, ReplayProfileSwitchHasADryRunAndIsRefusedWhenItUnroutesEvents) {
   EXPECT_EQ(show.exit_code, 1);
   EXPECT_TRUE(Contains(show.err, "profile \"payments\" has no entity \"receipt\"")) << show.err;
   EXPECT_TRUE(Contains(show.err, "is unrouted under profile \"payments\"")) << show.err;
+}
+
+// The dry run of a switch that keeps the entity types but routes other
+// events: the projections that change state, and the events that become
+// unrouted (receipt.refunded) or routed (receipt.teleported).
+TEST_F(cli_ux, ReplayDryRunNamesTheProjectionsThatChangeState) {
+  const std::string f = File("r.ndjson", {Receipt("evt_1", "receipt.issued", "rcp_1"),
+                                          Receipt("evt_2", "receipt.issued", "rcp_2"),
+                                          Receipt("evt_3", "receipt.refunded", "rcp_2"),
+                                          Receipt("evt_t", "receipt.teleported", "rcp_1")});
+  ASSERT_EQ(Run({"ingest", "--data", data_, f}).exit_code, 0);
+  const std::string profile = root_ + "/teleport.json";
+  WriteFile(profile, R"({"name":"teleport","entities":[{"name":"receipt","key":"data.receipt_id",
+    "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
+                   {"type":"receipt.teleported","from":["issued"],"to":"teleported"}]}]})");
+  const std::string before = Run({"list", "--data", data_}).out;
+  CliResult dry = Run({"replay", "--data", data_, "--profile", profile, "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out,
+            "{\"dry_run\":true,\"from\":\"receiptroller\",\"to\":\"teleport\","
+            "\"entities_before\":{\"receipt\":2},\"entities_after\":{\"receipt\":2},"
+            "\"projections_dropped\":{},\"projections_added\":{},"
+            "\"projections_changed\":{\"receipt\":2},"
+            "\"state_changes\":{\"receipt\":{\"issued -> teleported\":1,\"refunded -> issued\":1}},"
+            "\"unrouted_now\":1,\"unrouted_after\":1,\"newly_unrouted\":1,"
+            "\"newly_unrouted_types\":{\"receipt.refunded\":1},\"newly_routed\":1}\n");
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "a dry run changes nothing";
+  EXPECT_FALSE(fs::exists(data_ + ".verify")) << "the rebuild aside is removed";
+  CliResult refused = Run({"replay", "--data", data_, "--profile", profile});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_TRUE(Contains(refused.err,
+                       "would leave 1 stored event unrouted that is routed today "
+                       "(receipt.refunded 1);"))
+      << refused.err;
 }
 
 // Issue 15, case 4: `feed --follow` held the store's lock, so nothing could
