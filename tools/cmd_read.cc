@@ -16,7 +16,7 @@ namespace {
 
 struct EntityArgs {
   std::string dir, server, entity, id;
-  bool pretty = false;  // with --data only: --server prints the API's bytes
+  bool pretty = false;
 };
 
 int Show(const EntityArgs& a) {
@@ -128,7 +128,7 @@ void AddShowCommand(CLI::App* app, Action* action) {
   auto a = AddEntityArgs(cmd, true);
   cmd->callback([=] {
     *action = [=] {
-      return a->server.empty() ? Show(*a) : RemoteShow(a->server, a->entity, a->id);
+      return a->server.empty() ? Show(*a) : RemoteShow(a->server, a->entity, a->id, a->pretty);
     };
   });
 }
@@ -148,7 +148,7 @@ void AddLogCommand(CLI::App* app, Action* action) {
   auto a = AddEntityArgs(cmd, true);
   cmd->callback([=] {
     *action = [=] {
-      return a->server.empty() ? LogCmd(*a) : RemoteLog(a->server, a->entity, a->id);
+      return a->server.empty() ? LogCmd(*a) : RemoteLog(a->server, a->entity, a->id, a->pretty);
     };
   });
 }

@@ -70,6 +70,19 @@ int PrintOne(const std::string& server, const std::string& target) {
   return rc;
 }
 
+// One JSON document (the body is the document and a newline), printed as
+// PrintJson prints it with --data, indented when `pretty`.
+int PrintDocument(const std::string& server, const std::string& target, bool pretty) {
+  if (!pretty) return PrintOne(server, target);
+  Answer a;
+  const int rc = Get(server, target, &a);
+  if (rc != kExitOk) return rc;
+  if (!a.body.empty() && a.body.back() == '\n') a.body.pop_back();
+  PrintJson(a.body, true);
+  std::cout << std::flush;
+  return kExitOk;
+}
+
 // Every page of a paged listing, `target` ending in "?...&" or "?".
 int PrintPages(const std::string& server, const std::string& target) {
   std::string after;
@@ -101,8 +114,9 @@ void AddServerOption(CLI::App* cmd, std::string* server) {
       ->excludes("--data");
 }
 
-int RemoteShow(const std::string& server, const std::string& entity, const std::string& id) {
-  return PrintOne(server, "/v1/projections/" + EntityPath(entity, id));
+int RemoteShow(const std::string& server, const std::string& entity, const std::string& id,
+               bool pretty) {
+  return PrintDocument(server, "/v1/projections/" + EntityPath(entity, id), pretty);
 }
 
 int RemoteList(const std::string& server, const std::string& entity) {
@@ -111,8 +125,9 @@ int RemoteList(const std::string& server, const std::string& entity) {
   return PrintPages(server, target);
 }
 
-int RemoteLog(const std::string& server, const std::string& entity, const std::string& id) {
-  return PrintOne(server, "/v1/log/" + EntityPath(entity, id));
+int RemoteLog(const std::string& server, const std::string& entity, const std::string& id,
+              bool pretty) {
+  return PrintDocument(server, "/v1/log/" + EntityPath(entity, id), pretty);
 }
 
 int RemoteStatus(const std::string& server) { return PrintOne(server, "/v1/status"); }

@@ -22,9 +22,12 @@ inline constexpr const char* kTokenEnv = "EVENTFOLD_TOKEN";
 // Adds `--server URL` to `cmd` (after its --data, which it excludes).
 void AddServerOption(CLI::App* cmd, std::string* server);
 
-int RemoteShow(const std::string& server, const std::string& entity, const std::string& id);
+// show and log: `pretty` indents the JSON as --pretty does with --data.
+int RemoteShow(const std::string& server, const std::string& entity, const std::string& id,
+               bool pretty);
 int RemoteList(const std::string& server, const std::string& entity);
-int RemoteLog(const std::string& server, const std::string& entity, const std::string& id);
+int RemoteLog(const std::string& server, const std::string& entity, const std::string& id,
+              bool pretty);
 int RemoteStatus(const std::string& server);
 int RemoteRefused(const std::string& server);
 int RemoteSubscriptions(const std::string& server);
