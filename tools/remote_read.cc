@@ -70,19 +70,6 @@ int PrintOne(const std::string& server, const std::string& target) {
   return rc;
 }
 
-// One JSON document (the body is the document and a newline), printed as
-// PrintJson prints it with --data, indented when `pretty`.
-int PrintDocument(const std::string& server, const std::string& target, bool pretty) {
-  if (!pretty) return PrintOne(server, target);
-  Answer a;
-  const int rc = Get(server, target, &a);
-  if (rc != kExitOk) return rc;
-  if (!a.body.empty() && a.body.back() == '\n') a.body.pop_back();
-  PrintJson(a.body, true);
-  std::cout << std::flush;
-  return kExitOk;
-}
-
 // Every page of a paged listing, `target` ending in "?...&" or "?".
 int PrintPages(const std::string& server, const std::string& target) {
   std::string after;
@@ -114,9 +101,23 @@ void AddServerOption(CLI::App* cmd, std::string* server) {
       ->excludes("--data");
 }
 
-int RemoteShow(const std::string& server, const std::string& entity, const std::string& id,
-               bool pretty) {
-  return PrintDocument(server, "/v1/projections/" + EntityPath(entity, id), pretty);
+namespace {
+
+// One JSON document: the body is the document and a newline.
+int GetDocument(const std::string& server, const std::string& target, std::string* json) {
+  Answer a;
+  const int rc = Get(server, target, &a);
+  if (rc != kExitOk) return rc;
+  if (!a.body.empty() && a.body.back() == '\n') a.body.pop_back();
+  *json = std::move(a.body);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RemoteProjection(const std::string& server, const std::string& entity, const std::string& id,
+                     std::string* json) {
+  return GetDocument(server, "/v1/projections/" + EntityPath(entity, id), json);
 }
 
 int RemoteList(const std::string& server, const std::string& entity) {
@@ -126,8 +127,8 @@ int RemoteList(const std::string& server, const std::string& entity) {
 }
 
 int RemoteLog(const std::string& server, const std::string& entity, const std::string& id,
-              bool pretty) {
-  return PrintDocument(server, "/v1/log/" + EntityPath(entity, id), pretty);
+              std::string* json) {
+  return GetDocument(server, "/v1/log/" + EntityPath(entity, id), json);
 }
 
 int RemoteStatus(const std::string& server) { return PrintOne(server, "/v1/status"); }

@@ -22,12 +22,14 @@ inline constexpr const char* kTokenEnv = "EVENTFOLD_TOKEN";
 // Adds `--server URL` to `cmd` (after its --data, which it excludes).
 void AddServerOption(CLI::App* cmd, std::string* server);
 
-// show and log: `pretty` indents the JSON as --pretty does with --data.
-int RemoteShow(const std::string& server, const std::string& entity, const std::string& id,
-               bool pretty);
+// show and log: one JSON document (a projection, an entity's log) into
+// `json`, without the newline the API ends it with, for the caller to print
+// as --data does (PrintJson, --pretty included).
+int RemoteProjection(const std::string& server, const std::string& entity, const std::string& id,
+                     std::string* json);
 int RemoteList(const std::string& server, const std::string& entity);
 int RemoteLog(const std::string& server, const std::string& entity, const std::string& id,
-              bool pretty);
+              std::string* json);
 int RemoteStatus(const std::string& server);
 int RemoteRefused(const std::string& server);
 int RemoteSubscriptions(const std::string& server);
