@@ -190,6 +190,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // request line, 414, from an overlong header, 431).
   void ReadHeader() {
     phase_ = Phase::kHeader;
+    head_ = false;
     parser_.emplace();
     parser_->eager(false);
     parser_->header_limit(static_cast<std::uint32_t>(s_.opt_.max_header_bytes));
@@ -239,6 +240,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return Refuse(kBadFraming, 400, "malformed request: " + ec.message());
 
     const auto& req = parser_->get();
+    head_ = req.method() == bhttp::verb::head;
     if (req.target().size() > s_.opt_.max_url_bytes) {
       return Refuse(kUrlTooLong, 414, "request target too long");
     }
@@ -324,6 +326,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = req.keep_alive();
     body_bytes_ = req.body().size();
     request_line_ = method + " " + path;
+    // RFC 9110 §9.3.2: HEAD is GET without the content. The receiver answers
+    // the GET; Respond() sends its header alone (its Content-Length stays).
+    if (head_) method = "GET";
     event_id_ = std::string(req["X-RR-Event-Id"]);
     if (event_id_.empty()) event_id_ = std::string(req["webhook-id"]);
     const bool metrics = method == "GET" && path == "/metrics";
@@ -395,13 +400,25 @@ class Session : public std::enable_shared_from_this<Session> {
     res->prepare_payload();
     Log(r.status);
     Arm(s_.opt_.write_timeout);
+    if (head_) {
+      auto sr = std::make_shared<bhttp::response_serializer<bhttp::string_body>>(*res);
+      bhttp::async_write_header(
+          stream_, *sr, [self = shared_from_this(), res, sr, close](beast::error_code ec, size_t) {
+            self->OnWritten(ec, close);
+          });
+      return;
+    }
     bhttp::async_write(stream_, *res,
                        [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
-                         if (ec) return self->Close();
-                         if (close) return self->Linger();
-                         self->request_line_.clear();
-                         self->WaitForRequest();
+                         self->OnWritten(ec, close);
                        });
+  }
+
+  void OnWritten(beast::error_code ec, bool close) {
+    if (ec) return Close();
+    if (close) return Linger();
+    request_line_.clear();
+    WaitForRequest();
   }
 
   void Log(int status) {
@@ -458,6 +475,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string remote_;
   SteadyClock::time_point started_, body_started_;
   size_t lingered_ = 0;
+  bool head_ = false;  // the request being answered is a HEAD
   // For the access log.
   std::string request_line_, event_id_;
   size_t body_bytes_ = 0;

@@ -17,7 +17,7 @@ namespace {
 
 struct EntityArgs {
   std::string dir, server, entity, id;
-  bool pretty = false;  // with --data only: --server prints the API's bytes
+  bool pretty = false;
 };
 
 int Show(const EntityArgs& a) {
@@ -105,6 +105,12 @@ int LogCmd(const EntityArgs& a) {
   return kExitOk;
 }
 
+// A document fetched with --server, printed as the --data path prints it.
+int PrintRemote(int rc, const std::string& json, bool pretty) {
+  if (rc == kExitOk) PrintJson(json, pretty);
+  return rc;
+}
+
 std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
   auto args = std::make_shared<EntityArgs>();
   AddDataOption(cmd, &args->dir);
@@ -124,7 +130,9 @@ void AddShowCommand(CLI::App* app, Action* action) {
   auto a = AddEntityArgs(cmd, true);
   cmd->callback([=] {
     *action = [=] {
-      return a->server.empty() ? Show(*a) : RemoteShow(a->server, a->entity, a->id);
+      if (a->server.empty()) return Show(*a);
+      std::string json;
+      return PrintRemote(RemoteProjection(a->server, a->entity, a->id, &json), json, a->pretty);
     };
   });
 }
@@ -144,7 +152,9 @@ void AddLogCommand(CLI::App* app, Action* action) {
   auto a = AddEntityArgs(cmd, true);
   cmd->callback([=] {
     *action = [=] {
-      return a->server.empty() ? LogCmd(*a) : RemoteLog(a->server, a->entity, a->id);
+      if (a->server.empty()) return LogCmd(*a);
+      std::string json;
+      return PrintRemote(RemoteLog(a->server, a->entity, a->id, &json), json, a->pretty);
     };
   });
 }

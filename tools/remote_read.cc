@@ -111,8 +111,23 @@ void AddServerOption(CLI::App* cmd, std::string* server) {
       ->excludes("--data");
 }
 
-int RemoteShow(const std::string& server, const std::string& entity, const std::string& id) {
-  return PrintOne(server, "/v1/projections/" + EntityPath(entity, id));
+namespace {
+
+// One JSON document: the body is the document and a newline.
+int GetDocument(const std::string& server, const std::string& target, std::string* json) {
+  Answer a;
+  const int rc = Get(server, target, &a);
+  if (rc != kExitOk) return rc;
+  if (!a.body.empty() && a.body.back() == '\n') a.body.pop_back();
+  *json = std::move(a.body);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RemoteProjection(const std::string& server, const std::string& entity, const std::string& id,
+                     std::string* json) {
+  return GetDocument(server, "/v1/projections/" + EntityPath(entity, id), json);
 }
 
 int RemoteList(const std::string& server, const std::string& entity) {
@@ -121,8 +136,9 @@ int RemoteList(const std::string& server, const std::string& entity) {
   return PrintPages(server, target);
 }
 
-int RemoteLog(const std::string& server, const std::string& entity, const std::string& id) {
-  return PrintOne(server, "/v1/log/" + EntityPath(entity, id));
+int RemoteLog(const std::string& server, const std::string& entity, const std::string& id,
+              std::string* json) {
+  return GetDocument(server, "/v1/log/" + EntityPath(entity, id), json);
 }
 
 int RemoteStatus(const std::string& server) { return PrintOne(server, "/v1/status"); }

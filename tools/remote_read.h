@@ -22,9 +22,14 @@ inline constexpr const char* kTokenEnv = "EVENTFOLD_TOKEN";
 // Adds `--server URL` to `cmd` (after its --data, which it excludes).
 void AddServerOption(CLI::App* cmd, std::string* server);
 
-int RemoteShow(const std::string& server, const std::string& entity, const std::string& id);
+// show and log: one JSON document (a projection, an entity's log) into
+// `json`, without the newline the API ends it with, for the caller to print
+// as --data does (PrintJson, --pretty included).
+int RemoteProjection(const std::string& server, const std::string& entity, const std::string& id,
+                     std::string* json);
 int RemoteList(const std::string& server, const std::string& entity);
-int RemoteLog(const std::string& server, const std::string& entity, const std::string& id);
+int RemoteLog(const std::string& server, const std::string& entity, const std::string& id,
+              std::string* json);
 int RemoteStatus(const std::string& server);
 int RemoteRefused(const std::string& server);
 int RemoteSubscriptions(const std::string& server);

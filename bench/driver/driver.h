@@ -49,8 +49,9 @@ struct Config {
   double steady_seconds = 10;          // paced run at steady_rate
   double steady_rate = 1000;
   int http_connections = 64;
-  int rounds = 1;           // interleaved repetitions of the target pairs
-  uint64_t file_lines = 0;  // lines of the history file `eventfold ingest` reads
+  uint64_t idle_connections = 10000;  // idle keep-alive connections held at once
+  int rounds = 1;                     // interleaved repetitions of the target pairs
+  uint64_t file_lines = 0;            // lines of the history file `eventfold ingest` reads
   std::string wrk = "wrk";
   std::string pg_bin = "/usr/lib/postgresql/15/bin";  // Debian's PostgreSQL server
   std::string cli;                                    // the eventfold command
@@ -334,6 +335,11 @@ void CompactAll(const fs::path& dir);
 // that routes every event to a new entity.
 int ChildRebuild(const std::string& dir, int threads, const std::string& profile);
 int ChildScan(const std::string& dir);
+// The idle keep-alive figure's client (idle_client.cc): holds `connections`
+// served-once connections to 127.0.0.1:port for `hold_seconds`.
+int ChildIdle(int port, uint64_t connections, double hold_seconds);
+// Raises the soft limit on open descriptors to the hard one.
+void RaiseFdLimit();
 
 // Runs `command` and returns its stdout; exits on failure to start.
 std::string RunCommand(const std::string& command, int* exit_code);

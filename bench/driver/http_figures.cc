@@ -18,6 +18,8 @@
 
 #include <cinttypes>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
@@ -37,10 +39,13 @@ constexpr const char* kPath = "/webhooks/receiptroller";
 // A running receiver over a fresh copy of the template store.
 class Server {
  public:
-  Server(Context& ctx, const std::string& name, int connections)
+  Server(Context& ctx, const std::string& name, int connections,
+         Durability durability = Durability::kSync)
       : dir_(ctx.config.scratch / ("run-" + name)) {
     CopyDir(ctx.template_store, dir_);
-    Result<std::unique_ptr<Store>> store = Store::Open(dir_.string(), Options{});
+    Options options;
+    options.durability = durability;
+    Result<std::unique_ptr<Store>> store = Store::Open(dir_.string(), options);
     if (!store.ok()) Die("http store: " + store.status().ToString());
     store_ = std::move(*store);
     ReceiverOptions ro;
@@ -121,19 +126,23 @@ function done(summary, latency, requests)
 end
 )lua";
 
-void WrkThroughput(Context& ctx) {
+// `key`: the results' prefix ("http": the store's default kSync durability;
+// "http_buffered": kBuffered).
+void WrkThroughput(Context& ctx, const std::string& key, Durability durability) {
   Results& res = ctx.results;
   const Config& c = ctx.config;
   const int connections = c.http_connections;
   const size_t first = c.prefill_events;
   const uint64_t available = ctx.pool.bodies.size() - first;
   // Enough distinct bodies for the whole run: twice the in-process durable
-  // rate (an upper bound for the same store behind HTTP), at least 20k/s.
-  const double guess = std::max(20000.0, 2 * ctx.results.Get("durable_ingest_64_eps"));
+  // rate (an upper bound for the same store behind HTTP), at least 20k/s;
+  // without syncs, at least 60k/s (above what two cores parse and store).
+  const double floor = durability == Durability::kSync ? 20000.0 : 60000.0;
+  const double guess = std::max(floor, 2 * ctx.results.Get("durable_ingest_64_eps"));
   const uint64_t wanted =
       std::min<uint64_t>(available, static_cast<uint64_t>(guess * c.http_seconds) + 10000);
 
-  Server server(ctx, "http-wrk", connections);
+  Server server(ctx, key + "-wrk", connections, durability);
   const fs::path req_dir = c.scratch / "wrk-requests";
   fs::create_directories(req_dir);
   const int wrk_threads = 2;
@@ -178,24 +187,24 @@ void WrkThroughput(Context& ctx) {
   const double requests = *ResultField(out, "requests");
   const double seconds = *ResultField(out, "duration_us") / 1e6;
   const Counters counters = server.store().counters();
-  res.Set("http_rps", requests / seconds);
-  res.Set("http_p50_ms", *ResultField(out, "p50_us") / 1e3);
-  res.Set("http_p99_ms", *ResultField(out, "p99_us") / 1e3);
-  res.Set("http_p999_ms", *ResultField(out, "p999_us") / 1e3);
-  res.Set("http_max_ms", *ResultField(out, "max_us") / 1e3);
-  res.Set("http_requests", requests);
-  res.Set("http_accepted", static_cast<double>(counters.accepted));
-  res.Set("http_duplicate", static_cast<double>(counters.duplicate));
+  res.Set(key + "_rps", requests / seconds);
+  res.Set(key + "_p50_ms", *ResultField(out, "p50_us") / 1e3);
+  res.Set(key + "_p99_ms", *ResultField(out, "p99_us") / 1e3);
+  res.Set(key + "_p999_ms", *ResultField(out, "p999_us") / 1e3);
+  res.Set(key + "_max_ms", *ResultField(out, "max_us") / 1e3);
+  res.Set(key + "_requests", requests);
+  res.Set(key + "_accepted", static_cast<double>(counters.accepted));
+  res.Set(key + "_duplicate", static_cast<double>(counters.duplicate));
   const double errors = *ResultField(out, "connect_errors") + *ResultField(out, "read_errors") +
                         *ResultField(out, "write_errors") + *ResultField(out, "status_errors") +
                         *ResultField(out, "timeouts");
-  res.Set("http_errors", errors);
-  res.Set("http_distinct_bodies", static_cast<double>(wanted));
+  res.Set(key + "_errors", errors);
+  res.Set(key + "_distinct_bodies", static_cast<double>(wanted));
   res.notes["http_client"] = "wrk -t2 -c" + std::to_string(connections) + ", pre-signed bodies";
-  Log("wrk: %.0f requests/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms; %" PRIu64
+  Log("wrk (%s): %.0f requests/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms; %" PRIu64
       " accepted, %" PRIu64 " duplicates, %.0f errors",
-      requests / seconds, res.Get("http_p50_ms"), res.Get("http_p99_ms"), res.Get("http_p999_ms"),
-      counters.accepted, counters.duplicate, errors);
+      key.c_str(), requests / seconds, res.Get(key + "_p50_ms"), res.Get(key + "_p99_ms"),
+      res.Get(key + "_p999_ms"), counters.accepted, counters.duplicate, errors);
 }
 
 std::vector<sim::Outgoing> Outgoing(Context& ctx, uint64_t n) {
@@ -261,17 +270,88 @@ void SteadyLatency(Context& ctx) {
       res.Get("steady_p999_ms"));
 }
 
+double SelfRssMib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024;
+  }
+  return 0;
+}
+
+// 10,000 idle keep-alive connections (each served once) held by a child
+// process, the server's RSS growth, and signed requests on other
+// connections at 1000/s while they are held.
+void IdleConnections(Context& ctx) {
+  Results& res = ctx.results;
+  const Config& c = ctx.config;
+  const uint64_t n = c.idle_connections;
+  const double rate = 1000;
+  const uint64_t signed_count = 3000;  // 3 s at the rate
+  std::vector<sim::Outgoing> outgoing = Outgoing(ctx, 2 * signed_count);
+  if (outgoing.size() < 2 * signed_count) Die("idle connections: pool too small");
+  std::vector<sim::Outgoing> warm(outgoing.begin(), outgoing.begin() + signed_count);
+  std::vector<sim::Outgoing> during(outgoing.begin() + signed_count, outgoing.end());
+  Server server(ctx, "http-idle", c.http_connections);
+  sim::SenderOptions so;
+  so.port = server.port();
+  so.path = kPath;
+  so.secret = kSecret;
+  so.connections = 8;
+  so.rate_per_second = rate;
+  // The same traffic once before, so that the reading compares a server that
+  // has served (its workers' stacks, the store's caches) with itself.
+  (void)sim::Send(warm, so);
+  const double before = SelfRssMib();
+  char hold[32];
+  std::snprintf(hold, sizeof hold, "%.0f", 10.0 + static_cast<double>(n) / 2000);
+  const std::string cmd = "'" + c.self_exe + "' --child idle --child-port " +
+                          std::to_string(server.port()) + " --child-events " + std::to_string(n) +
+                          " --child-hold-seconds " + hold;
+  FILE* child = ::popen(cmd.c_str(), "r");
+  if (child == nullptr) Die("cannot start the idle-connection child");
+  char line[512];
+  std::string held_line, open_line;
+  if (std::fgets(line, sizeof line, child) != nullptr) held_line = line;
+  const double held_rss = SelfRssMib();
+  sim::SendReport r = sim::Send(during, so);
+  const double after_rss = SelfRssMib();
+  if (std::fgets(line, sizeof line, child) != nullptr) open_line = line;
+  ::pclose(child);
+  if (!ResultField(held_line, "held") || !ResultField(open_line, "still_open")) {
+    Die("idle-connection child: " + held_line + open_line);
+  }
+  res.Set("idle_connections_target", static_cast<double>(n));
+  res.Set("idle_held", *ResultField(held_line, "held"));
+  res.Set("idle_answered", *ResultField(held_line, "answered"));
+  res.Set("idle_open_seconds", *ResultField(held_line, "open_seconds"));
+  res.Set("idle_still_open", *ResultField(open_line, "still_open"));
+  res.Set("idle_rss_before_mib", before);
+  res.Set("idle_rss_growth_mib", held_rss - before);
+  res.Set("idle_rss_growth_after_signed_mib", after_rss - before);
+  res.Set("idle_signed_sent", static_cast<double>(during.size()));
+  res.Set("idle_signed_ok", static_cast<double>(r.attempts_by_status[200]));
+  res.Set("idle_signed_p99_ms", sim::Quantile(r.latencies, 0.99) * 1e3);
+  Log("idle: %.0f held (%.0f answered, %.0f still open after the hold), server RSS %.1f -> %.1f "
+      "MiB (+%.1f), +%.1f after %zu signed at %.0f/s: %" PRIu64 " answered 200, p99 %.2f ms",
+      res.Get("idle_held"), res.Get("idle_answered"), res.Get("idle_still_open"), before, held_rss,
+      held_rss - before, after_rss - before, during.size(), rate, r.attempts_by_status[200],
+      res.Get("idle_signed_p99_ms"));
+}
+
 }  // namespace
 
 void RunHttpFigures(Context& ctx) {
   if (!ctx.config.Runs("http")) return;
   if (HaveWrk(ctx.config.wrk)) {
-    WrkThroughput(ctx);
+    WrkThroughput(ctx, "http", Durability::kSync);
+    WrkThroughput(ctx, "http_buffered", Durability::kBuffered);
   } else {
     Log("wrk not found (%s): using the project's sender for throughput", ctx.config.wrk.c_str());
     SenderThroughput(ctx);
   }
   SteadyLatency(ctx);
+  IdleConnections(ctx);
 }
 
 }  // namespace eventfold::benchdrv

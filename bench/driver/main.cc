@@ -340,6 +340,38 @@ void BuildTable(const Config& c, Results& r) {
          r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 5 ms", r.Get("steady_p99_ms"),
                  5, false)});
   }
+  if (r.Has("http_buffered_rps")) {
+    char lat[128];
+    std::snprintf(lat, sizeof lat, "%s (p50 %.2f / p99 %.2f ms)",
+                  FormatRate(r.Get("http_buffered_rps")).c_str(), r.Get("http_buffered_p50_ms"),
+                  r.Get("http_buffered_p99_ms"));
+    row({"signed HTTP, kBuffered, " + std::to_string(c.http_connections) +
+             " connections, requests/s",
+         lat, "async ingest in-process (kBuffered), 1 producer",
+         r.Has("async_ingest_eps") ? FormatRate(r.Get("async_ingest_eps")) : "",
+         r.Has("async_ingest_eps")
+             ? FormatRatio(ratio(r.Get("http_buffered_rps"), r.Get("async_ingest_eps")))
+             : "",
+         ">= 30k/s",
+         r.Check("signed HTTP with kBuffered durability", ">= 30000 requests/s",
+                 r.Get("http_buffered_rps"), 30000, true)});
+  }
+  if (r.Has("idle_held")) {
+    char what[192];
+    std::snprintf(what, sizeof what,
+                  "%.0f held (%.0f still open after the hold), RSS +%.1f MiB; signed while held: "
+                  "%.0f/%.0f answered 200, p99 %.2f ms",
+                  r.Get("idle_held"), r.Get("idle_still_open"), r.Get("idle_rss_growth_mib"),
+                  r.Get("idle_signed_ok"), r.Get("idle_signed_sent"), r.Get("idle_signed_p99_ms"));
+    const bool all = r.Get("idle_held") >= r.Get("idle_connections_target") &&
+                     r.Get("idle_still_open") >= r.Get("idle_connections_target") &&
+                     r.Get("idle_signed_ok") >= r.Get("idle_signed_sent");
+    row({std::to_string(static_cast<uint64_t>(r.Get("idle_connections_target"))) +
+             " idle keep-alive connections",
+         what, "", "", "", "all held and answered, RSS growth <= 64 MiB",
+         r.Check("idle keep-alive connections: server RSS growth", "<= 64 MiB",
+                 all ? r.Get("idle_rss_growth_mib") : 1e9, 64.001, false)});
+  }
 }
 
 void PrintTable(const Results& r) {
@@ -548,10 +580,17 @@ int Main(int argc, char** argv) {
   app.add_option("--child-events", child_events)->group("");
   std::string child_profile;
   app.add_option("--child-profile", child_profile)->group("");
+  int child_port = 0;
+  double child_hold_seconds = 0;
+  app.add_option("--child-port", child_port)->group("");
+  app.add_option("--child-hold-seconds", child_hold_seconds)->group("");
   CLI11_PARSE(app, argc, argv);
+  // The idle-connection figure holds 10k server-side descriptors.
+  RaiseFdLimit();
 
   if (child == "rebuild") return ChildRebuild(child_dir, child_threads, child_profile);
   if (child == "scan") return ChildScan(child_dir);
+  if (child == "idle") return ChildIdle(child_port, child_events, child_hold_seconds);
   if (child == "fill") {
     // For profiling: a store of the first N pool events, as the runs build.
     Pool pool = MakePool(std::max<uint64_t>(child_events, 1000), 20260601);
@@ -571,6 +610,7 @@ int Main(int argc, char** argv) {
     c.deep_late_ops = 2;
     c.http_seconds = 2;
     c.steady_seconds = 2;
+    c.idle_connections = 500;
     c.file_lines = 20000;
   } else {
     c.seconds = 10;

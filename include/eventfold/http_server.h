@@ -13,7 +13,9 @@
 // Content-Type. The receiver's blocking work (verifying, storing) runs on a
 // bounded worker pool; when its queue is full the answer is 503 with
 // Retry-After. A connection serves its requests one at a time, so pipelined
-// requests are answered in order. Connections over `max_connections` are
+// requests are answered in order. A HEAD request is handed to the receiver
+// as a GET and answered with that answer's header alone (its Content-Length
+// included, no body bytes). Connections over `max_connections` are
 // answered 503 and closed at once. Every refusal of the HTTP layer itself is
 // counted and appended to the receiver's GET /metrics.
 //

@@ -5,12 +5,7 @@
 
 #include "eventfold/http_server.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -21,6 +16,7 @@
 
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
+#include "tests/common/raw_http_client.h"
 #include "tests/receiver/receiver_test_util.h"
 
 namespace eventfold {
@@ -29,95 +25,8 @@ namespace {
 using receiver_test::Issued;
 using receiver_test::TempDir;
 using std::chrono::milliseconds;
+using test_util::RawClient;
 using SteadyClock = std::chrono::steady_clock;
-
-// A client socket to 127.0.0.1:port; every read waits at most `limit`.
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~RawClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connected() const { return connected_; }
-
-  bool Send(const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  // Reads until `done(received)` holds, the peer closes (closed() turns
-  // true) or `limit` passes.
-  template <typename Done>
-  std::string ReadUntil(Done done, milliseconds limit = milliseconds(3000)) {
-    const auto deadline = SteadyClock::now() + limit;
-    while (!done(received_) && !closed_) {
-      const auto left =
-          std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
-      if (left <= 0) break;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-      char buf[16384];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        closed_ = true;
-        break;
-      }
-      received_.append(buf, static_cast<size_t>(n));
-    }
-    return received_;
-  }
-  // Reads until `count` complete answers (status line, headers, body by
-  // Content-Length) have arrived.
-  std::vector<int> ReadAnswers(size_t count, milliseconds limit = milliseconds(3000)) {
-    ReadUntil([&](const std::string& r) { return Statuses(r).size() >= count; }, limit);
-    return Statuses(received_);
-  }
-  // Reads until the peer closes; true if it did within `limit`.
-  bool WaitForClose(milliseconds limit = milliseconds(3000)) {
-    ReadUntil([](const std::string&) { return false; }, limit);
-    return closed_;
-  }
-  bool closed() const { return closed_; }
-  const std::string& received() const { return received_; }
-
-  // The statuses of the complete answers in `bytes`, in order.
-  static std::vector<int> Statuses(const std::string& bytes) {
-    std::vector<int> out;
-    size_t at = 0;
-    while (true) {
-      if (bytes.compare(at, 9, "HTTP/1.1 ") != 0) break;
-      const size_t end = bytes.find("\r\n\r\n", at);
-      if (end == std::string::npos) break;
-      const int status = std::atoi(bytes.c_str() + at + 9);
-      size_t length = 0;
-      const std::string head = bytes.substr(at, end - at);
-      const size_t cl = head.find("Content-Length: ");
-      if (cl != std::string::npos) length = std::strtoul(head.c_str() + cl + 16, nullptr, 10);
-      if (bytes.size() < end + 4 + length) break;
-      out.push_back(status);
-      at = end + 4 + length;
-    }
-    return out;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  bool closed_ = false;
-  std::string received_;
-};
 
 std::string Post(const std::string& body, const std::string& content_type = "application/json") {
   return "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Type: " + content_type + "\r\n" +
@@ -192,6 +101,30 @@ TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrderOnOneKeptAliveConnection)
   // Still open: a fourth request on the same connection.
   ASSERT_TRUE(c.Send(Post(Issued("evt_p1", "r1"))));
   EXPECT_EQ(c.ReadAnswers(4), (std::vector<int>{200, 400, 200, 200}));
+  EXPECT_FALSE(c.closed());
+}
+
+TEST_F(HttpServerTest, HeadIsAnsweredWithHeadersOnly) {
+  StartServer();
+  RawClient get(server_->port());
+  ASSERT_TRUE(get.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_EQ(get.ReadAnswers(1), std::vector<int>{200});
+  const std::string get_head = get.received().substr(0, get.received().find("\r\n\r\n") + 4);
+
+  // HEAD then GET in one write: the HEAD's answer is its header alone (the
+  // GET's Content-Length, no body bytes), the GET's answer follows at once.
+  RawClient c(server_->port());
+  ASSERT_TRUE(
+      c.Send("HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+             "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  const std::string& got = c.ReadUntil(
+      [&](const std::string& r) { return r.size() >= get_head.size() + get.received().size(); });
+  ASSERT_EQ(got.size(), get_head.size() + get.received().size()) << got;
+  EXPECT_EQ(got.substr(0, get_head.size()), get_head);
+  EXPECT_EQ(got.substr(get_head.size()), get.received());
+  // Nothing more arrives, and the connection stays open.
+  EXPECT_EQ(c.ReadUntil([](const std::string&) { return false; }, milliseconds(200)).size(),
+            got.size());
   EXPECT_FALSE(c.closed());
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "eventfold/http_server.h"
+#include "tests/common/raw_http_client.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tools/read_views.h"
@@ -110,6 +111,33 @@ TEST_F(AdminApiTest, RefusesMissingOrWrongToken) {
   auto ok = Get("/v1/status");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+}
+
+TEST_F(AdminApiTest, HeadIsAnsweredWithHeadersOnly) {
+  auto get = Get("/v1/projections/receipt/rcp_1");
+  ASSERT_TRUE(get);
+  ASSERT_EQ(get->status, 200);
+  // HEAD then GET in one write, raw: the HEAD's answer is a header stating
+  // the GET's length and no body; the GET's answer follows directly.
+  test_util::RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  const std::string auth = "Authorization: Bearer " + kToken + "\r\n\r\n";
+  ASSERT_TRUE(c.Send("HEAD /v1/projections/receipt/rcp_1 HTTP/1.1\r\nHost: t\r\n" + auth +
+                     "GET /v1/projections/receipt/rcp_1 HTTP/1.1\r\nHost: t\r\n" + auth));
+  const std::string got = c.ReadUntil([&](const std::string& r) {
+    const size_t end = r.find("\r\n\r\n");
+    return end != std::string::npos && r.size() >= 2 * (end + 4) + get->body.size();
+  });
+  const size_t head_end = got.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << got;
+  const std::string head = got.substr(0, head_end + 4);
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(get->body.size()) + "\r\n"),
+            std::string::npos)
+      << head;
+  // The same header again, then the GET's body: no byte of a body after the HEAD's.
+  EXPECT_EQ(got, head + head + get->body);
+  EXPECT_FALSE(c.closed());
 }
 
 TEST_F(AdminApiTest, RefusesWritesAndUnknownPaths) {

@@ -80,7 +80,9 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
                                                           {"show", "receipt", "missing"},
                                                           {"list"},
                                                           {"list", "receipt"},
+                                                          {"show", "receipt", "rcp_1", "--pretty"},
                                                           {"log", "receipt", "rcp_1"},
+                                                          {"log", "receipt", "rcp_1", "--pretty"},
                                                           {"status"},
                                                           {"refused"},
                                                           {"feed"},
@@ -94,6 +96,7 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
   }
   ASSERT_EQ(local[0].exit_code, 0) << local[0].err;
   ASSERT_EQ(local[2].exit_code, 1);
+  ASSERT_NE(local[3].out, local[0].out);  // --pretty indents
 
   setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
   ServerProcess serve(kCli, data_, scratch_.path());
