@@ -1,9 +1,12 @@
 // ReadClusterStatus (include/eventfold/cluster.h): who owns which
-// partition, how many messages each holds and how many its owner has folded.
+// partition, who keeps warm copies, how many messages each holds and how
+// many its owner and standbys have folded.
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cluster/nats_connection.h"
 #include "eventfold/cluster.h"
@@ -88,12 +91,38 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
     }
   }
   kvKeysList keys{};
+  std::vector<std::string> all_keys;
   if (kvStore_Keys(&keys, leases.get(), nullptr) == NATS_OK) {
     for (int i = 0; i < keys.Count; ++i) {
       const std::string_view key(keys.Keys[i]);
+      all_keys.emplace_back(key);
       if (key.starts_with("w.")) status.workers.emplace_back(key.substr(2));
     }
     kvKeysList_Destroy(&keys);
+  }
+
+  // Standbys ("s.<k>.<id>") and what each has not folded: the partition's
+  // lag is the largest backlog among its owner and standbys.
+  for (PartitionStatus& p : status.partitions) {
+    const std::string prefix = "s." + std::to_string(p.partition) + ".";
+    for (const std::string& key : all_keys) {
+      if (key.starts_with(prefix)) p.standbys.push_back(key.substr(prefix.size()));
+    }
+    std::sort(p.standbys.begin(), p.standbys.end());
+    for (const std::string& id : p.standbys) {
+      const std::string durable = options.stream + "_s" + std::to_string(p.partition) + "_" + id;
+      jsConsumerInfo* ci = nullptr;
+      err = jsErrCode{};
+      s = js_GetConsumerInfo(&ci, js, options.stream.c_str(), durable.c_str(), nullptr, &err);
+      uint64_t behind = p.messages;  // registered, consumer not readable: assume nothing folded
+      if (s == NATS_OK) {
+        behind = std::min<uint64_t>(ci->NumPending + static_cast<uint64_t>(ci->NumAckPending),
+                                    p.messages);
+        jsConsumerInfo_Destroy(ci);
+      }
+      p.lag = std::max(p.lag, behind);
+    }
+    p.acked = p.messages - p.lag;
   }
 
   // The refused stream's size.

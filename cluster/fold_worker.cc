@@ -13,6 +13,18 @@
 // store has folded (DIR/p<k>.seq), or at the start of the stream when it has
 // no store: the consumer's acknowledgements then always describe the current
 // owner's store, and `lag` is what that store has not folded yet.
+//
+// Standbys: key "s.<k>.<id>" (same TTL) says worker <id> keeps a warm copy
+// of partition k in its DIR/p<k>, fed by its own durable consumer
+// "<stream>_s<k>_<id>" exactly as an owner's store is (DIR/p<k>.seq, acks
+// after the batch), but with no lease and no subscriptions. When it takes
+// the partition over it closes the copy, deletes that consumer and opens
+// the store as owner: the owner's consumer then starts after the copy's
+// .seq, so the takeover folds only what the copy had not.
+//
+// Subscriptions (FoldWorkerOptions::subscriptions) run on each owned
+// partition's store: started when the store opens, before its consumer
+// exists, and stopped (checkpoints saved) before the store closes.
 
 #include <unistd.h>
 
@@ -30,6 +42,7 @@
 #include "cluster/wire.h"
 #include "eventfold/cluster.h"
 #include "eventfold/store.h"
+#include "eventfold/subscription.h"
 
 namespace eventfold {
 namespace {
@@ -60,6 +73,8 @@ struct Partition {
   std::unique_ptr<Store> store;
   natsSubscription* sub = nullptr;
   uint64_t folded_seq = 0;  // last intake sequence folded into `store`
+  // After `store`: destroyed (stopped) first, as they read it.
+  std::vector<std::unique_ptr<Subscription>> subs;
 };
 
 class FoldWorkerImpl final : public FoldWorker {
@@ -74,7 +89,8 @@ class FoldWorkerImpl final : public FoldWorker {
         conn_(std::move(conn)),
         leases_(std::move(leases)),
         clock_(options.clock ? options.clock : SystemClock()),
-        renew_ms_(renew_ms) {
+        renew_ms_(renew_ms),
+        standbys_(options.standbys) {
     if (options_.worker_id.empty()) options_.worker_id = DefaultWorkerId();
   }
 
@@ -89,7 +105,14 @@ class FoldWorkerImpl final : public FoldWorker {
     return owned_;
   }
 
+  std::vector<int> Standbys() const override {
+    std::lock_guard lock(mu_);
+    return standing_by_;
+  }
+
   uint64_t Folded() const override { return folded_.load(); }
+
+  uint64_t SubscriptionBacklog() const override { return backlog_.load(); }
 
   std::string LastError() const override {
     std::lock_guard lock(mu_);
@@ -106,6 +129,8 @@ class FoldWorkerImpl final : public FoldWorker {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
     while (!parts_.empty()) Release(parts_.begin()->first);
+    // A copy nobody keeps warm any more falls behind: stale.
+    while (!standby_.empty()) CloseStandby(standby_.begin()->first, /*stale=*/true);
     (void)kvStore_Delete(leases_->get(), WorkerKey().c_str());
     Publish();
   }
@@ -121,6 +146,15 @@ class FoldWorkerImpl final : public FoldWorker {
   // partition was lost or given away, not just stopped with this worker.
   // `eventfold list|show|log|check --data DIR` skip such stores.
   std::string StalePath(int k) const { return StoreDir(k) + ".stale"; }
+  // Present while DIR/p<k> is this worker's standby copy: nearly current,
+  // but not the partition's answer either; the read commands skip it too.
+  std::string StandbyPath(int k) const { return StoreDir(k) + ".standby"; }
+  std::string StandbyKey(int k) const {
+    return "s." + std::to_string(k) + "." + options_.worker_id;
+  }
+  std::string StandbyDurable(int k) const {
+    return cluster_.stream + "_s" + std::to_string(k) + "_" + options_.worker_id;
+  }
 
   void MarkStale(int k) const {
     std::ofstream out(StalePath(k), std::ios::trunc);
@@ -133,11 +167,26 @@ class FoldWorkerImpl final : public FoldWorker {
     last_error_ = st.ToString();
   }
 
+  // Recomputes SubscriptionBacklog() over the owned partitions.
+  void NoteBacklog() {
+    uint64_t backlog = 0;
+    for (auto& [k, p] : parts_) {
+      const uint64_t last = p.store->feed().LastSeq();
+      for (auto& sub : p.subs) {
+        const uint64_t checkpoint = sub->Stats().checkpoint;
+        if (last > checkpoint) backlog += last - checkpoint;
+      }
+    }
+    backlog_.store(backlog);
+  }
+
   // Makes Owned() reflect parts_.
   void Publish() {
     std::lock_guard lock(mu_);
     owned_.clear();
     for (const auto& [k, p] : parts_) owned_.push_back(k);
+    standing_by_.clear();
+    for (const auto& [k, p] : standby_) standing_by_.push_back(k);
   }
 
   void Run() {
@@ -148,7 +197,7 @@ class FoldWorkerImpl final : public FoldWorker {
         Leases();
         next_lease = now + renew_ms_ * 1000;
       }
-      if (parts_.empty()) {
+      if (parts_.empty() && standby_.empty()) {
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(renew_ms_ / 4, 10)),
                      [this] { return stop_.load(); });
@@ -157,8 +206,13 @@ class FoldWorkerImpl final : public FoldWorker {
       bool failed = false;
       for (auto& [k, p] : parts_) {
         if (stop_.load()) break;
-        failed |= !FoldSome(k, &p);
+        failed |= !FoldSome(k, &p, /*owned=*/true);
       }
+      for (auto& [k, p] : standby_) {
+        if (stop_.load()) break;
+        failed |= !FoldSome(k, &p, /*owned=*/false);
+      }
+      NoteBacklog();
       if (failed) {
         // JetStream unreachable or a store failing: do not spin.
         std::unique_lock lock(mu_);
@@ -167,17 +221,22 @@ class FoldWorkerImpl final : public FoldWorker {
     }
   }
 
-  // The number of live workers, from their "w.<id>" keys; at least 1.
-  int LiveWorkers() {
+  // Every key in the lease bucket (empty when it cannot be read).
+  std::vector<std::string> Keys() {
     kvKeysList list{};
-    int live = 0;
+    std::vector<std::string> keys;
     if (kvStore_Keys(&list, leases_->get(), nullptr) == NATS_OK) {
-      for (int i = 0; i < list.Count; ++i) {
-        if (std::string_view(list.Keys[i]).starts_with("w.")) ++live;
-      }
+      for (int i = 0; i < list.Count; ++i) keys.emplace_back(list.Keys[i]);
       kvKeysList_Destroy(&list);
     }
-    return std::max(live, 1);
+    return keys;
+  }
+
+  // The number of live workers, from their "w.<id>" keys; at least 1.
+  static int LiveWorkers(const std::vector<std::string>& keys) {
+    const auto live = std::count_if(keys.begin(), keys.end(),
+                                    [](const std::string& k) { return k.starts_with("w."); });
+    return std::max(static_cast<int>(live), 1);
   }
 
   // One lease round: say we are alive, renew what we own, give back what is
@@ -191,7 +250,8 @@ class FoldWorkerImpl final : public FoldWorker {
       return;  // JetStream is unreachable: renewing would fail too
     }
     const int p = layout_.partitions;
-    const int live = LiveWorkers();
+    const std::vector<std::string> keys = Keys();
+    const int live = LiveWorkers(keys);
     const size_t share = static_cast<size_t>((p + live - 1) / live);
 
     std::vector<int> lost;
@@ -216,11 +276,17 @@ class FoldWorkerImpl final : public FoldWorker {
       MarkStale(k);
     }
 
-    // Start at a worker-specific offset so that workers starting together
-    // do not all race for partition 0 first.
+    // Partitions this worker keeps warm first (their takeover is nearly
+    // free), then the rest from a worker-specific offset so that workers
+    // starting together do not all race for partition 0 first.
+    std::vector<int> order;
+    for (const auto& [k, part] : standby_) order.push_back(k);
     const int offset = static_cast<int>(std::hash<std::string>{}(options_.worker_id) % p);
-    for (int i = 0; i < p && parts_.size() < share; ++i) {
-      const int k = (offset + i) % p;
+    for (int i = 0; i < p; ++i) {
+      if (!standby_.count((offset + i) % p)) order.push_back((offset + i) % p);
+    }
+    for (int k : order) {
+      if (parts_.size() >= share) break;
       if (parts_.count(k)) continue;
       // Taken as "acquiring:<id>" until the consumer is recreated, so that
       // `cluster status` does not read the previous owner's consumer as ours.
@@ -234,6 +300,9 @@ class FoldWorkerImpl final : public FoldWorker {
         }
       }
       if (!created.ok()) continue;
+      // The warm copy becomes the owner's store: its consumer goes, the
+      // owner's starts after its .seq.
+      if (standby_.count(k)) CloseStandby(k, /*stale=*/false);
       Status st = Acquire(k, *created);
       if (st.ok()) {
         // Ready: the lease now names us plainly (revision-checked).
@@ -253,7 +322,95 @@ class FoldWorkerImpl final : public FoldWorker {
         (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
       }
     }
+    Standbys(live, keys);
     Publish();
+  }
+
+  // Keeps this worker's standbys at its share: with n = min(standbys, live
+  // workers - 1) copies wanted per partition, it keeps warm at most
+  // ceil(P * n / live) partitions it does not own, each with fewer than n
+  // other standbys. When a race put more than n on one partition, the
+  // standbys whose ids sort last give theirs up.
+  void Standbys(int live, const std::vector<std::string>& keys) {
+    const int n = std::min(standbys_, live - 1);
+    std::map<int, std::vector<std::string>> others;  // partition -> other standbys, sorted
+    for (const std::string& key : keys) {
+      if (!key.starts_with("s.")) continue;
+      const size_t dot = key.find('.', 2);
+      if (dot == std::string::npos) continue;
+      int k = -1;
+      std::from_chars(key.data() + 2, key.data() + dot, k);
+      const std::string id = key.substr(dot + 1);
+      if (k >= 0 && id != options_.worker_id) others[k].push_back(id);
+    }
+    for (auto& [k, ids] : others) std::sort(ids.begin(), ids.end());
+
+    std::vector<int> drop;
+    for (const auto& [k, part] : standby_) {
+      const std::vector<std::string>& ids = others[k];
+      const auto before = std::lower_bound(ids.begin(), ids.end(), options_.worker_id);
+      if (n <= 0 || parts_.count(k) || before - ids.begin() >= n) drop.push_back(k);
+    }
+    for (int k : drop) CloseStandby(k, /*stale=*/true);
+    for (const auto& [k, part] : standby_) {
+      uint64_t rev = 0;
+      const natsStatus s = kvStore_PutString(&rev, leases_->get(), StandbyKey(k).c_str(),
+                                             options_.worker_id.c_str());
+      if (s != NATS_OK) Fail(FromNats(s, "renewing the standby of partition " + std::to_string(k)));
+    }
+    if (n <= 0) return;
+
+    const int p = layout_.partitions;
+    const size_t share = static_cast<size_t>((p * n + live - 1) / live);
+    std::vector<std::pair<size_t, int>> candidates;  // (other standbys, partition)
+    for (int k = 0; k < p; ++k) {
+      if (parts_.count(k) || standby_.count(k)) continue;
+      const size_t have = others[k].size();
+      if (have < static_cast<size_t>(n)) candidates.emplace_back(have, k);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& [have, k] : candidates) {
+      if (standby_.size() >= share) break;
+      if (Status st = OpenStandby(k); !st.ok()) Fail(st);
+    }
+  }
+
+  // Opens DIR/p<k> as a warm copy fed by this worker's standby consumer,
+  // then registers it.
+  Status OpenStandby(int k) {
+    Partition part;
+    if (Status st = OpenFed(k, StandbyDurable(k), &part); !st.ok()) return st;
+    {
+      std::ofstream out(StandbyPath(k), std::ios::trunc);
+      out << "a standby copy of partition " << k << ", owned by another worker\n";
+    }
+    std::error_code ec;
+    fs::remove(StalePath(k), ec);  // kept warm again: it catches up from its .seq
+    uint64_t rev = 0;
+    const natsStatus s =
+        kvStore_PutString(&rev, leases_->get(), StandbyKey(k).c_str(), options_.worker_id.c_str());
+    standby_.emplace(k, std::move(part));
+    if (s != NATS_OK) {
+      CloseStandby(k, /*stale=*/true);
+      return FromNats(s, "registering the standby of partition " + std::to_string(k));
+    }
+    return Status::OK();
+  }
+
+  // Stops keeping partition k warm: its consumer and registration go; the
+  // copy stays on disk, marked stale unless it becomes the owner's store.
+  void CloseStandby(int k, bool stale) {
+    auto it = standby_.find(k);
+    if (it == standby_.end()) return;
+    natsSubscription_Destroy(it->second.sub);
+    standby_.erase(it);
+    jsErrCode err = jsErrCode{};
+    (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), StandbyDurable(k).c_str(),
+                            nullptr, &err);
+    (void)kvStore_Delete(leases_->get(), StandbyKey(k).c_str());
+    std::error_code ec;
+    fs::remove(StandbyPath(k), ec);
+    if (stale) MarkStale(k);
   }
 
   uint64_t ReadSeq(int k) const {
@@ -279,22 +436,21 @@ class FoldWorkerImpl final : public FoldWorker {
     return Status::OK();
   }
 
-  Status Acquire(int k, uint64_t lease_rev) {
-    Partition part;
-    part.lease_rev = lease_rev;
+  // Opens partition k's store DIR/p<k> into `part` and (re)creates the
+  // durable pull consumer `durable` to start right after the store's .seq,
+  // or at the start of the stream when there is no store.
+  Status OpenFed(int k, const std::string& durable, Partition* part) {
     std::error_code ec;
     // No store: replay the whole subject (a .seq without its store is void).
     const bool have_store = fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec);
-    part.folded_seq = have_store ? ReadSeq(k) : 0;
+    part->folded_seq = have_store ? ReadSeq(k) : 0;
     Options so;
     so.create_if_missing = true;
     so.profile = profile_;
     Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
     if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
-    part.store = std::move(*store);
-    fs::remove(StalePath(k), ec);  // ours again: it catches up from its .seq
+    part->store = std::move(*store);
 
-    const std::string durable = Durable(k);
     const std::string subject = PartitionSubject(cluster_.stream, k);
     jsErrCode err = jsErrCode{};
     (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), durable.c_str(), nullptr, &err);
@@ -305,9 +461,9 @@ class FoldWorkerImpl final : public FoldWorker {
     cc.AckPolicy = js_AckExplicit;
     cc.AckWait = int64_t{30} * 1000000000;  // ns; a batch's fold and sync fit easily
     cc.MaxAckPending = std::max(options_.fetch_batch * 4, 1024);
-    if (part.folded_seq > 0) {
+    if (part->folded_seq > 0) {
       cc.DeliverPolicy = js_DeliverByStartSequence;
-      cc.OptStartSeq = part.folded_seq + 1;
+      cc.OptStartSeq = part->folded_seq + 1;
     } else {
       cc.DeliverPolicy = js_DeliverAll;
     }
@@ -321,9 +477,32 @@ class FoldWorkerImpl final : public FoldWorker {
     sub_opts.Stream = cluster_.stream.c_str();
     sub_opts.Consumer = durable.c_str();
     err = jsErrCode{};
-    s = js_PullSubscribe(&part.sub, conn_->js(), subject.c_str(), durable.c_str(), nullptr,
+    s = js_PullSubscribe(&part->sub, conn_->js(), subject.c_str(), durable.c_str(), nullptr,
                          &sub_opts, &err);
     if (s != NATS_OK) return FromNats(s, "subscribing to " + subject, err);
+    return Status::OK();
+  }
+
+  Status Acquire(int k, uint64_t lease_rev) {
+    Partition part;
+    part.lease_rev = lease_rev;
+    if (Status st = OpenFed(k, Durable(k), &part); !st.ok()) return st;
+    std::error_code ec;
+    fs::remove(StalePath(k), ec);  // ours again: it catches up from its .seq
+    fs::remove(StandbyPath(k), ec);
+    for (const PartitionSubscription& ps : options_.subscriptions) {
+      SubscriptionOptions o = ps.options;
+      if (o.clock == nullptr) o.clock = clock_;
+      auto handler = ps.handler;
+      Result<std::unique_ptr<Subscription>> sub = Subscription::Start(
+          part.store.get(), std::move(o), [handler, k](const Change& c) { return handler(k, c); });
+      if (!sub.ok()) {
+        natsSubscription_Destroy(part.sub);
+        return sub.status().WithContext("partition " + std::to_string(k) + ": subscription " +
+                                        ps.options.name);
+      }
+      part.subs.push_back(std::move(*sub));
+    }
     parts_.emplace(k, std::move(part));
     return Status::OK();
   }
@@ -334,7 +513,11 @@ class FoldWorkerImpl final : public FoldWorker {
     auto it = parts_.find(k);
     if (it == parts_.end()) return;
     natsSubscription_Destroy(it->second.sub);
+    // Handlers finish and checkpoints are saved while the store is open.
+    for (auto& sub : it->second.subs) sub->Stop();
+    it->second.subs.clear();
     parts_.erase(it);
+    NoteBacklog();
   }
 
   // Close, then give the lease back so another worker takes it at once.
@@ -346,11 +529,11 @@ class FoldWorkerImpl final : public FoldWorker {
   // Fetches one batch of partition k, ingests it with one IngestBatch and
   // acknowledges it after that; on a storage failure nothing is acked and
   // JetStream redelivers after the ack wait. False on a failure.
-  bool FoldSome(int k, Partition* part) {
+  bool FoldSome(int k, Partition* part, bool owned) {
     natsMsgList list{};
     jsErrCode err = jsErrCode{};
-    const int64_t wait =
-        std::max<int64_t>(options_.fetch_wait_ms / static_cast<int64_t>(parts_.size()), 10);
+    const int64_t wait = std::max<int64_t>(
+        options_.fetch_wait_ms / static_cast<int64_t>(parts_.size() + standby_.size()), 10);
     natsStatus s = natsSubscription_Fetch(&list, part->sub, options_.fetch_batch, wait, &err);
     if (s == NATS_TIMEOUT) return true;  // nothing new
     if (s != NATS_OK) {
@@ -395,7 +578,7 @@ class FoldWorkerImpl final : public FoldWorker {
       }
     }
     if (stored) {
-      folded_.fetch_add(static_cast<uint64_t>(list.Count));
+      if (owned) folded_.fetch_add(static_cast<uint64_t>(list.Count));
     } else {
       Fail(Status::Unavailable("partition " + std::to_string(k) +
                                ": the store refused a batch; JetStream redelivers it"));
@@ -413,14 +596,18 @@ class FoldWorkerImpl final : public FoldWorker {
   Clock* clock_;
   const int64_t renew_ms_;
 
-  std::map<int, Partition> parts_;  // the worker thread's (and Stop's after the join)
+  const int standbys_;
+  std::map<int, Partition> parts_;    // owned; the worker thread's (and Stop's after the join)
+  std::map<int, Partition> standby_;  // kept warm; likewise
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> folded_{0};
+  std::atomic<uint64_t> backlog_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stopped_ = false;    // guarded by mu_
-  std::vector<int> owned_;  // guarded by mu_
-  std::string last_error_;  // guarded by mu_
+  bool stopped_ = false;          // guarded by mu_
+  std::vector<int> owned_;        // guarded by mu_
+  std::vector<int> standing_by_;  // guarded by mu_
+  std::string last_error_;        // guarded by mu_
   std::thread thread_;
 };
 
@@ -430,6 +617,11 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
                                                       const FoldWorkerOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("--data: a directory is needed");
   if (options.fetch_batch < 1) return Status::InvalidArgument("fetch batch: must be positive");
+  for (const PartitionSubscription& ps : options.subscriptions) {
+    if (ps.options.name.empty() || !ps.handler) {
+      return Status::InvalidArgument("subscriptions: each needs a name and a handler");
+    }
+  }
   std::error_code ec;
   fs::create_directories(options.data_dir, ec);
   if (ec) return Status::IOError("--data " + options.data_dir + ": " + ec.message());

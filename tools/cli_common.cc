@@ -58,11 +58,23 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir) {
                 << ": stale (another worker took partition " << k << ")\n";
       continue;
     }
+    if (fs::exists(e.path().string() + ".standby", ec)) {
+      std::cerr << "eventfold: skipping " << e.path().string() << ": a standby copy (partition "
+                << k << " is owned by another worker)\n";
+      continue;
+    }
     by_partition.emplace(k, e.path().string());
   }
   std::vector<std::string> out;
   for (auto& [k, path] : by_partition) out.push_back(std::move(path));
   return out;
+}
+
+std::string WithPartition(const std::string& partition_dir, const std::string& json_object) {
+  // PartitionStoreDirs only returns directories named p<k>.
+  const std::string name = std::filesystem::path(partition_dir).filename().string();
+  return "{\"partition\":" + name.substr(1) + (json_object.size() > 2 ? "," : "") +
+         json_object.substr(1);
 }
 
 std::vector<std::unique_ptr<Store>> OpenStoresForRead(const std::string& dir) {

@@ -47,9 +47,16 @@ void PrintJson(const std::string& json, bool pretty);
 // DIR/p<k> is partition k's store), in partition order, when `dir` is not a
 // store itself but holds such stores; empty otherwise (a plain store, or
 // nothing). A store marked stale (DIR/p<k>.stale: the worker lost or gave
-// away partition k, another worker has moved past it) is skipped, with a
+// away partition k, another worker has moved past it) or a standby copy
+// (DIR/p<k>.standby: kept warm, owned by another worker) is skipped, with a
 // note on stderr. Read commands given such a directory answer over the rest.
 std::vector<std::string> PartitionStoreDirs(const std::string& dir);
+
+// A line of one partition store's JSON answer with the partition named
+// first: `{"a":1}` from DIR/p3 becomes `{"partition":3,"a":1}`. The feed and
+// subscription commands use it over a worker directory, where every
+// partition store has its own change seq numbers.
+std::string WithPartition(const std::string& partition_dir, const std::string& json_object);
 
 // The stores a read command answers from: the store at `dir`, or every
 // partition store of a worker directory. Empty (the reason printed) when

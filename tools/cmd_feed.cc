@@ -1,4 +1,6 @@
 // eventfold feed --data DIR [--from SEQ] [--follow] : the change feed, NDJSON.
+// Given a fold worker's directory (docs/CLUSTER.md) it prints each partition
+// store's feed in turn, each line naming its partition.
 
 #include <signal.h>
 
@@ -19,9 +21,13 @@ std::atomic<bool> stop_following{false};
 void StopFollowing(int) { stop_following.store(true); }
 
 // Prints the changes after `*after`, advancing it; false on a read error.
-bool PrintNew(Store* store, uint64_t* after) {
+// With a `partition_dir`, each line names that partition (WithPartition).
+bool PrintNew(Store* store, uint64_t* after, const std::string& partition_dir = "") {
   NdjsonOut out;
-  Status st = ReadNewChanges(store, after, [&](const Change& c) { out.Line(ChangeToJson(c)); });
+  Status st = ReadNewChanges(store, after, [&](const Change& c) {
+    out.Line(partition_dir.empty() ? ChangeToJson(c)
+                                   : WithPartition(partition_dir, ChangeToJson(c)));
+  });
   out.Flush();
   if (!st.ok()) {
     std::cerr << "eventfold: " << st.ToString() << "\n";
@@ -53,8 +59,29 @@ int Follow(const std::string& dir, uint64_t after) {
   return kExitOk;
 }
 
+// Every current partition store's feed from `after` on, partition by
+// partition: seq numbers are per partition store.
+int WorkerFeed(const std::vector<std::string>& partitions, uint64_t after) {
+  for (const std::string& d : partitions) {
+    std::unique_ptr<Store> store = OpenStore(d, /*create=*/false);
+    if (!store) return kExitError;
+    uint64_t cursor = after;
+    if (!PrintNew(store.get(), &cursor, d)) return kExitError;
+  }
+  return kExitOk;
+}
+
 int Feed(const std::string& dir, uint64_t from, bool follow) {
   const uint64_t after = from > 0 ? from - 1 : 0;
+  if (std::vector<std::string> partitions = PartitionStoreDirs(dir); !partitions.empty()) {
+    if (follow) {
+      std::cerr << "eventfold: --follow: " << dir
+                << " is a fold worker's directory; its partitions' subscriptions run in the "
+                   "worker (FoldWorkerOptions::subscriptions)\n";
+      return kExitError;
+    }
+    return WorkerFeed(partitions, after);
+  }
   if (follow) {
     if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
       std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";

@@ -43,16 +43,18 @@ int Fold(const FoldArgs& a) {
   }
   std::cerr << "eventfold: folding into " << a.dir << std::endl;
   // Report ownership changes once a second until a stop signal.
-  std::vector<int> owned;
+  std::vector<int> owned, standing_by;
   std::string error;
   while (true) {
     const timespec second{1, 0};
     const int sig = sigtimedwait(&stop_signals, nullptr, &second);
     if (sig == SIGINT || sig == SIGTERM) break;
-    std::vector<int> now = (*worker)->Owned();
-    if (now != owned) {
+    std::vector<int> now = (*worker)->Owned(), warm = (*worker)->Standbys();
+    if (now != owned || warm != standing_by) {
       owned = now;
-      std::cerr << "eventfold: owns partitions " << Join(owned) << std::endl;
+      standing_by = warm;
+      std::cerr << "eventfold: owns partitions " << Join(owned) << "; standby for "
+                << Join(standing_by) << std::endl;
     }
     if (std::string e = (*worker)->LastError(); e != error) {
       error = e;
@@ -76,6 +78,9 @@ void AddFoldCommand(CLI::App* app, Action* action) {
   cmd->add_option("--worker-id", a->options.worker_id,
                   "name in the lease bucket (default host-pid)");
   cmd->add_option("--batch", a->options.fetch_batch, "messages per fetch and IngestBatch")
+      ->capture_default_str();
+  cmd->add_option("--standbys", a->options.standbys,
+                  "warm copies wanted per partition (at most live workers - 1; 0: none)")
       ->capture_default_str();
   cmd->callback([=] { *action = [=] { return Fold(*a); }; });
 }

@@ -34,6 +34,7 @@
 #include "eventfold/profile.h"
 #include "eventfold/quarantine.h"
 #include "eventfold/status.h"
+#include "eventfold/subscription.h"
 
 namespace eventfold {
 
@@ -120,6 +121,22 @@ struct ClusterSinkOptions {
 Result<std::unique_ptr<IngestSink>> OpenClusterSink(const ClusterOptions& cluster,
                                                     const ClusterSinkOptions& options);
 
+// A subscription (eventfold/subscription.h) that a fold worker runs on the
+// store of each partition it owns. Each partition store has its own change
+// feed (its own seq numbers) and keeps this subscription's checkpoint and
+// dead letters; docs/CLUSTER.md says what a handler sees across a failover
+// (at least once; a new owner without a store re-delivers the partition's
+// changes from the start of its replay).
+struct PartitionSubscription {
+  // As for Subscription::Start; `options.clock` nullptr: the worker's clock.
+  SubscriptionOptions options;
+
+  // Handles one change of partition `partition`'s store. Runs on the
+  // subscription's threads, never twice at once for one entity; must be
+  // thread-safe and idempotent.
+  std::function<Status(int partition, const Change& change)> handler;
+};
+
 // What a fold worker does (`eventfold fold`).
 struct FoldWorkerOptions {
   // Directory of the partition stores: DIR/p<k> is partition k's Store,
@@ -141,6 +158,20 @@ struct FoldWorkerOptions {
 
   // Source of time for lease scheduling; nullptr: SystemClock().
   Clock* clock = nullptr;
+
+  // Warm copies wanted per partition (Kafka Streams' standby replicas):
+  // each worker keeps up to its share of partitions it does not own folded
+  // in DIR/p<k> from a consumer of its own, so that taking one over folds
+  // only what the copy had not. Effective: min(standbys, live workers - 1),
+  // so 1 by default once there are 2 workers; 0: none. Every worker of a
+  // cluster should use the same value.
+  int standbys = 1;
+
+  // Started on each partition store when the worker takes the partition
+  // (before it folds anything into it) and stopped, checkpoints saved,
+  // before the store closes (lease lost or given back, Stop()). Default:
+  // none.
+  std::vector<PartitionSubscription> subscriptions;
 };
 
 // A fold worker: owns partitions by lease in the lease bucket (create if
@@ -153,6 +184,8 @@ struct FoldWorkerOptions {
 // partition's subject from the start when it has no store for it; the
 // store's exact dedup makes any redelivery harmless. Workers share the
 // partitions evenly: each takes at most ceil(P / live workers).
+// Subscriptions given in the options run on each owned partition store,
+// from when the worker takes the partition until it loses or gives it back.
 //
 // Thread-safety: Owned() and Stop() may be called from any thread.
 class FoldWorker {
@@ -168,6 +201,9 @@ class FoldWorker {
   // The partitions this worker owns now, ascending.
   virtual std::vector<int> Owned() const = 0;
 
+  // The partitions this worker keeps warm copies of now (standby), ascending.
+  virtual std::vector<int> Standbys() const = 0;
+
   // Messages folded and acknowledged since Start().
   virtual uint64_t Folded() const = 0;
 
@@ -178,16 +214,24 @@ class FoldWorker {
   // The worker's last error (empty when none): fetch, store or lease
   // trouble it keeps retrying.
   virtual std::string LastError() const = 0;
+
+  // Changes of the owned partition stores that the subscriptions have not
+  // finished yet (feed's last seq minus checkpoint, summed over owned
+  // partitions and subscriptions), as of the worker's last fold round; 0
+  // without subscriptions.
+  virtual uint64_t SubscriptionBacklog() const = 0;
 };
 
 // One partition in ReadClusterStatus().
 struct PartitionStatus {
   int partition = 0;
   std::string owner;                  // the lease holder's worker id; empty: none
-  std::vector<std::string> standbys;  // warm copies (not implemented: always empty)
+  std::vector<std::string> standbys;  // worker ids keeping warm copies, sorted
   uint64_t messages = 0;              // messages in the partition's subject
-  uint64_t acked = 0;                 // folded by the owner's store and acknowledged
-  uint64_t lag = 0;                   // not yet folded and acknowledged by the owner
+  uint64_t acked = 0;                 // messages - lag
+  // Not yet folded and acknowledged by the owner or by a standby: the
+  // largest of their backlogs (messages when there is no owner yet).
+  uint64_t lag = 0;
 };
 
 struct ClusterStatus {
@@ -197,9 +241,10 @@ struct ClusterStatus {
   uint64_t refused = 0;                     // messages in the refused stream
 };
 
-// Reads leases, the intake stream's per-subject counts and each
-// partition's consumer. A partition whose consumer does not exist yet
-// (never owned) has acked 0 and lag = messages. kUnavailable when JetStream
+// Reads leases, standby registrations, the intake stream's per-subject
+// counts and each partition's consumers (the owner's and each standby's). A
+// partition whose consumer does not exist yet (never owned) has acked 0 and
+// lag = messages. kUnavailable when JetStream
 // cannot be reached, kNotFound when the cluster was never initialized.
 Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& cluster);
 

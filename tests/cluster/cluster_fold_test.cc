@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -99,7 +100,8 @@ class ClusterFoldTest : public ::testing::Test {
   }
 
   // Polls (bounded) until the workers own every partition once between them
-  // and every partition's consumer has nothing left; returns the owner
+  // and every partition's consumers (owner's and standbys') have nothing
+  // left; returns the owner
   // (worker index) of each partition.
   std::map<int, int> WaitFolded(const std::vector<FoldWorker*>& workers) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(90);
@@ -111,6 +113,12 @@ class ClusterFoldTest : public ::testing::Test {
       }
       bool done = disjoint && owner.size() == static_cast<size_t>(kPartitions);
       for (int k = 0; done && k < kPartitions; ++k) done = Unfolded(k) == 0;
+      // The standbys' warm copies too (`cluster status` counts their lag).
+      if (done) {
+        Result<ClusterStatus> status = ReadClusterStatus(cluster_);
+        done = status.ok() && std::all_of(status->partitions.begin(), status->partitions.end(),
+                                          [](const PartitionStatus& p) { return p.lag == 0; });
+      }
       if (done) return owner;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -31,22 +31,25 @@ extern char** environ;
 
 namespace eventfold::test_util {
 
-// A child process of the `eventfold` binary, its stdout and stderr appended
-// to `log`; killed (SIGKILL) on destruction if still running.
+// A child process of the `eventfold` binary (or of `binary`), its stdout
+// and stderr appended to `log`; killed (SIGKILL) on destruction if still
+// running.
 class Child {
  public:
-  Child(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+  Child(const std::vector<std::string>& args, const std::string& log,
+        const std::string& binary = EVENTFOLD_CLI)
+      : log_(log) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<std::string> all = {EVENTFOLD_CLI};
+    std::vector<std::string> all = {binary};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    if (posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&fa);
   }
   ~Child() { Signal(SIGKILL); }
