@@ -1,8 +1,12 @@
 // InitCluster and ReadClusterLayout: the streams and buckets of a cluster
 // (include/eventfold/cluster.h) and its recorded layout.
 
+#include <algorithm>
 #include <charconv>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -112,6 +116,26 @@ Status EnsureStream(NatsConnection* c, jsStreamConfig* cfg) {
   return FromNats(s, std::string("creating stream ") + cfg->Name, err);
 }
 
+// Runs `step` until it succeeds, fails with anything but kUnavailable, or
+// `settle_timeout_ms` has passed on the clock, waiting 250 ms between tries.
+// A node still joining makes placement fail for a moment; a step here is
+// idempotent (create-if-absent), so trying again is safe.
+Status RetryWhileSettling(const ClusterInitOptions& options, const std::function<Status()>& step) {
+  Clock* clock = options.clock != nullptr ? options.clock : SystemClock();
+  const int64_t until = clock->NowMicros() + options.settle_timeout_ms * 1000;
+  std::mutex mu;
+  std::condition_variable cv;  // never notified: the waits only pace the retries
+  while (true) {
+    Status st = step();
+    if (st.ok() || st.code() != Status::Code::kUnavailable) return st;
+    const int64_t now = clock->NowMicros();
+    if (now >= until) return st;
+    const int64_t next = std::min(until, now + 250 * 1000);
+    std::unique_lock<std::mutex> lock(mu);
+    while (clock->NowMicros() < next) clock->WaitUntil(lock, cv, next);
+  }
+}
+
 Status CheckInitOptions(const ClusterInitOptions& o) {
   if (o.partitions < 1 || o.partitions > kMaxPartitions) {
     return Status::InvalidArgument("partitions: " + std::to_string(o.partitions) +
@@ -126,6 +150,8 @@ Status CheckInitOptions(const ClusterInitOptions& o) {
     return Status::InvalidArgument("refused bounds: must be positive");
   }
   if (o.lease_ttl_ms < 1000) return Status::InvalidArgument("lease TTL: at least 1000 ms");
+  if (o.settle_timeout_ms < 0)
+    return Status::InvalidArgument("settle timeout: must not be negative");
   return Status::OK();
 }
 
@@ -209,10 +235,24 @@ Result<ClusterLayout> InitCluster(const ClusterOptions& cluster, const ClusterIn
   layout_cfg.History = 1;
   layout_cfg.Replicas = options.replicas;
   layout_cfg.StorageType = js_FileStorage;
-  Result<std::unique_ptr<KvBucket>> layout_kv = OpenOrCreateBucket(c->get(), &layout_cfg);
-  if (!layout_kv.ok()) return layout_kv.status();
-  Result<ClusterLayout> layout = RecordLayout((*layout_kv)->get(), options, profile);
-  if (!layout.ok()) return layout.status();
+  Result<std::unique_ptr<KvBucket>> layout_kv = Status::Unavailable("not tried");
+  if (Status st = RetryWhileSettling(options,
+                                     [&] {
+                                       layout_kv = OpenOrCreateBucket(c->get(), &layout_cfg);
+                                       return layout_kv.status();
+                                     });
+      !st.ok()) {
+    return st;
+  }
+  Result<ClusterLayout> layout = Status::Unavailable("not tried");
+  if (Status st = RetryWhileSettling(options,
+                                     [&] {
+                                       layout = RecordLayout((*layout_kv)->get(), options, profile);
+                                       return layout.status();
+                                     });
+      !st.ok()) {
+    return st;
+  }
 
   // Intake: every partition's subject, kept for the retention period.
   const std::string intake_subject = cluster.stream + ".p.*";
@@ -227,7 +267,10 @@ Result<ClusterLayout> InitCluster(const ClusterOptions& cluster, const ClusterIn
   intake.Retention = js_LimitsPolicy;
   intake.Discard = js_DiscardOld;
   intake.MaxAge = options.retention_seconds * 1000000000LL;  // nanoseconds
-  if (Status st = EnsureStream(c->get(), &intake); !st.ok()) return st;
+  if (Status st = RetryWhileSettling(options, [&] { return EnsureStream(c->get(), &intake); });
+      !st.ok()) {
+    return st;
+  }
 
   // Refused deliveries: bounded, oldest dropped first.
   const std::string refused_name = RefusedStream(cluster.stream);
@@ -243,7 +286,10 @@ Result<ClusterLayout> InitCluster(const ClusterOptions& cluster, const ClusterIn
   refused.Discard = js_DiscardOld;
   refused.MaxMsgs = options.refused_max_messages;
   refused.MaxBytes = options.refused_max_bytes;
-  if (Status st = EnsureStream(c->get(), &refused); !st.ok()) return st;
+  if (Status st = RetryWhileSettling(options, [&] { return EnsureStream(c->get(), &refused); });
+      !st.ok()) {
+    return st;
+  }
 
   // Leases: one key per partition; the bucket's TTL ends an unrenewed one.
   const std::string lease_bucket = LeaseBucket(cluster.stream);
@@ -254,8 +300,11 @@ Result<ClusterLayout> InitCluster(const ClusterOptions& cluster, const ClusterIn
   lease_cfg.TTL = options.lease_ttl_ms * 1000000;  // nats.c: nanoseconds (the stream MaxAge)
   lease_cfg.Replicas = layout->replicas;
   lease_cfg.StorageType = js_FileStorage;
-  Result<std::unique_ptr<KvBucket>> lease_kv = OpenOrCreateBucket(c->get(), &lease_cfg);
-  if (!lease_kv.ok()) return lease_kv.status();
+  if (Status st = RetryWhileSettling(
+          options, [&] { return OpenOrCreateBucket(c->get(), &lease_cfg).status(); });
+      !st.ok()) {
+    return st;
+  }
   return layout;
 }
 

@@ -70,6 +70,16 @@ struct ClusterInitOptions {
   // Lease time-to-live (the lease bucket's TTL): a worker that stops renewing
   // loses its partitions after this long.
   int64_t lease_ttl_ms = 10000;
+
+  // A cluster that has just started answers requests before every node has
+  // joined JetStream's meta group; until then placing R replicas fails
+  // ("no suitable peers for placement") or the system is "temporarily
+  // unavailable". Init retries such kUnavailable answers every 250 ms for
+  // at most this long before it reports one. Milliseconds; 0: no retry.
+  int64_t settle_timeout_ms = 30000;
+
+  // Source of time for those retries; nullptr: SystemClock().
+  Clock* clock = nullptr;
 };
 
 // A cluster's recorded layout.
@@ -92,7 +102,8 @@ Result<std::vector<std::string>> ParseClusterUrls(std::string_view list);
 // kInvalidArgument naming both values otherwise: changing P or the profile
 // would move entities between partitions, which needs a re-partition by
 // replay that eventfold does not do. kUnavailable when JetStream cannot be
-// reached or has no quorum within the timeout.
+// reached within the timeout, or still cannot place a stream or bucket (no
+// quorum, too few peers) after options.settle_timeout_ms.
 Result<ClusterLayout> InitCluster(const ClusterOptions& cluster, const ClusterInitOptions& options,
                                   const Profile& profile);
 

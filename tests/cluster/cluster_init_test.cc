@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "eventfold/cluster.h"
 #include "tests/cluster/nats_cluster.h"
@@ -184,6 +185,46 @@ TEST_F(ClusterInitTest, UnreachableClusterIsUnavailableWithinTheTimeout) {
   EXPECT_EQ(r.status().code(), Status::Code::kUnavailable) << r.status().ToString();
   // Generous bound for a busy machine; without a timeout it would hang.
   EXPECT_LT(took, std::chrono::seconds(30));
+}
+
+// A cluster whose third node has not joined yet answers requests (two of
+// three nodes elect a meta leader) but cannot place three replicas. Init
+// without a settle time reports that as kUnavailable; with one, it keeps
+// trying until the node joins and then succeeds.
+TEST(ClusterInitSettleTest, InitWaitsForAFormingClusterToPlaceItsReplicas) {
+  NatsCluster nats;
+  ASSERT_EQ(nats.Start(std::chrono::seconds(60), /*launch=*/2), "");
+  ClusterOptions cluster;
+  cluster.urls = {nats.Url(0), nats.Url(1)};
+  cluster.stream = "settle";
+  ClusterInitOptions options;
+  options.partitions = 2;
+  options.replicas = 3;
+  options.settle_timeout_ms = 0;
+  Result<ClusterLayout> early = InitCluster(cluster, options, Profile::ReceiptRoller());
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.status().code(), Status::Code::kUnavailable) << early.status().ToString();
+
+  options.settle_timeout_ms = 120000;
+  Result<ClusterLayout> settled = Status::Unavailable("not run");
+  std::thread init([&] { settled = InitCluster(cluster, options, Profile::ReceiptRoller()); });
+  const std::string joined = nats.Restart(2);
+  init.join();
+  ASSERT_EQ(joined, "");
+  ASSERT_TRUE(settled.ok()) << settled.status().ToString() << "\n" << nats.LogTails();
+  EXPECT_EQ(settled->replicas, 3);
+  EXPECT_EQ(settled->partitions, 2);
+}
+
+TEST(ClusterInitSettleTest, ANegativeSettleTimeoutIsRefused) {
+  ClusterOptions cluster;
+  cluster.urls = {"nats://127.0.0.1:1"};
+  ClusterInitOptions options;
+  options.settle_timeout_ms = -1;
+  Result<ClusterLayout> r = InitCluster(cluster, options, Profile::ReceiptRoller());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("settle timeout"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

@@ -53,17 +53,18 @@ class NatsCluster {
   NatsCluster(const NatsCluster&) = delete;
   NatsCluster& operator=(const NatsCluster&) = delete;
 
-  // Picks ports, writes each node's config, starts every node and waits for
+  // Picks ports, writes each node's config, starts the first `launch` nodes
+  // (all by default; the others can join later with Restart) and waits for
   // a JetStream leader. On failure the returned text says why (and includes
   // the nodes' log tails); empty on success.
-  std::string Start(std::chrono::seconds deadline = std::chrono::seconds(60)) {
+  std::string Start(std::chrono::seconds deadline = std::chrono::seconds(60), int launch = kNodes) {
     for (int i = 0; i < kNodes; ++i) {
       nodes_[i].client_port = FreePort();
       nodes_[i].route_port = FreePort();
       if (nodes_[i].client_port == 0 || nodes_[i].route_port == 0) return "no free loopback port";
     }
     for (int i = 0; i < kNodes; ++i) WriteConfig(i);
-    for (int i = 0; i < kNodes; ++i) {
+    for (int i = 0; i < launch; ++i) {
       if (std::string err = Launch(i); !err.empty()) return err;
     }
     return WaitReady(deadline);
