@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
 #include "eventfold/cluster.h"
 
@@ -16,6 +17,25 @@ namespace eventfold {
 using cluster::FromNats;
 using cluster::KvBucket;
 using cluster::NatsConnection;
+
+namespace {
+
+constexpr uint64_t kNoConsumer = ~uint64_t{0};
+
+// Pending plus unacknowledged messages of consumer `durable`; kNoConsumer
+// when it does not exist.
+Result<uint64_t> Backlog(jsCtx* js, const std::string& stream, const std::string& durable) {
+  jsConsumerInfo* ci = nullptr;
+  jsErrCode err = jsErrCode{};
+  const natsStatus s = js_GetConsumerInfo(&ci, js, stream.c_str(), durable.c_str(), nullptr, &err);
+  if (s == NATS_NOT_FOUND || err == JSConsumerNotFoundErr) return kNoConsumer;
+  if (s != NATS_OK) return FromNats(s, "reading consumer " + durable, err);
+  const uint64_t behind = ci->NumPending + static_cast<uint64_t>(ci->NumAckPending);
+  jsConsumerInfo_Destroy(ci);
+  return behind;
+}
+
+}  // namespace
 
 Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
   ClusterStatus status;
@@ -52,43 +72,30 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
   }
   jsStreamInfo_Destroy(si);
 
-  // The owners' consumers: what they have not yet folded and acknowledged.
-  for (PartitionStatus& p : status.partitions) {
-    const std::string durable = options.stream + "_p" + std::to_string(p.partition);
-    jsConsumerInfo* ci = nullptr;
-    err = jsErrCode{};
-    s = js_GetConsumerInfo(&ci, js, options.stream.c_str(), durable.c_str(), nullptr, &err);
-    if (s == NATS_OK) {
-      p.lag = ci->NumPending + static_cast<uint64_t>(ci->NumAckPending);
-      if (p.lag > p.messages) p.lag = p.messages;
-      jsConsumerInfo_Destroy(ci);
-    } else if (s == NATS_NOT_FOUND || err == JSConsumerNotFoundErr) {
-      p.lag = p.messages;
-    } else {
-      return FromNats(s, "reading consumer " + durable, err);
-    }
-    p.acked = p.messages - p.lag;
-  }
-
-  // Leases and live workers.
+  // Leases, then each owner's consumer: what it has not yet folded and
+  // acknowledged. No owner, an owner still acquiring, or no consumer yet:
+  // nothing is folded for certain, lag = messages.
   const std::string bucket = options.stream + "_leases";
   kvStore* raw = nullptr;
   s = js_KeyValue(&raw, js, bucket.c_str());
   if (s != NATS_OK) return FromNats(s, "opening bucket " + bucket);
   KvBucket leases(raw);
   for (PartitionStatus& p : status.partitions) {
+    p.lag = p.messages;
     Result<cluster::KvValue> owner =
         cluster::KvGet(leases.get(), "p." + std::to_string(p.partition));
     if (!owner.ok()) continue;
     p.owner = owner->value;
-    // A new owner still setting up its consumer has folded nothing yet; the
-    // consumer there may still be the previous owner's.
+    // A new owner still setting up its consumer has folded nothing yet.
     constexpr std::string_view kAcquiring = "acquiring:";
     if (p.owner.starts_with(kAcquiring)) {
       p.owner = p.owner.substr(kAcquiring.size());
-      p.lag = p.messages;
-      p.acked = 0;
+      continue;
     }
+    const std::string durable = cluster::OwnerDurable(options.stream, p.partition, p.owner);
+    Result<uint64_t> behind = Backlog(js, options.stream, durable);
+    if (!behind.ok()) return behind.status();
+    if (*behind != kNoConsumer) p.lag = std::min(*behind, p.messages);
   }
   kvKeysList keys{};
   std::vector<std::string> all_keys;
@@ -110,17 +117,11 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
     }
     std::sort(p.standbys.begin(), p.standbys.end());
     for (const std::string& id : p.standbys) {
-      const std::string durable = options.stream + "_s" + std::to_string(p.partition) + "_" + id;
-      jsConsumerInfo* ci = nullptr;
-      err = jsErrCode{};
-      s = js_GetConsumerInfo(&ci, js, options.stream.c_str(), durable.c_str(), nullptr, &err);
-      uint64_t behind = p.messages;  // registered, consumer not readable: assume nothing folded
-      if (s == NATS_OK) {
-        behind = std::min<uint64_t>(ci->NumPending + static_cast<uint64_t>(ci->NumAckPending),
-                                    p.messages);
-        jsConsumerInfo_Destroy(ci);
-      }
-      p.lag = std::max(p.lag, behind);
+      const std::string durable = cluster::StandbyDurable(options.stream, p.partition, id);
+      Result<uint64_t> behind = Backlog(js, options.stream, durable);
+      if (!behind.ok()) return behind.status();
+      // Registered, consumer not readable yet: assume nothing folded.
+      p.lag = std::max(p.lag, std::min(*behind == kNoConsumer ? p.messages : *behind, p.messages));
     }
     p.acked = p.messages - p.lag;
   }

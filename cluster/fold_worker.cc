@@ -8,11 +8,15 @@
 // revision, so a worker that lost a lease (it expired and another created
 // it) finds out on its next renewal and stops folding that partition.
 //
-// Consumers: the new owner of partition k deletes and recreates the durable
-// consumer "<stream>_p<k>" to start right after the last sequence its own
-// store has folded (DIR/p<k>.seq), or at the start of the stream when it has
-// no store: the consumer's acknowledgements then always describe the current
-// owner's store, and `lag` is what that store has not folded yet.
+// Consumers: the new owner of partition k deletes every owner consumer of
+// k ("<stream>_p<k>_<id>", cluster/consumer_names.h) and creates its own to
+// start right after the last sequence its own store has folded
+// (DIR/p<k>.seq), or at the start of the stream when it has no store: the
+// consumer's acknowledgements then always describe the current owner's
+// store, and `lag` is what that store has not folded yet. The name carries
+// the worker id so that a worker whose lease expired before it noticed
+// fetches only from its own, deleted or orphaned, consumer and can never
+// acknowledge (and so hide) a message of the new owner's.
 //
 // Standbys: key "s.<k>.<id>" (same TTL) says worker <id> keeps a warm copy
 // of partition k in its DIR/p<k>, fed by its own durable consumer
@@ -38,6 +42,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
 #include "cluster/wire.h"
 #include "eventfold/cluster.h"
@@ -153,14 +158,36 @@ class FoldWorkerImpl final : public FoldWorker {
     return "s." + std::to_string(k) + "." + options_.worker_id;
   }
   std::string StandbyDurable(int k) const {
-    return cluster_.stream + "_s" + std::to_string(k) + "_" + options_.worker_id;
+    return cluster::StandbyDurable(cluster_.stream, k, options_.worker_id);
   }
 
   void MarkStale(int k) const {
     std::ofstream out(StalePath(k), std::ios::trunc);
     out << "partition " << k << " is owned by another worker; this copy is behind\n";
   }
-  std::string Durable(int k) const { return cluster_.stream + "_p" + std::to_string(k); }
+  std::string Durable(int k) const {
+    return cluster::OwnerDurable(cluster_.stream, k, options_.worker_id);
+  }
+
+  // Deletes the owner consumers of partition k that other workers left
+  // (a previous owner's, or one that has lost its lease without noticing).
+  // Only tidiness: the names already keep them apart. Best effort.
+  void DeleteOtherOwnerConsumers(int k) {
+    jsConsumerNamesList* names = nullptr;
+    jsErrCode err = jsErrCode{};
+    if (js_ConsumerNames(&names, conn_->js(), cluster_.stream.c_str(), nullptr, &err) != NATS_OK) {
+      return;
+    }
+    const std::string prefix = cluster::OwnerDurablePrefix(cluster_.stream, k);
+    const std::string mine = Durable(k);
+    for (int i = 0; i < names->Count; ++i) {
+      const std::string_view name(names->List[i]);
+      if (!name.starts_with(prefix) || name == mine) continue;
+      err = jsErrCode{};
+      (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), names->List[i], nullptr, &err);
+    }
+    jsConsumerNamesList_Destroy(names);
+  }
 
   void Fail(const Status& st) {
     std::lock_guard lock(mu_);
@@ -486,6 +513,7 @@ class FoldWorkerImpl final : public FoldWorker {
   Status Acquire(int k, uint64_t lease_rev) {
     Partition part;
     part.lease_rev = lease_rev;
+    DeleteOtherOwnerConsumers(k);
     if (Status st = OpenFed(k, Durable(k), &part); !st.ok()) return st;
     std::error_code ec;
     fs::remove(StalePath(k), ec);  // ours again: it catches up from its .seq
@@ -517,13 +545,27 @@ class FoldWorkerImpl final : public FoldWorker {
     for (auto& sub : it->second.subs) sub->Stop();
     it->second.subs.clear();
     parts_.erase(it);
+    // Our consumer goes with the partition (taking k again starts a new one
+    // from DIR/p<k>.seq); when JetStream does not answer, the next owner
+    // deletes it.
+    jsErrCode err = jsErrCode{};
+    (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), Durable(k).c_str(), nullptr,
+                            &err);
     NoteBacklog();
   }
 
-  // Close, then give the lease back so another worker takes it at once.
+  // Close, then give the lease back so another worker takes it at once;
+  // only while it still is ours (the revision we last wrote): a lease that
+  // expired and was taken by another worker stays theirs.
   void Release(int k) {
+    auto it = parts_.find(k);
+    if (it == parts_.end()) return;
+    const uint64_t rev = it->second.lease_rev;
     Close(k);
-    (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
+    Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), LeaseKey(k));
+    if (held.ok() && held->revision == rev) {
+      (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
+    }
   }
 
   // Fetches one batch of partition k, ingests it with one IngestBatch and
@@ -617,6 +659,19 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
                                                       const FoldWorkerOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("--data: a directory is needed");
   if (options.fetch_batch < 1) return Status::InvalidArgument("fetch batch: must be positive");
+  // The id names JetStream consumers and lease keys: no '.', '*', '>' or
+  // spaces, which those names cannot hold.
+  for (char c : options.worker_id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_';
+    if (!ok) {
+      return Status::InvalidArgument("--worker-id: \"" + options.worker_id +
+                                     "\" may hold only letters, digits, '-' and '_'");
+    }
+  }
+  if (options.worker_id.size() > 64) {
+    return Status::InvalidArgument("--worker-id: at most 64 characters");
+  }
   for (const PartitionSubscription& ps : options.subscriptions) {
     if (ps.options.name.empty() || !ps.handler) {
       return Status::InvalidArgument("subscriptions: each needs a name and a handler");

@@ -69,8 +69,10 @@ class ClusterFoldTest : public ::testing::Test {
     return h;
   }
 
-  std::unique_ptr<FoldWorker> Worker(const std::string& dir, const std::string& id) {
+  std::unique_ptr<FoldWorker> Worker(const std::string& dir, const std::string& id,
+                                     Clock* clock = nullptr) {
     FoldWorkerOptions fo;
+    fo.clock = clock;
     fo.data_dir = dir;
     fo.worker_id = id;
     fo.fetch_batch = 64;
@@ -78,25 +80,6 @@ class ClusterFoldTest : public ::testing::Test {
     Result<std::unique_ptr<FoldWorker>> w = FoldWorker::Start(cluster_, fo);
     EXPECT_TRUE(w.ok()) << w.status().ToString();
     return w.ok() ? std::move(*w) : nullptr;
-  }
-
-  // Pending plus unacknowledged messages of partition k's consumer; -1 when
-  // it cannot be read (no consumer yet).
-  int64_t Unfolded(int k) {
-    natsConnection* nc = nullptr;
-    jsCtx* js = nullptr;
-    jsConsumerInfo* ci = nullptr;
-    int64_t out = -1;
-    const std::string url = nats_.Url(0), durable = "evfold_p" + std::to_string(k);
-    if (natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK &&
-        natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
-        js_GetConsumerInfo(&ci, js, "evfold", durable.c_str(), nullptr, nullptr) == NATS_OK) {
-      out = static_cast<int64_t>(ci->NumPending) + ci->NumAckPending;
-    }
-    jsConsumerInfo_Destroy(ci);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
-    return out;
   }
 
   // Polls (bounded) until the workers own every partition once between them
@@ -112,8 +95,8 @@ class ClusterFoldTest : public ::testing::Test {
         for (int k : workers[w]->Owned()) disjoint &= owner.emplace(k, static_cast<int>(w)).second;
       }
       bool done = disjoint && owner.size() == static_cast<size_t>(kPartitions);
-      for (int k = 0; done && k < kPartitions; ++k) done = Unfolded(k) == 0;
-      // The standbys' warm copies too (`cluster status` counts their lag).
+      // The owners' consumers and the standbys' (`cluster status` counts
+      // both in a partition's lag).
       if (done) {
         Result<ClusterStatus> status = ReadClusterStatus(cluster_);
         done = status.ok() && std::all_of(status->partitions.begin(), status->partitions.end(),
@@ -235,6 +218,89 @@ TEST_F(ClusterFoldTest, TwoReceiversTwoWorkersEqualOneStore) {
     EXPECT_EQ(it->second.applied, p.applied) << key.first << "/" << key.second;
     EXPECT_EQ(it->second.rejected, p.rejected) << key.first << "/" << key.second;
     EXPECT_EQ(it->second.occurred_at, p.occurred_at) << key.first << "/" << key.second;
+  }
+}
+
+// A worker that stopped renewing its leases but keeps running (its clock
+// stands still, as a process stalled between renewals would see it) loses
+// every partition to another worker when the leases expire. It goes on
+// fetching from its own consumers only: none of the new owner's messages is
+// acknowledged by it, so the new owner's stores hold every event.
+TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner) {
+  const uint64_t seed = test_util::TestSeed("AWorkerThatMissedItsLeaseLoss", 1011);
+  ManualClock frozen(SystemClock()->NowMicros());
+  TempDir dirs[2] = {TempDir("stalled"), TempDir("owner")};
+  std::unique_ptr<FoldWorker> stalled = Worker(dirs[0].path(), "stalled", &frozen);
+  ASSERT_TRUE(stalled);
+  auto wait = [](auto pred) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  };
+  ASSERT_TRUE(wait([&] { return stalled->Owned().size() == static_cast<size_t>(kPartitions); }))
+      << stalled->LastError();
+  std::unique_ptr<FoldWorker> owner = Worker(dirs[1].path(), "owner");
+  ASSERT_TRUE(owner);
+  ASSERT_TRUE(wait([&] { return owner->Owned().size() == static_cast<size_t>(kPartitions); }))
+      << owner->LastError();
+  // The stalled worker has not noticed: it still folds what it thinks it owns.
+  EXPECT_EQ(stalled->Owned().size(), static_cast<size_t>(kPartitions));
+
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 40;
+  ho.products = 10;
+  ho.malformed = 0;
+  ho.target_body_bytes = 200;
+  sim::History history = sim::GenerateHistory(ho);
+  std::unique_ptr<IngestSink> sink = Sink();
+  ASSERT_TRUE(sink);
+  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  TempDir ref_dir("reference");
+  Result<std::unique_ptr<Store>> ref = Store::Open(ref_dir.path() + "/store", Options{});
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  for (const Delivery& d : history.deliveries) {
+    EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
+    (void)(*ref)->Ingest(d);
+  }
+  ASSERT_TRUE(wait([&] {
+    Result<ClusterStatus> st = ReadClusterStatus(cluster_);
+    return st.ok() &&
+           std::all_of(st->partitions.begin(), st->partitions.end(), [](const PartitionStatus& p) {
+             return p.owner == "owner" && p.lag == 0 && p.messages > 0;
+           });
+  })) << owner->LastError();
+  owner->Stop();
+  stalled->Stop();
+
+  std::map<std::pair<std::string, std::string>, Projection> merged;
+  for (int k = 0; k < kPartitions; ++k) {
+    Options o;
+    o.create_if_missing = false;
+    Result<std::unique_ptr<Store>> part = Store::Open(dirs[1].path() + "/p" + std::to_string(k), o);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
+  }
+  EXPECT_EQ(merged, AllProjections(ref->get()));
+}
+
+// A worker id names JetStream consumers and lease keys: one those names
+// cannot hold is refused before anything is created.
+TEST(FoldWorkerOptionsTest, AWorkerIdWithADotOrSpaceIsRefused) {
+  ClusterOptions cluster;
+  cluster.urls = {"nats://127.0.0.1:1"};
+  TempDir dir("worker-id");
+  for (const char* id : {"a.b", "a b", "a>", "a*"}) {
+    FoldWorkerOptions fo;
+    fo.data_dir = dir.path();
+    fo.worker_id = id;
+    Result<std::unique_ptr<FoldWorker>> w = FoldWorker::Start(cluster, fo);
+    ASSERT_FALSE(w.ok()) << id;
+    EXPECT_EQ(w.status().code(), Status::Code::kInvalidArgument) << id;
+    EXPECT_NE(w.status().message().find("--worker-id"), std::string::npos) << w.status().message();
   }
 }
 

@@ -146,7 +146,7 @@ TEST(ClusterStandbyTest, KilledOwnersStandbyTakesOverWithoutReplay) {
     // it delivered at most what arrived after the kill, not the `had`
     // messages a replay from the stream's start would have.
     const int64_t delivered =
-        Delivered(nats.Url(0), "eventfold", "eventfold_p" + std::to_string(k));
+        Delivered(nats.Url(0), "eventfold", "eventfold_p" + std::to_string(k) + "_b");
     ASSERT_GE(delivered, 0) << "partition " << k;
     EXPECT_LE(static_cast<uint64_t>(delivered), now - had)
         << "partition " << k << ": " << had << " messages at the kill, " << now << " now";

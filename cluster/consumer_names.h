@@ -1,0 +1,37 @@
+// Names of the durable JetStream consumers that feed partition stores,
+// shared by the fold workers (which create them) and `cluster status`
+// (which reads their backlog). Pure functions.
+//
+// Every consumer belongs to one worker: an owner's is "<stream>_p<k>_<id>",
+// a standby's "<stream>_s<k>_<id>". A worker that lost a partition's lease
+// without noticing yet can therefore only fetch (and acknowledge) from its
+// own consumer: it can never take messages from the new owner's, which
+// starts after the new owner's own store (the fencing a shared consumer
+// name would lack). A new owner deletes every "<stream>_p<k>_" consumer
+// before it creates its own.
+
+#ifndef EVENTFOLD_CLUSTER_CONSUMER_NAMES_H_
+#define EVENTFOLD_CLUSTER_CONSUMER_NAMES_H_
+
+#include <string>
+#include <string_view>
+
+namespace eventfold::cluster {
+
+// "<stream>_p<k>_": the prefix of every owner consumer of partition k. The
+// trailing '_' keeps partition 1's prefix from matching partition 10's.
+inline std::string OwnerDurablePrefix(std::string_view stream, int k) {
+  return std::string(stream) + "_p" + std::to_string(k) + "_";
+}
+
+inline std::string OwnerDurable(std::string_view stream, int k, std::string_view worker_id) {
+  return OwnerDurablePrefix(stream, k) + std::string(worker_id);
+}
+
+inline std::string StandbyDurable(std::string_view stream, int k, std::string_view worker_id) {
+  return std::string(stream) + "_s" + std::to_string(k) + "_" + std::string(worker_id);
+}
+
+}  // namespace eventfold::cluster
+
+#endif  // EVENTFOLD_CLUSTER_CONSUMER_NAMES_H_
