@@ -483,15 +483,26 @@ class Session : public std::enable_shared_from_this<Session> {
   friend class HttpServer::Impl;
 };
 
+Status HttpServer::ValidateOptions(const HttpServerOptions& o) {
+  if (o.io_threads < 1) {
+    return Status::InvalidArgument("io_threads: must be >= 1, got " + std::to_string(o.io_threads));
+  }
+  if (o.workers < 1) {
+    return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(o.workers));
+  }
+  if (o.max_connections < 1) return Status::InvalidArgument("max_connections: must be >= 1");
+  beast::error_code ec;
+  (void)asio::ip::make_address(o.host, ec);
+  if (ec) return Status::InvalidArgument("host: \"" + o.host + "\" is not an IP address");
+  return Status::OK();
+}
+
 Status HttpServer::Impl::Start() {
-  if (opt_.io_threads < 1 || opt_.workers < 1 || opt_.max_connections < 1) {
-    return Status::InvalidArgument(
-        "http server: io_threads, workers and max_connections must be >= 1");
+  if (Status st = HttpServer::ValidateOptions(opt_); !st.ok()) {
+    return st.WithContext("http server");
   }
   beast::error_code ec;
   const auto address = asio::ip::make_address(opt_.host, ec);
-  if (ec)
-    return Status::InvalidArgument("http server: bad host " + opt_.host + ": " + ec.message());
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(opt_.port));
   acceptor_.emplace(ioc_);
   const std::string where = opt_.host + ":" + std::to_string(opt_.port);

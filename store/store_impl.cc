@@ -586,8 +586,8 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   ReaderLock guard(&rebuild_mu_);
   const EntityType* type = profile_->FindEntity(options.entity);
   if (!type) {
-    return Status::InvalidArgument("rebuild: profile \"" + profile_->name() +
-                                   "\" has no entity \"" + options.entity + "\"");
+    return Status::NotFound("rebuild: profile \"" + profile_->name() + "\" has no entity \"" +
+                            options.entity + "\"");
   }
   // The entities to re-fold: one, or every projection of the type.
   std::vector<EntityRef> refs;

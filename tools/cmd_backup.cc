@@ -27,6 +27,7 @@ namespace {
 int Report(const char* what, const Result<BackupSummary>& r, const std::string& where) {
   if (!r.ok()) {
     std::cerr << "eventfold: " << what << ": " << r.status().ToString() << "\n";
+    if (r.status().IsNotFound()) return kExitNotFound;  // no backup there
     const bool refused = r.status().IsCorruption() || r.status().IsInvalidArgument();
     return refused ? kExitRefused : kExitError;
   }

@@ -30,7 +30,9 @@ int Verify(Store* store) {
       });
   if (!sum.ok()) {
     std::cerr << "eventfold: " << sum.status().ToString() << "\n";
-    return kExitError;
+    // An entity type the profile lacks, or an id with no events: not found,
+    // the same exit code as `show`/`list` give.
+    return sum.status().IsNotFound() ? kExitNotFound : kExitError;
   }
   JsonWriter w;
   w.BeginObject()
@@ -141,7 +143,9 @@ int Replay(const ReplayArgs& a) {
   if (!a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
   if (!sum.ok()) {
     std::cerr << "eventfold: " << sum.status().ToString() << "\n";
-    return kExitError;
+    // An entity type the profile lacks, or an id with no events: not found,
+    // the same exit code as `show`/`list` give.
+    return sum.status().IsNotFound() ? kExitNotFound : kExitError;
   }
   JsonWriter w;
   w.BeginObject()

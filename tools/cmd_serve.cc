@@ -144,6 +144,27 @@ int Serve(const ServeArgs& a) {
     std::cerr << "eventfold: --threads must be > 0, got " << a.threads << "\n";
     return kExitError;
   }
+  HttpServerOptions so;
+  so.host = host;
+  so.port = port;
+  so.workers = a.threads;
+  so.max_body_bytes = a.max_body;
+  so.io_threads = a.io_threads;
+  so.max_connections = a.max_connections;
+  so.access_log = &std::cerr;
+  if (Status valid = HttpServer::ValidateOptions(so); !valid.ok()) {
+    // Named by the flag: --listen for the host, else --io-threads or
+    // --max-connections (the option's name with dashes).
+    std::string why = valid.message();
+    if (why.starts_with("host:")) {
+      why = "--listen: host" + why.substr(5);
+    } else {
+      for (char& c : why) c = c == '_' ? '-' : c;
+      why = "--" + why;
+    }
+    std::cerr << "eventfold: " << why << "\n";
+    return kExitError;
+  }
 
   std::string admin_host, admin_token;
   int admin_port = 0;
@@ -213,14 +234,6 @@ int Serve(const ServeArgs& a) {
   }
   Receiver* rx = receiver->get();
 
-  HttpServerOptions so;
-  so.host = host;
-  so.port = port;
-  so.workers = a.threads;
-  so.max_body_bytes = a.max_body;
-  so.io_threads = a.io_threads;
-  so.max_connections = a.max_connections;
-  so.access_log = &std::cerr;
   RaiseOpenFileLimit();
   HttpServer server(rx, so);
   Status st = server.Start();

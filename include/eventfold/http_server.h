@@ -92,6 +92,11 @@ class HttpServer {
   HttpServer(Receiver* receiver, HttpServerOptions options);
   ~HttpServer();  // Stop()
 
+  // OK when `options` can be used: thread counts and max_connections at
+  // least 1, host an IP address; else kInvalidArgument naming the option.
+  // Start() checks the same; a caller can check before it creates anything.
+  [[nodiscard]] static Status ValidateOptions(const HttpServerOptions& options);
+
   // Binds, listens and starts the I/O threads and workers. kIOError when the
   // address cannot be bound; kInvalidArgument for an unusable option.
   [[nodiscard]] Status Start();

@@ -156,8 +156,9 @@ class Maintenance {
   // meanwhile and switches over atomically; the old generation is dropped.
   // A crash before the switch leaves the live generation untouched (the
   // partial one is removed on the next Open). kBusy when another rebuild of
-  // this store or a gc pass (Gc) runs; kInvalidArgument for bad filters, or
-  // for a profile that lacks the type of a compacted entity.
+  // this store or a gc pass (Gc) runs; kNotFound for an `entity` type the
+  // profile lacks or an `id` with no events; kInvalidArgument for other bad
+  // filters, or for a profile that lacks the type of a compacted entity.
   virtual Result<RebuildSummary> Rebuild(const RebuildOptions& options) = 0;
 
   // Rebuild(options) with only a profile (nullptr: the store's own).

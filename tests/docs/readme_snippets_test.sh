@@ -8,8 +8,12 @@
 #     and build the tree; test.sh runs the whole suite): this test runs what
 #     demo.sh ends with, `build/tools/eventfold demo --data ./eventfold-data`,
 #     to make the store the later blocks look at;
-#   - blocks that install (`apt-get`, `cmake --install`);
-#   - blocks that start the long-running receiver (`eventfold serve`).
+#   - blocks that install (`apt-get`, `cmake --install`): the install test
+#     (tests/install) installs the tree and builds and runs the README's
+#     Embedding program against it.
+# The block that starts the receiver runs with two changes a test needs: free
+# ports instead of 8080/8081 (another process may hold those), and
+# `feed --follow`, which runs until Ctrl-C, stopped after 5 s.
 #
 # Usage: readme_snippets_test.sh README.md BUILD_DIR
 set -euo pipefail
@@ -28,20 +32,41 @@ awk -v dir="$work" '
   inside { print > (dir "/snippet-" n ".sh") }
 ' "$readme"
 
+# A loopback port nothing listens on now (a connect is refused).
+free_port() {
+  local p
+  while true; do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return
+    fi
+  done
+}
+
 echo "readme: making the demo store (what scripts/demo.sh ends with)"
 build/tools/eventfold demo --data ./eventfold-data > demo.out
 
 ran=0
 for f in $(ls snippet-*.sh | sort -t- -k2 -n); do
-  if grep -Eq 'scripts/|apt-get|cmake --install|eventfold serve' "$f"; then
-    echo "readme: skipped $f (installs, builds or serves):"
+  if grep -Eq 'scripts/|apt-get|cmake --install' "$f"; then
+    echo "readme: skipped $f (installs or builds):"
     sed 's/^/    /' "$f"
     continue
+  fi
+  if grep -q 'eventfold serve' "$f"; then
+    port=$(free_port) admin=$(free_port)
+    while [ "$admin" = "$port" ]; do admin=$(free_port); done
+    sed -i -e "s/127\.0\.0\.1:8080/127.0.0.1:${port}/g" -e "s/127\.0\.0\.1:8081/127.0.0.1:${admin}/g" \
+      -e 's/^\(build\/tools\/eventfold feed .*--follow\)\(.*\)$/timeout 5 \1 || test $? -eq 124 \2/' "$f"
+    # The receiver is stopped by the block's own `kill %1`; the bound on the
+    # whole block keeps a hung one from holding the test.
+    echo "wait" >> "$f"
   fi
   echo "readme: running $f:"
   sed 's/^/    /' "$f"
   # Pipes into head end early by design: only each line's exit code counts.
-  if ! bash -e "$f" > "$f.out" 2>&1; then
+  if ! timeout 120 bash -e "$f" > "$f.out" 2>&1; then
     echo "readme: $f failed:" >&2
     cat "$f.out" >&2
     exit 1

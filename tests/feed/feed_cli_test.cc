@@ -96,6 +96,12 @@ TEST_F(FeedCliTest, SubscriptionsDeadLettersAndGc) {
   EXPECT_TRUE(Has(lines[1], R"("seq":3,)")) << lines[1];
   EXPECT_TRUE(Has(lines[1], R"("attempts":[],"redrive":false})")) << lines[1];
 
+  // A subscription without dead letters: nothing on stdout, said on stderr.
+  r = Run({"dlq", "list", "--data", dir_.path(), "--subscription", "audit"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Has(r.err, "no dead letters in subscription audit")) << r.err;
+
   r = Run({"dlq", "list", "--data", dir_.path(), "--subscription", "nope"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Has(r.err, "no subscription \"nope\"")) << r.err;

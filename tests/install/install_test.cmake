@@ -99,9 +99,24 @@ foreach(header IN LISTS source_headers)
   endif()
 endforeach()
 
+# The README's Embedding program, exactly as written there (its one ```cpp
+# block): the consumer project builds it too, and it is run below.
+file(READ "${project_source}/README.md" readme)
+string(FIND "${readme}" "```cpp\n" snippet_begin)
+if(snippet_begin EQUAL -1)
+  message(FATAL_ERROR "install_test: README.md has no ```cpp block (the Embedding program)")
+endif()
+math(EXPR snippet_begin "${snippet_begin} + 7")
+string(SUBSTRING "${readme}" ${snippet_begin} -1 snippet)
+string(FIND "${snippet}" "```" snippet_end)
+string(SUBSTRING "${snippet}" 0 ${snippet_end} snippet)
+set(readme_snippet "${WORK_DIR}/readme_embedding.cc")
+file(WRITE "${readme_snippet}" "${snippet}")
+
 # 3. Configure the consumer against the prefix only, as the library was built.
 set(configure_args
   -S "${SOURCE_DIR}/consumer" -B "${consumer_build}"
+  "-DREADME_SNIPPET=${readme_snippet}"
   "-DCMAKE_PREFIX_PATH=${prefix}"
   "-DCMAKE_CXX_COMPILER=${cxx_compiler}"
   "-DCMAKE_CXX_FLAGS=${cxx_flags}"
@@ -138,6 +153,25 @@ if(NOT EXISTS "${exe}")
   set(exe "${consumer_build}/${CONFIG}/consumer")
 endif()
 step("run the consumer" "${exe}" "${store_dir}")
+message(STATUS "${step_output}")
+
+# The README's program opens "data/webhooks" (parents created) in its
+# working directory, answers 200 and reads the projection back.
+set(snippet_exe "${consumer_build}/readme_embedding")
+if(NOT EXISTS "${snippet_exe}")
+  set(snippet_exe "${consumer_build}/${CONFIG}/readme_embedding")
+endif()
+file(MAKE_DIRECTORY "${WORK_DIR}/snippet-cwd")
+step("run the README's Embedding program"
+  "${CMAKE_COMMAND}" -E chdir "${WORK_DIR}/snippet-cwd" "${snippet_exe}")
+if(NOT step_output MATCHES "^200 " OR NOT step_output MATCHES "\"state\":\"issued\"")
+  message(FATAL_ERROR
+    "install_test: the README's Embedding program printed, not 200 and the issued receipt:\n"
+    "${step_output}")
+endif()
+if(NOT EXISTS "${WORK_DIR}/snippet-cwd/data/webhooks/CURRENT")
+  message(FATAL_ERROR "install_test: the README's Embedding program made no store at data/webhooks")
+endif()
 message(STATUS "${step_output}")
 
 # 5. The command, when it was built, is installed too.

@@ -733,6 +733,9 @@ TEST_F(serve_e2e, RefusedFlagsCreateNoDataDirectory) {
       {"--listen", "127.0.0.1:0", "--secret", kSecret, "--tolerance=-1"},
       {"--listen", "127.0.0.1:0", "--secret", kSecret, "--threads", "0"},
       {"--listen", "127.0.0.1:99999", "--secret", kSecret},
+      {"--listen", "127.0.0.1:0", "--secret", kSecret, "--io-threads", "0"},
+      {"--listen", "127.0.0.1:0", "--secret", kSecret, "--max-connections", "0"},
+      {"--listen", "localhost:0", "--secret", kSecret},
   };
   for (const std::vector<std::string>& flags : refused) {
     std::vector<std::string> args = {"serve", "--data", data_};

@@ -591,7 +591,7 @@ TEST(Rebuild, FiltersRefoldInPlaceAndRepairTamperedProjections) {
   bad = RebuildOptions{};
   bad.entity = "invoice";  // not in the store's profile
   r = store->maintenance().Rebuild(bad);
-  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << r.status().ToString();
+  EXPECT_EQ(r.status().code(), Status::Code::kNotFound) << r.status().ToString();
   EXPECT_NE(r.status().message().find("invoice"), std::string::npos) << r.status().message();
 
   bad = RebuildOptions{};

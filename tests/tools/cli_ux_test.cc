@@ -324,6 +324,31 @@ TEST_F(cli_ux, GcEchoesItsSettingsUnrounded) {
   EXPECT_TRUE(Contains(r.out, R"("compact_after_days":0.0001,"tombstone_days":35.25,)")) << r.out;
 }
 
+// "Not found" is exit 1 in every command (README, "The command line"):
+// an entity type the profile lacks, an id with no events, an unknown
+// subscription, a backup that is not there.
+TEST_F(cli_ux, NotFoundIsExitOneInEveryCommand) {
+  IngestReceipts();
+  const std::vector<std::vector<std::string>> misses = {
+      {"show", "--data", data_, "receipt", "rcp_404"},
+      {"log", "--data", data_, "receipt", "rcp_404"},
+      {"show", "--data", data_, "invoice", "inv_1"},
+      {"list", "--data", data_, "invoice"},
+      {"replay", "--data", data_, "--entity", "receipt", "--id", "rcp_404", "--quiet"},
+      {"replay", "--data", data_, "--entity", "invoice", "--quiet"},
+      {"dlq", "list", "--data", data_, "--subscription", "nope"},
+      {"restore", root_ + "/no-such-backup", "--data", root_ + "/restored"},
+  };
+  for (const std::vector<std::string>& args : misses) {
+    std::string cmd;
+    for (const std::string& a : args) cmd += a + " ";
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_FALSE(r.err.empty()) << cmd << ": a miss is named on stderr";
+  }
+}
+
 TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
   CliResult r = Run({"ingest", "--data", data_,
                      File("bad.ndjson", {R"({"event_id":"evt_1","type":tru})",
