@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "eventfold/clock.h"
 #include "eventfold/repair.h"
 #include "eventfold/store.h"
 #include "tests/common/run_cli.h"
@@ -232,6 +233,49 @@ TEST_F(FileCheckTest, CheckCommandReportsDamageAndLeavesTheDirectoryAlone) {
   std::sort(after.begin(), after.end());
   EXPECT_TRUE(before == after) << "check changed the store directory";
   EXPECT_FALSE(fs::exists(dir_.path() + ".check-copy"));
+}
+
+// Issue 13: with paranoid checks (the default) a compaction that reads a
+// damaged data block stops the store's writes (503: the sender retries)
+// instead of carrying the damage into new tables; `eventfold check` then
+// names the damaged table.
+TEST_F(FileCheckTest, ACompactionMeetingADamagedBlockStopsWrites) {
+  Reset();
+  std::string largest;
+  uintmax_t largest_size = 0;
+  for (const std::string& name : FilesEndingIn(dir_.path(), ".ldb")) {
+    const uintmax_t size = fs::file_size(dir_.path() + "/" + name);
+    if (size > largest_size) largest = name, largest_size = size;
+  }
+  ASSERT_FALSE(largest.empty()) << "no table in the pristine store";
+  const std::string path = dir_.path() + "/" + largest;
+  // A quarter into the data blocks (they end before the filter block, which
+  // precedes the meta index).
+  XorBytes(path, Layout(path).meta / 4, std::string(8, '\xa5'));
+
+  // A still clock: the store's background recovery does not reopen it while
+  // the test looks.
+  ManualClock clock(1764400000000000);
+  Options o = SmallTables();
+  ASSERT_TRUE(o.paranoid_checks) << "the default";
+  o.clock = &clock;
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(dir_.path(), o);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    const Status compacted = (*store)->maintenance().Compact();
+    const std::string body =
+        R"({"event_id":"evt_after_damage","type":"receipt.issued",)"
+        R"("occurred_at":"2026-11-29T10:15:30Z","data":{"receipt_id":"rcp_after","amount":1}})";
+    const IngestResult r = (*store)->Ingest(Delivery{{{"Content-Type", "application/json"}}, body});
+    EXPECT_EQ(r.outcome, Outcome::kStorageError)
+        << "compact: " << compacted.ToString() << "; ingest: " << r.ResponseBody();
+    EXPECT_EQ(r.http_status(), 503);
+  }
+  TempDir tmp;
+  const CliResult check =
+      RunCli(EVENTFOLD_CLI, {"check", "--data", dir_.path()}, tmp.path() + "/c");
+  EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+  EXPECT_NE(check.err.find(largest + ": bytes "), std::string::npos) << check.err;
 }
 
 TEST_F(FileCheckTest, CheckRefusesAStoreInUse) {
