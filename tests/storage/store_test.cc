@@ -1178,8 +1178,8 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
   bad.profile = &Profile::ReceiptRoller();  // a profile re-routes everything
   EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsInvalidArgument());
   bad = RebuildOptions{};
-  bad.entity = "invoice";  // not in the profile
-  EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsInvalidArgument());
+  bad.entity = "invoice";  // not in the profile: not found, like an id without events
+  EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsNotFound());
   bad.entity = "receipt";
   bad.id = "rcp_404";
   EXPECT_TRUE(store->maintenance().Rebuild(bad).status().IsNotFound());
