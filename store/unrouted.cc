@@ -72,9 +72,10 @@ Status StoreImpl::LoadUnroutedIndex() {
     // A store written before the index (or whose derived records a repair
     // dropped): index the live generation once. Nothing else runs yet.
     leveldb::WriteBatch batch;
+    const uint32_t gen = gen_;  // read here: the analysis cannot see the lock in the lambda
     Status st = ScanUnrouted(db_.get(), nullptr, *profile_,
                              [&](StoredEvent stored, const Result<DecodedEvent>&) {
-                               batch.Put(UnroutedKey(gen_, stored.seq), "");
+                               batch.Put(UnroutedKey(gen, stored.seq), "");
                                ++n;
                                return true;
                              });
