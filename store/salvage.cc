@@ -168,7 +168,14 @@ class Salvage {
       if (s.ok() && storage::DecodeDedup(dkey, value).ok()) continue;
       // Routing epoch 0 is never current: the store re-routes the event
       // under its profile when it next needs the entity.
-      storage::DedupEntry d{e->seq, e->event.type, e->event.occurred_at, e->entity, 0};
+      // No body digest: a redelivery is then decided by decoding (as for
+      // entries written before the digest existed).
+      storage::DedupEntry d;
+      d.seq = e->seq;
+      d.type = e->event.type;
+      d.occurred_at = e->event.occurred_at;
+      d.entity = e->entity;
+      d.routing_epoch = 0;
       batch.Put(dkey, storage::EncodeDedup(d));
       ++sum_->dedup_restored;
     }
