@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
+#include "tests/reliability/file_damage_util.h"
 #include "tools/history.h"
 
 #ifndef EVENTFOLD_CLI
@@ -135,6 +138,29 @@ TEST_F(RepairTest, FeedGapIsFilledAndListed) {
   EXPECT_EQ(lost[0].first_seq, 5u);
   EXPECT_EQ(lost[0].last_seq, 6u);
   EXPECT_EQ(lost[1].first_seq, 9u);
+}
+
+// A damaged write-ahead log record: which events it held is unknown, so the
+// repair lists a received-at window for the sender to resend from (the
+// newest surviving event's arrival onward), and the store ends clean.
+TEST_F(RepairTest, DamagedLogRecordIsListedAsAResendWindow) {
+  const std::vector<std::string> logs = FilesEndingIn(dir_.path(), ".log");
+  ASSERT_FALSE(logs.empty()) << "the closed store keeps its writes in its log";
+  const std::string log = dir_.path() + "/" + logs.back();
+  XorBytes(log, std::filesystem::file_size(log) / 2, std::string(4, '\x5a'));
+
+  RepairSummary sum;
+  const std::vector<LostData> lost = Repair(&sum);
+  const auto window = std::find_if(lost.begin(), lost.end(), [](const LostData& l) {
+    return l.kind == LostData::Kind::kWindow;
+  });
+  ASSERT_NE(window, lost.end()) << "no resend window listed";
+  EXPECT_GT(window->received_from, 0) << window->detail;
+  EXPECT_EQ(window->received_to, 0) << "open-ended: up to now";
+  EXPECT_NE(window->detail.find(logs.back() + ": damaged write-ahead log record"),
+            std::string::npos)
+      << window->detail;
+  EXPECT_EQ(sum.problems_left, 0u);
 }
 
 TEST_F(RepairTest, CommandListsWhatWasLost) {
