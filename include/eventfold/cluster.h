@@ -254,8 +254,8 @@ struct ClusterStatus {
 
 // Reads leases, standby registrations, the intake stream's per-subject
 // counts and each partition's consumers (the owner's and each standby's). A
-// partition whose consumer does not exist yet (never owned) has acked 0 and
-// lag = messages. kUnavailable when JetStream
+// partition without an owner, or whose owner's consumer does not exist yet,
+// has acked 0 and lag = messages. kUnavailable when JetStream
 // cannot be reached, kNotFound when the cluster was never initialized.
 Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& cluster);
 
