@@ -32,11 +32,14 @@ awk -v dir="$work" '
   inside { print > (dir "/snippet-" n ".sh") }
 ' "$readme"
 
-# A loopback port nothing listens on now (a connect is refused).
+# A loopback port nothing listens on now (a connect is refused), below the
+# kernel's ephemeral range, so that no client socket of a test running
+# beside this one can hold it when the receiver binds.
+ephemeral_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
   local p
   while true; do
-    p=$((20000 + RANDOM % 40000))
+    p=$((10000 + RANDOM % (ephemeral_low - 10000)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
       return
