@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
 #include "eventfold/cluster.h"
 
@@ -33,9 +34,7 @@ Status CheckStreamName(const std::string& stream) {
     return Status::InvalidArgument("stream: must be 1 to 64 characters");
   }
   for (char c : stream) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-';
-    if (!ok) {
+    if (!cluster::IsNameChar(c)) {
       return Status::InvalidArgument("stream: \"" + stream +
                                      "\" may hold only letters, digits, '_' and '-'");
     }

@@ -66,9 +66,7 @@ std::string DefaultWorkerId() {
   if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   std::string id = std::string(host[0] ? host : "worker") + "-" + std::to_string(::getpid());
   for (char& c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_';
-    if (!ok) c = '_';
+    if (!cluster::IsNameChar(c)) c = '_';
   }
   return id;
 }
@@ -659,12 +657,9 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
                                                       const FoldWorkerOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("--data: a directory is needed");
   if (options.fetch_batch < 1) return Status::InvalidArgument("fetch batch: must be positive");
-  // The id names JetStream consumers and lease keys: no '.', '*', '>' or
-  // spaces, which those names cannot hold.
+  // The id names JetStream consumers and lease keys.
   for (char c : options.worker_id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_';
-    if (!ok) {
+    if (!cluster::IsNameChar(c)) {
       return Status::InvalidArgument("--worker-id: \"" + options.worker_id +
                                      "\" may hold only letters, digits, '-' and '_'");
     }

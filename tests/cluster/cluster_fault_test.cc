@@ -29,6 +29,7 @@ namespace {
 
 using test_util::Child;
 using test_util::NatsCluster;
+using test_util::ProcessCluster;
 using test_util::TempDir;
 using test_util::WaitFor;
 
@@ -56,47 +57,15 @@ class ClusterFaultTest : public testing::TestWithParam<Fault> {};
 
 TEST_P(ClusterFaultTest, NothingAcknowledgedLostNothingAppliedTwice) {
   const uint64_t seed = test_util::TestSeed("ClusterFault", 1009);
-  NatsCluster nats;
-  ASSERT_EQ(nats.Start(), "");
-  ClusterOptions cluster;
-  cluster.urls = {nats.Url(0), nats.Url(1), nats.Url(2)};
-  cluster.stream = "eventfold";
-  ClusterInitOptions init;
-  init.partitions = kPartitions;
-  init.lease_ttl_ms = 3000;
-  ASSERT_TRUE(InitCluster(cluster, init, Profile::ReceiptRoller()).ok());
+  ProcessCluster p("cluster-fault", kSecret);
+  ASSERT_EQ(p.Start(kPartitions), "");
+  NatsCluster& nats = p.nats;
+  std::unique_ptr<Child>& serve = p.serve;
+  const int port = p.serve_port;
+  std::unique_ptr<Child> a = p.Fold("a"), b = p.Fold("b");
 
-  TempDir scratch("cluster-fault");
-  const std::string urls = nats.Urls(), dir = scratch.path();
-  auto serve_on = [&](int port) {
-    return std::make_unique<Child>(
-        std::vector<std::string>{"serve", "--cluster", urls, "--listen",
-                                 "127.0.0.1:" + std::to_string(port), "--secret", kSecret},
-        dir + "/serve.log");
-  };
-  std::unique_ptr<Child> serve = serve_on(0);
-  ASSERT_TRUE(serve->started());
-  const int port = test_util::ListeningPort(*serve, 60);
-  ASSERT_GT(port, 0) << serve->Log();
-  auto fold = [&](const std::string& id) {
-    return std::make_unique<Child>(std::vector<std::string>{"fold", "--cluster", urls, "--data",
-                                                            dir + "/" + id, "--worker-id", id},
-                                   dir + "/" + id + ".log");
-  };
-  std::unique_ptr<Child> a = fold("a"), b = fold("b");
-
-  sim::HistoryOptions ho;
-  ho.seed = seed;
-  ho.receipts = 60;
-  ho.products = 15;
-  ho.malformed = 0;
-  ho.conflicts = 0;  // concurrent senders: arrival order is not fixed
-  ho.target_body_bytes = 200;
-  sim::History history = sim::GenerateHistory(ho);
   std::vector<sim::Outgoing> before, during;
-  for (size_t i = 0; i < history.deliveries.size(); ++i) {
-    (i < history.deliveries.size() / 4 ? before : during).push_back({history.deliveries[i]});
-  }
+  const sim::History history = test_util::ProcessHistory(seed, 60, 15, 1, 4, &before, &during);
   sim::SenderOptions so;
   so.port = port;
   so.secret = kSecret;
@@ -126,7 +95,7 @@ TEST_P(ClusterFaultTest, NothingAcknowledgedLostNothingAppliedTwice) {
       case Fault::kKillReceiver:
         std::this_thread::sleep_for(std::chrono::seconds(2));
         serve->Signal(SIGKILL);
-        serve = serve_on(port);
+        serve = p.Serve(port);
         break;
     }
   });
@@ -136,13 +105,14 @@ TEST_P(ClusterFaultTest, NothingAcknowledgedLostNothingAppliedTwice) {
   EXPECT_EQ(r2.dead_letters, 0u) << serve->Log();
 
   std::map<int, std::string> owners;
-  ASSERT_TRUE(WaitFor([&] { return test_util::Settled(cluster, &owners); }, 120))
+  ASSERT_TRUE(WaitFor([&] { return test_util::Settled(p.cluster, &owners); }, 120))
       << a->Log() << b->Log();
   a->Signal(SIGTERM);
   b->Signal(SIGTERM);
   serve->Signal(SIGTERM);
   TempDir ref_dir("reference");
-  test_util::ExpectExactAgainstReference(dir, owners, history.deliveries, ref_dir.path() + "/s");
+  test_util::ExpectExactAgainstReference(p.dir(), owners, history.deliveries,
+                                         ref_dir.path() + "/s");
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, ClusterFaultTest,

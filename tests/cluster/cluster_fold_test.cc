@@ -16,6 +16,7 @@
 #include "eventfold/cluster.h"
 #include "eventfold/partitioner.h"
 #include "eventfold/receiver.h"
+#include "tests/cluster/cluster_processes.h"
 #include "tests/cluster/nats_cluster.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
@@ -25,8 +26,10 @@
 namespace eventfold {
 namespace {
 
+using test_util::AllProjections;
 using test_util::NatsCluster;
 using test_util::TempDir;
+using test_util::WaitFor;
 
 constexpr const char* kSecret = "cluster-test-secret-0123456789";
 constexpr int kPartitions = 4;
@@ -114,18 +117,6 @@ class ClusterFoldTest : public ::testing::Test {
   NatsCluster nats_;
   ClusterOptions cluster_;
 };
-
-std::map<std::pair<std::string, std::string>, Projection> AllProjections(Store* store) {
-  std::map<std::pair<std::string, std::string>, Projection> out;
-  EXPECT_TRUE(store
-                  ->List("",
-                         [&](const Projection& p) {
-                           out.emplace(std::make_pair(p.entity, p.id), p);
-                           return true;
-                         })
-                  .ok());
-  return out;
-}
 
 TEST_F(ClusterFoldTest, TwoReceiversTwoWorkersEqualOneStore) {
   const uint64_t seed = test_util::TestSeed("TwoReceiversTwoWorkersEqualOneStore", 1010);
@@ -232,19 +223,13 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
   TempDir dirs[2] = {TempDir("stalled"), TempDir("owner")};
   std::unique_ptr<FoldWorker> stalled = Worker(dirs[0].path(), "stalled", &frozen);
   ASSERT_TRUE(stalled);
-  auto wait = [](auto pred) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() >= until) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return true;
-  };
-  ASSERT_TRUE(wait([&] { return stalled->Owned().size() == static_cast<size_t>(kPartitions); }))
+  ASSERT_TRUE(
+      WaitFor([&] { return stalled->Owned().size() == static_cast<size_t>(kPartitions); }, 60))
       << stalled->LastError();
   std::unique_ptr<FoldWorker> owner = Worker(dirs[1].path(), "owner");
   ASSERT_TRUE(owner);
-  ASSERT_TRUE(wait([&] { return owner->Owned().size() == static_cast<size_t>(kPartitions); }))
+  ASSERT_TRUE(
+      WaitFor([&] { return owner->Owned().size() == static_cast<size_t>(kPartitions); }, 60))
       << owner->LastError();
   // The stalled worker has not noticed: it still folds what it thinks it owns.
   EXPECT_EQ(stalled->Owned().size(), static_cast<size_t>(kPartitions));
@@ -266,13 +251,16 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
     EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
     (void)(*ref)->Ingest(d);
   }
-  ASSERT_TRUE(wait([&] {
-    Result<ClusterStatus> st = ReadClusterStatus(cluster_);
-    return st.ok() &&
-           std::all_of(st->partitions.begin(), st->partitions.end(), [](const PartitionStatus& p) {
-             return p.owner == "owner" && p.lag == 0 && p.messages > 0;
-           });
-  })) << owner->LastError();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Result<ClusterStatus> st = ReadClusterStatus(cluster_);
+        return st.ok() && std::all_of(st->partitions.begin(), st->partitions.end(),
+                                      [](const PartitionStatus& p) {
+                                        return p.owner == "owner" && p.lag == 0 && p.messages > 0;
+                                      });
+      },
+      60))
+      << owner->LastError();
   owner->Stop();
   stalled->Stop();
 

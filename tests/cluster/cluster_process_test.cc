@@ -33,7 +33,7 @@ namespace eventfold {
 namespace {
 
 using test_util::Child;
-using test_util::NatsCluster;
+using test_util::ProcessCluster;
 using test_util::TempDir;
 using test_util::WaitFor;
 
@@ -57,45 +57,16 @@ std::multiset<std::string> Verdicts(const std::string& log_json) {
 
 TEST(ClusterProcessTest, KilledWorkerHandsOverAndAnEmptyWorkerRestoresByReplay) {
   const uint64_t seed = test_util::TestSeed("KilledWorkerHandsOver", 77);
-  NatsCluster nats;
-  ASSERT_EQ(nats.Start(), "");
-  ClusterOptions cluster;
-  cluster.urls = {nats.Url(0), nats.Url(1), nats.Url(2)};
-  cluster.stream = "eventfold";
-  ClusterInitOptions init;
-  init.partitions = kPartitions;
-  init.lease_ttl_ms = 3000;
-  ASSERT_TRUE(InitCluster(cluster, init, Profile::ReceiptRoller()).ok());
+  ProcessCluster p("cluster-proc", kSecret);
+  ASSERT_EQ(p.Start(kPartitions), "");
+  const ClusterOptions& cluster = p.cluster;
+  const std::string& dir = p.dir();
+  std::unique_ptr<Child> a = p.Fold("a"), b = p.Fold("b");
 
-  TempDir scratch("cluster-proc");
-  const std::string urls = nats.Urls(), dir = scratch.path();
-  Child serve({"serve", "--cluster", urls, "--listen", "127.0.0.1:0", "--secret", kSecret},
-              dir + "/serve.log");
-  ASSERT_TRUE(serve.started());
-  const int serve_port = test_util::ListeningPort(serve, 60);
-  ASSERT_GT(serve_port, 0) << serve.Log();
-
-  auto fold = [&](const std::string& id) {
-    return std::make_unique<Child>(std::vector<std::string>{"fold", "--cluster", urls, "--data",
-                                                            dir + "/" + id, "--worker-id", id},
-                                   dir + "/" + id + ".log");
-  };
-  std::unique_ptr<Child> a = fold("a"), b = fold("b");
-
-  sim::HistoryOptions ho;
-  ho.seed = seed;
-  ho.receipts = 80;
-  ho.products = 20;
-  ho.malformed = 0;
-  ho.conflicts = 0;  // concurrent senders: arrival order is not fixed
-  ho.target_body_bytes = 200;
-  sim::History history = sim::GenerateHistory(ho);
   std::vector<sim::Outgoing> first, second;
-  for (size_t i = 0; i < history.deliveries.size(); ++i) {
-    (i < history.deliveries.size() / 2 ? first : second).push_back({history.deliveries[i]});
-  }
+  const sim::History history = test_util::ProcessHistory(seed, 80, 20, 1, 2, &first, &second);
   sim::SenderOptions so;
-  so.port = serve_port;
+  so.port = p.serve_port;
   so.secret = kSecret;
   so.connections = 4;
   so.time_scale = 1e-4;  // the 32 h schedule in about 12 s
@@ -120,7 +91,7 @@ TEST(ClusterProcessTest, KilledWorkerHandsOverAndAnEmptyWorkerRestoresByReplay) 
       << b->Log();
 
   // A new worker with an empty directory takes half and replays it.
-  std::unique_ptr<Child> c = fold("c");
+  std::unique_ptr<Child> c = p.Fold("c");
   ASSERT_TRUE(WaitFor(
       [&] {
         return settled(&owners) && std::count_if(owners.begin(), owners.end(), [](const auto& o) {
@@ -131,7 +102,7 @@ TEST(ClusterProcessTest, KilledWorkerHandsOverAndAnEmptyWorkerRestoresByReplay) 
       << c->Log();
   b->Signal(SIGTERM);
   c->Signal(SIGTERM);
-  serve.Signal(SIGTERM);
+  p.serve->Signal(SIGTERM);
 
   TempDir ref_dir("reference");
   const std::string ref = ref_dir.path() + "/store";

@@ -1,9 +1,10 @@
 // Helpers for the cluster tests that run real `eventfold` processes: a child
-// process with its output in a file, a bounded poll, and the projections of
-// a store as a comparable map.
+// process with its output in a file, a bounded poll, the projections of a
+// store as a comparable map, and the setting every such test starts from
+// (ProcessCluster, ProcessHistory).
 //
-// Thread-safety: one thread drives a Child; WaitFor and AllProjections keep
-// no state.
+// Thread-safety: one thread drives a Child or a ProcessCluster; WaitFor and
+// AllProjections keep no state.
 
 #ifndef EVENTFOLD_TESTS_CLUSTER_CLUSTER_PROCESSES_H_
 #define EVENTFOLD_TESTS_CLUSTER_CLUSTER_PROCESSES_H_
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,8 +26,11 @@
 
 #include "eventfold/cluster.h"
 #include "eventfold/store.h"
+#include "tests/cluster/nats_cluster.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
+#include "tools/history.h"
+#include "tools/sender.h"
 
 extern char** environ;
 
@@ -102,6 +107,90 @@ inline int ListeningPort(const Child& serve, int seconds) {
       },
       seconds);
   return port;
+}
+
+// The setting of the process tests: a 3-node JetStream cluster initialized
+// with `partitions` partitions (R=3, a 3 s lease TTL so that a killed
+// worker's partitions move within seconds), a scratch directory, and
+// `eventfold serve --cluster` on a free loopback port signing with `secret`.
+//
+//   ProcessCluster p("cluster-proc", kSecret);
+//   ASSERT_EQ(p.Start(kPartitions), "");
+//   std::unique_ptr<Child> a = p.Fold("a");
+class ProcessCluster {
+ public:
+  ProcessCluster(std::string_view scratch_name, std::string secret)
+      : scratch_(scratch_name), secret_(std::move(secret)) {}
+
+  // Starts the nodes, initializes the cluster and starts the receiver; ""
+  // once it listens, else why not.
+  std::string Start(int partitions) {
+    if (std::string err = nats.Start(); !err.empty()) return err;
+    cluster.urls = {nats.Url(0), nats.Url(1), nats.Url(2)};
+    urls = nats.Urls();
+    ClusterInitOptions init;
+    init.partitions = partitions;
+    init.lease_ttl_ms = 3000;
+    Result<ClusterLayout> layout = InitCluster(cluster, init, Profile::ReceiptRoller());
+    if (!layout.ok()) return "cluster init: " + layout.status().ToString();
+    serve = Serve(0);
+    if (!serve->started()) return "eventfold serve did not start";
+    serve_port = ListeningPort(*serve, 60);
+    if (serve_port <= 0) return "eventfold serve is not listening:\n" + serve->Log();
+    return "";
+  }
+
+  // The scratch directory: worker <id>'s stores under dir()/<id>, each
+  // process's output in dir()/<name>.log.
+  const std::string& dir() const { return scratch_.path(); }
+
+  // `eventfold serve --cluster` on `port` (0: any free one).
+  std::unique_ptr<Child> Serve(int port) const {
+    return std::make_unique<Child>(
+        std::vector<std::string>{"serve", "--cluster", urls, "--listen",
+                                 "127.0.0.1:" + std::to_string(port), "--secret", secret_},
+        dir() + "/serve.log");
+  }
+
+  // `eventfold fold --cluster` as worker `id`.
+  std::unique_ptr<Child> Fold(const std::string& id) const {
+    return std::make_unique<Child>(std::vector<std::string>{"fold", "--cluster", urls, "--data",
+                                                            dir() + "/" + id, "--worker-id", id},
+                                   dir() + "/" + id + ".log");
+  }
+
+  NatsCluster nats;  // first: it outlives every process below
+  ClusterOptions cluster;
+  std::string urls;  // "nats://…,nats://…" for --cluster
+
+ private:
+  TempDir scratch_;
+  const std::string secret_;
+
+ public:
+  std::unique_ptr<Child> serve;  // after scratch_: stopped before it is removed
+  int serve_port = 0;
+};
+
+// The history the process tests send: no malformed bodies and no conflicts
+// (with concurrent senders the arrival order is not fixed), 200-byte bodies;
+// the first `num`/`den` of its deliveries in `first`, the rest in `second`.
+inline sim::History ProcessHistory(uint64_t seed, int receipts, int products, size_t num,
+                                   size_t den, std::vector<sim::Outgoing>* first,
+                                   std::vector<sim::Outgoing>* second) {
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = receipts;
+  ho.products = products;
+  ho.malformed = 0;
+  ho.conflicts = 0;
+  ho.target_body_bytes = 200;
+  sim::History history = sim::GenerateHistory(ho);
+  const size_t n = history.deliveries.size();
+  for (size_t i = 0; i < n; ++i) {
+    (i < n * num / den ? first : second)->push_back({history.deliveries[i]});
+  }
+  return history;
 }
 
 using ProjectionMap = std::map<std::pair<std::string, std::string>, Projection>;

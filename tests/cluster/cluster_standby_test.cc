@@ -26,7 +26,7 @@ namespace eventfold {
 namespace {
 
 using test_util::Child;
-using test_util::NatsCluster;
+using test_util::ProcessCluster;
 using test_util::TempDir;
 using test_util::WaitFor;
 
@@ -66,43 +66,17 @@ bool OwnedWithStandbys(const ClusterOptions& cluster) {
 
 TEST(ClusterStandbyTest, KilledOwnersStandbyTakesOverWithoutReplay) {
   const uint64_t seed = test_util::TestSeed("ClusterStandby", 2020);
-  NatsCluster nats;
-  ASSERT_EQ(nats.Start(), "");
-  ClusterOptions cluster;
-  cluster.urls = {nats.Url(0), nats.Url(1), nats.Url(2)};
-  ClusterInitOptions init;
-  init.partitions = kPartitions;
-  init.lease_ttl_ms = 3000;
-  ASSERT_TRUE(InitCluster(cluster, init, Profile::ReceiptRoller()).ok());
+  ProcessCluster p("cluster-standby", kSecret);
+  ASSERT_EQ(p.Start(kPartitions), "");
+  const ClusterOptions& cluster = p.cluster;
+  const std::string& urls = p.urls;
+  const std::string& dir = p.dir();
+  std::unique_ptr<Child> a = p.Fold("a"), b = p.Fold("b");
 
-  TempDir scratch("cluster-standby");
-  const std::string urls = nats.Urls(), dir = scratch.path();
-  Child serve({"serve", "--cluster", urls, "--listen", "127.0.0.1:0", "--secret", kSecret},
-              dir + "/serve.log");
-  ASSERT_TRUE(serve.started());
-  const int serve_port = test_util::ListeningPort(serve, 60);
-  ASSERT_GT(serve_port, 0) << serve.Log();
-  auto fold = [&](const std::string& id) {
-    return std::make_unique<Child>(std::vector<std::string>{"fold", "--cluster", urls, "--data",
-                                                            dir + "/" + id, "--worker-id", id},
-                                   dir + "/" + id + ".log");
-  };
-  std::unique_ptr<Child> a = fold("a"), b = fold("b");
-
-  sim::HistoryOptions ho;
-  ho.seed = seed;
-  ho.receipts = 80;
-  ho.products = 20;
-  ho.malformed = 0;
-  ho.conflicts = 0;  // concurrent senders: arrival order is not fixed
-  ho.target_body_bytes = 200;
-  sim::History history = sim::GenerateHistory(ho);
   std::vector<sim::Outgoing> before, after;
-  for (size_t i = 0; i < history.deliveries.size(); ++i) {
-    (i < history.deliveries.size() * 4 / 5 ? before : after).push_back({history.deliveries[i]});
-  }
+  const sim::History history = test_util::ProcessHistory(seed, 80, 20, 4, 5, &before, &after);
   sim::SenderOptions so;
-  so.port = serve_port;
+  so.port = p.serve_port;
   so.secret = kSecret;
   so.connections = 4;
   so.time_scale = 1e-4;
@@ -146,13 +120,13 @@ TEST(ClusterStandbyTest, KilledOwnersStandbyTakesOverWithoutReplay) {
     // it delivered at most what arrived after the kill, not the `had`
     // messages a replay from the stream's start would have.
     const int64_t delivered =
-        Delivered(nats.Url(0), "eventfold", "eventfold_p" + std::to_string(k) + "_b");
+        Delivered(p.nats.Url(0), "eventfold", "eventfold_p" + std::to_string(k) + "_b");
     ASSERT_GE(delivered, 0) << "partition " << k;
     EXPECT_LE(static_cast<uint64_t>(delivered), now - had)
         << "partition " << k << ": " << had << " messages at the kill, " << now << " now";
   }
   b->Signal(SIGTERM);
-  serve.Signal(SIGTERM);
+  p.serve->Signal(SIGTERM);
 
   TempDir ref_dir("reference");
   test_util::ExpectExactAgainstReference(dir, owners, history.deliveries,

@@ -31,7 +31,7 @@ namespace eventfold {
 namespace {
 
 using test_util::Child;
-using test_util::NatsCluster;
+using test_util::ProcessCluster;
 using test_util::TempDir;
 using test_util::WaitFor;
 
@@ -74,22 +74,11 @@ void ExpectPerEntityOrder(const std::vector<Handled>& handled, const std::string
 
 TEST(ClusterSubscriptionTest, KilledOwnerHandsOverAndEveryChangeIsHandledInOrder) {
   const uint64_t seed = test_util::TestSeed("ClusterSubscription", 1010);
-  NatsCluster nats;
-  ASSERT_EQ(nats.Start(), "");
-  ClusterOptions cluster;
-  cluster.urls = {nats.Url(0), nats.Url(1), nats.Url(2)};
-  ClusterInitOptions init;
-  init.partitions = kPartitions;
-  init.lease_ttl_ms = 3000;
-  ASSERT_TRUE(InitCluster(cluster, init, Profile::ReceiptRoller()).ok());
-
-  TempDir scratch("cluster-sub");
-  const std::string urls = nats.Urls(), dir = scratch.path();
-  Child serve({"serve", "--cluster", urls, "--listen", "127.0.0.1:0", "--secret", kSecret},
-              dir + "/serve.log");
-  ASSERT_TRUE(serve.started());
-  const int serve_port = test_util::ListeningPort(serve, 60);
-  ASSERT_GT(serve_port, 0) << serve.Log();
+  ProcessCluster p("cluster-sub", kSecret);
+  ASSERT_EQ(p.Start(kPartitions), "");
+  const ClusterOptions& cluster = p.cluster;
+  const std::string& urls = p.urls;
+  const std::string& dir = p.dir();
 
   auto worker = [&](const std::string& id) {
     return std::make_unique<Child>(
@@ -100,20 +89,10 @@ TEST(ClusterSubscriptionTest, KilledOwnerHandsOverAndEveryChangeIsHandledInOrder
   std::unique_ptr<Child> a = worker("a"), b = worker("b");
   ASSERT_TRUE(a->started() && b->started());
 
-  sim::HistoryOptions ho;
-  ho.seed = seed;
-  ho.receipts = 60;
-  ho.products = 15;
-  ho.malformed = 0;
-  ho.conflicts = 0;  // concurrent senders: arrival order is not fixed
-  ho.target_body_bytes = 200;
-  sim::History history = sim::GenerateHistory(ho);
   std::vector<sim::Outgoing> first, second;
-  for (size_t i = 0; i < history.deliveries.size(); ++i) {
-    (i < history.deliveries.size() / 2 ? first : second).push_back({history.deliveries[i]});
-  }
+  const sim::History history = test_util::ProcessHistory(seed, 60, 15, 1, 2, &first, &second);
   sim::SenderOptions so;
-  so.port = serve_port;
+  so.port = p.serve_port;
   so.secret = kSecret;
   so.connections = 4;
   so.time_scale = 1e-4;
@@ -134,7 +113,7 @@ TEST(ClusterSubscriptionTest, KilledOwnerHandsOverAndEveryChangeIsHandledInOrder
       120))
       << b->Log() << test_util::ReadFile(dir + "/b.status");
   b->Signal(SIGTERM);
-  serve.Signal(SIGTERM);
+  p.serve->Signal(SIGTERM);
 
   TempDir ref_dir("reference");
   const std::string ref = ref_dir.path() + "/store";
