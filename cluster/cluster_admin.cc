@@ -3,10 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -122,16 +120,12 @@ Status EnsureStream(NatsConnection* c, jsStreamConfig* cfg) {
 Status RetryWhileSettling(const ClusterInitOptions& options, const std::function<Status()>& step) {
   Clock* clock = options.clock != nullptr ? options.clock : SystemClock();
   const int64_t until = clock->NowMicros() + options.settle_timeout_ms * 1000;
-  std::mutex mu;
-  std::condition_variable cv;  // never notified: the waits only pace the retries
   while (true) {
     Status st = step();
     if (st.ok() || st.code() != Status::Code::kUnavailable) return st;
     const int64_t now = clock->NowMicros();
     if (now >= until) return st;
-    const int64_t next = std::min(until, now + 250 * 1000);
-    std::unique_lock<std::mutex> lock(mu);
-    while (clock->NowMicros() < next) clock->WaitUntil(lock, cv, next);
+    clock->SleepUntil(std::min(until, now + 250 * 1000));
   }
 }
 

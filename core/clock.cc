@@ -22,6 +22,13 @@ void Clock::WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variabl
   if (left > 0) cv.wait_for(lock, std::chrono::microseconds(left));
 }
 
+void Clock::SleepUntil(int64_t deadline_micros) const {
+  std::mutex mu;
+  std::condition_variable cv;  // nothing notifies it but the clock
+  std::unique_lock lock(mu);
+  while (NowMicros() < deadline_micros) WaitUntil(lock, cv, deadline_micros);
+}
+
 void ManualClock::WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                             int64_t deadline_micros) const {
   {

@@ -1,18 +1,8 @@
 #include "tools/store_waits.h"
 
-#include <condition_variable>
-#include <mutex>
 #include <vector>
 
 namespace eventfold::cli {
-
-void SleepUntil(Clock* clock, int64_t deadline_micros) {
-  // Nothing notifies this cv but the clock (a ManualClock that moves).
-  std::mutex mu;
-  std::condition_variable cv;
-  std::unique_lock lock(mu);
-  while (clock->NowMicros() < deadline_micros) clock->WaitUntil(lock, cv, deadline_micros);
-}
 
 Result<std::unique_ptr<Store>> OpenWhenFree(const std::string& dir, const Options& options,
                                             const BusyRetry& retry) {
@@ -25,7 +15,7 @@ Result<std::unique_ptr<Store>> OpenWhenFree(const std::string& dir, const Option
     // clock from there moves it past this wait.
     const int64_t next = retry.clock->NowMicros() + retry.retry_micros;
     if (retry.on_busy) retry.on_busy();
-    SleepUntil(retry.clock, next);
+    retry.clock->SleepUntil(next);
     store = Store::Open(dir, options);
   }
   return store;
@@ -66,7 +56,7 @@ Status FollowFeed(const std::string& dir, uint64_t after, const FollowOptions& o
     }
     const int64_t next = options.clock->NowMicros() + options.poll_micros;  // before stop(), as
     if (options.stop && options.stop()) return Status::OK();                // in OpenWhenFree
-    SleepUntil(options.clock, next);
+    options.clock->SleepUntil(next);
   }
 }
 

@@ -22,10 +22,6 @@
 
 namespace eventfold::cli {
 
-// Waits until `clock` reaches `deadline_micros` (a ManualClock: until it is
-// moved that far).
-void SleepUntil(Clock* clock, int64_t deadline_micros);
-
 struct BusyRetry {
   Clock* clock = SystemClock();
   // How long a store held by another process is waited for (3 s): a

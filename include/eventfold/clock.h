@@ -30,6 +30,11 @@ class Clock {
   // in a loop. The default waits for the real time left.
   virtual void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                          int64_t deadline_micros) const;
+
+  // Returns once this clock has reached `deadline_micros` (a ManualClock:
+  // once it has been moved that far); nothing else ends the wait. For
+  // pacing retries, where there is no condition to wake up for.
+  void SleepUntil(int64_t deadline_micros) const;
 };
 
 // The wall clock. Stateless; the returned object lives for the whole process.
