@@ -194,6 +194,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->eager(false);
     parser_->header_limit(static_cast<std::uint32_t>(s_.opt_.max_header_bytes));
+    request_line_bytes_ = 0;
     // No body limit while the header is read: Beast would turn a declared
     // length over it into an error, and its "no limit" (boost::none) compares
     // below every length. OnHeader() answers that 413 itself and sets the
@@ -207,6 +208,18 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0) {
       beast::error_code ec;
       const size_t used = parser_->put(buffer_.data(), ec);
+      if (ec == bhttp::error::need_more && used > 0) {
+        // Beast takes the request line as soon as it is whole, even while
+        // the fields still need more: those bytes are the parser's now and
+        // must not be fed again (they would read as a malformed field).
+        buffer_.consume(used);
+        request_line_bytes_ += used;
+      }
+      // The limit covers the request line too, which Beast no longer sees.
+      if (ec == bhttp::error::need_more &&
+          request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
+        return OnHeader(bhttp::error::header_limit);
+      }
       if (ec != bhttp::error::need_more) {
         if (!ec) buffer_.consume(used);
         return OnHeader(ec);
@@ -228,7 +241,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::header_limit) {
       // Over the limit before the request line ended: the URL is the excess.
       const std::string_view seen(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-      if (seen.find('\n') == std::string_view::npos) {
+      if (request_line_bytes_ == 0 && seen.find('\n') == std::string_view::npos) {
         return Refuse(kUrlTooLong, 414, "request line too long");
       }
       return Refuse(kHeaderTooLarge, 431, "request header too large");
@@ -479,6 +492,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // For the access log.
   std::string request_line_, event_id_;
   size_t body_bytes_ = 0;
+  // Bytes of this request's line the parser took before its fields were whole.
+  size_t request_line_bytes_ = 0;
 
   friend class HttpServer::Impl;
 };

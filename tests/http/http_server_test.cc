@@ -239,6 +239,30 @@ TEST_F(HttpServerTest, OneHeaderLineWithoutNewlineIsBoundedWhileReading) {
   EXPECT_TRUE(c.WaitForClose());
 }
 
+TEST_F(HttpServerTest, AHeaderLongerThanOneReadIsReadWhole) {
+  HttpServerOptions o = TestOptions();
+  o.max_header_bytes = 16 * 1024;
+  StartServer(o);
+  // The server reads at most 4 KiB at a time, so the first read holds the
+  // request line and part of the fields. The parser takes the line at once;
+  // fed to it again with the rest, it read as a malformed field (400).
+  const std::string body = Issued("evt_long", "r_long");
+  const std::string pad(10000, 'p');
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nX-Pad: " + pad +
+                     "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body +
+                     "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: " + pad + "\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(2), (std::vector<int>{200, 200}));
+  EXPECT_TRUE(store_->Get("receipt", "r_long").ok());
+  // Past the limit in pieces: still 431, not 414 (the request line ended).
+  RawClient big(server_->port());
+  ASSERT_TRUE(big.connected());
+  big.Send("POST /hooks HTTP/1.1\r\nX: " + std::string(64 * 1024, 'a'));
+  EXPECT_EQ(big.ReadAnswers(1), std::vector<int>{431});
+  EXPECT_TRUE(big.WaitForClose());
+}
+
 TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413WhileReading) {
   StartServer();
   RawClient c(server_->port());
