@@ -88,6 +88,11 @@ class HttpServer::Impl {
   void Count(Refusal r) { refused_[r].fetch_add(1, std::memory_order_relaxed); }
   void Register(const std::shared_ptr<Session>& s);
   void Unregister(Session* s);
+  // Answers a receiver owes through HandleAsync (it may give them from its
+  // own threads, after the worker that asked is done): Stop() waits for them,
+  // as it waits for the workers, before the event loop goes.
+  void OweAnswer();
+  void PaidAnswer();
 
   Receiver* const rx_;
   const HttpServerOptions opt_;
@@ -101,12 +106,14 @@ class HttpServer::Impl {
   // Posts `fn` to every open session's strand.
   void ForEachSession(void (Session::*fn)());
   bool WaitForNoConnections(std::chrono::milliseconds timeout);
+  void WaitForNoAnswersOwed();
 
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
   std::atomic<size_t> connections_{0};
-  std::mutex mu_;  // guards sessions_; with cv_, the count reaching zero
+  std::mutex mu_;  // guards sessions_ and answers_owed_; with cv_, either reaching zero
   std::condition_variable cv_;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;
+  size_t answers_owed_ = 0;
   std::vector<std::thread> threads_;
   // Last, so it is destroyed first: pending handlers own sessions, whose
   // destructors use the members above.
@@ -345,14 +352,26 @@ class Session : public std::enable_shared_from_this<Session> {
     event_id_ = std::string(req["X-RR-Event-Id"]);
     if (event_id_.empty()) event_id_ = std::string(req["webhook-id"]);
     const bool metrics = method == "GET" && path == "/metrics";
+    // The worker runs the receiver's checks; a delivery that goes on to the
+    // store is answered later, from the store's batcher, and the worker is
+    // free at once (it never sleeps through a group commit).
     auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
                  headers = std::move(headers), body = std::move(req.body()), keep_alive,
                  metrics]() mutable {
-      HttpResponse r = self->s_.rx_->Handle(method, path, headers, body);
-      if (metrics && r.status == 200) r.body += self->s_.MetricsText();
-      asio::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive]() mutable {
-        self->Respond(std::move(r), !keep_alive);
-      });
+      HttpServer::Impl& server = self->s_;
+      server.OweAnswer();
+      auto answer = [self, keep_alive, metrics](HttpResponse r) mutable {
+        HttpServer::Impl& owner = self->s_;
+        if (metrics && r.status == 200) r.body += owner.MetricsText();
+        auto executor = self->stream_.get_executor();
+        // The session goes with the handler: once the answer is paid, Stop()
+        // may go on, and nothing here may still hold the session.
+        asio::post(executor, [self = std::move(self), r = std::move(r), keep_alive]() mutable {
+          self->Respond(std::move(r), !keep_alive);
+        });
+        owner.PaidAnswer();
+      };
+      server.rx_->HandleAsync(method, path, std::move(headers), std::move(body), std::move(answer));
     };
     if (!s_.pool_->TrySubmit(std::move(task))) {
       s_.Count(kQueueFull);
@@ -603,6 +622,21 @@ void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
   }
 }
 
+void HttpServer::Impl::OweAnswer() {
+  std::lock_guard lock(mu_);
+  ++answers_owed_;
+}
+
+void HttpServer::Impl::PaidAnswer() {
+  std::lock_guard lock(mu_);
+  if (--answers_owed_ == 0) cv_.notify_all();
+}
+
+void HttpServer::Impl::WaitForNoAnswersOwed() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return answers_owed_ == 0; });
+}
+
 bool HttpServer::Impl::WaitForNoConnections(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
@@ -618,8 +652,10 @@ void HttpServer::Impl::Stop() {
   });
   ForEachSession(&Session::OnStop);
   if (!WaitForNoConnections(opt_.drain_timeout)) ForEachSession(&Session::ForceClose);
-  // Answers the workers still owe are posted to sessions that are closing.
+  // Answers the workers and the receiver still owe are posted to sessions
+  // that are closing.
   pool_->Shutdown();
+  WaitForNoAnswersOwed();
   WaitForNoConnections(std::chrono::milliseconds(1000));
   work_.reset();
   ioc_.stop();

@@ -3,9 +3,13 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "core/json_writer.h"
 #include "core/signature.h"
+#include "receiver/ingest_batcher.h"
 
 namespace eventfold {
 namespace {
@@ -26,11 +30,19 @@ HttpResponse Answer(const IngestResult& r) {
   return answer;
 }
 
-// A Store as a sink: what one node does.
+// A Store as a sink: what one node does. Asynchronous deliveries are stored
+// in groups by a batcher, started when the first one comes.
 class StoreSink final : public IngestSink {
  public:
-  explicit StoreSink(Store* store) : store_(store) {}
+  StoreSink(Store* store, size_t threads, size_t max_batch)
+      : store_(store), threads_(threads), max_batch_(max_batch) {}
   IngestResult Ingest(const Delivery& delivery) override { return store_->Ingest(delivery); }
+  void IngestAsync(Delivery delivery, IngestCallback done) override {
+    std::call_once(started_, [this] {
+      batcher_ = std::make_unique<receiver::IngestBatcher>(store_, threads_, max_batch_);
+    });
+    batcher_->Submit(std::move(delivery), std::move(done));
+  }
   Status Quarantine(RefusedDelivery refused) override {
     return store_->quarantine().Add(std::move(refused));
   }
@@ -39,6 +51,10 @@ class StoreSink final : public IngestSink {
 
  private:
   Store* store_;
+  const size_t threads_;
+  const size_t max_batch_;
+  std::once_flag started_;
+  std::unique_ptr<receiver::IngestBatcher> batcher_;  // set once, under started_
 };
 
 class ReceiverImpl final : public Receiver {
@@ -51,6 +67,10 @@ class ReceiverImpl final : public Receiver {
         clock_(options.clock ? options.clock : SystemClock()),
         verifier_(std::move(verifier)) {}
 
+  // The owned sink's batcher runs its last callbacks while it is destroyed;
+  // they count into this receiver, so it goes first.
+  ~ReceiverImpl() override { owned_.reset(); }
+
   HttpResponse Handle(std::string_view method, std::string_view path, const Headers& headers,
                       std::string_view body) override {
     if (method == "GET" || method == "HEAD") {
@@ -62,11 +82,29 @@ class ReceiverImpl final : public Receiver {
       return Json(405, R"({"status":"method_not_allowed","error":"deliveries are POSTed"})");
     }
     const auto start = std::chrono::steady_clock::now();
-    IngestResult r = Deliver(headers, body);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    Record(r.outcome, seconds);
-    return Answer(r);
+    std::optional<IngestResult> r = Admit(headers, body);
+    if (!r) {
+      r = sink_->Ingest(Delivery{headers, std::string(body)});
+      in_flight_.fetch_sub(1);
+    }
+    Record(r->outcome, SecondsSince(start));
+    return Answer(*r);
+  }
+
+  void HandleAsync(std::string_view method, std::string_view path, Headers headers,
+                   std::string body, AnswerCallback done) override {
+    if (method != "POST") return done(Handle(method, path, headers, body));
+    const auto start = std::chrono::steady_clock::now();
+    if (std::optional<IngestResult> refused = Admit(headers, body)) {
+      Record(refused->outcome, SecondsSince(start));
+      return done(Answer(*refused));
+    }
+    sink_->IngestAsync(Delivery{std::move(headers), std::move(body)},
+                       [this, start, done = std::move(done)](IngestResult r) {
+                         in_flight_.fetch_sub(1);
+                         Record(r.outcome, SecondsSince(start));
+                         done(Answer(r));
+                       });
   }
 
   HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
@@ -138,10 +176,17 @@ class ReceiverImpl final : public Receiver {
     return buf;
   }
 
-  IngestResult Deliver(const Headers& headers, std::string_view body) {
-    IngestResult r;
+  static double SecondsSince(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The receiver's own checks of a POST: size (413), admission (429) and
+  // signature (401). Returns the refusal (quarantined when it is 413 or
+  // 401), or nullopt when the delivery goes on to the sink; it then counts
+  // in in_flight_ until its outcome is known.
+  std::optional<IngestResult> Admit(const Headers& headers, std::string_view body) {
     if (body.size() > options_.max_body_bytes) {
-      r = TooLarge(body.size());
+      IngestResult r = TooLarge(body.size());
       Keep(r, headers, body, body.size());
       return r;
     }
@@ -153,6 +198,7 @@ class ReceiverImpl final : public Receiver {
     if (verifier_) {
       Status st = verifier_->Verify(headers, body, clock_->NowMicros(), nullptr);
       if (!st.ok()) {
+        IngestResult r;
         r.outcome = Outcome::kUnauthorized;
         r.message = st.message();
         Keep(r, headers, body, body.size());
@@ -160,9 +206,7 @@ class ReceiverImpl final : public Receiver {
         return r;
       }
     }
-    r = sink_->Ingest(Delivery{headers, std::string(body)});
-    in_flight_.fetch_sub(1);
-    return r;
+    return std::nullopt;
   }
 
   // Quarantines a delivery refused before it reached the store.
@@ -245,7 +289,7 @@ Status Receiver::ValidateOptions(const ReceiverOptions& options) {
 }
 
 Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
-  auto sink = std::make_unique<StoreSink>(store);
+  auto sink = std::make_unique<StoreSink>(store, options.store_threads, options.max_store_batch);
   IngestSink* raw = sink.get();
   return MakeOver(raw, std::move(sink), options);
 }

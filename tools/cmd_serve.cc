@@ -317,7 +317,8 @@ void AddServeCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--max-body", a->max_body, "largest body in bytes before 413")
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "worker threads verifying and storing deliveries")
+  cmd->add_option("--threads", a->threads,
+                  "worker threads verifying deliveries (and, in cluster mode, publishing them)")
       ->capture_default_str();
   cmd->add_option("--io-threads", a->io_threads, "event-loop threads reading and writing HTTP")
       ->capture_default_str();

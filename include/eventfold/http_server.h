@@ -10,9 +10,11 @@
 // Content-Length, a bad chunk) is answered 400 and closed. Bodies are read
 // under a byte limit that applies while reading (chunked bodies too, trailers
 // allowed) and a minimum rate; their bytes go to the receiver whatever the
-// Content-Type. The receiver's blocking work (verifying, storing) runs on a
-// bounded worker pool; when its queue is full the answer is 503 with
-// Retry-After. A connection serves its requests one at a time, so pipelined
+// Content-Type. The receiver runs on a bounded worker pool through
+// Receiver::HandleAsync: a worker verifies, and a delivery that goes on to
+// the store is answered from the receiver's store threads once durable, so
+// no worker sleeps through a write; when the pool's queue is full the answer
+// is 503 with Retry-After. A connection serves its requests one at a time, so pipelined
 // requests are answered in order. A HEAD request is handed to the receiver
 // as a GET and answered with that answer's header alone (its Content-Length
 // included, no body bytes). Connections over `max_connections` are
@@ -47,7 +49,8 @@ struct HttpServerOptions {
 
   // Threads running the event loop (accept, read, write).
   int io_threads = 2;
-  // Threads running the receiver (signature check, store ingest), and how
+  // Threads running the receiver (signature check; the store ingest too for
+  // a receiver that cannot hand it on, see Receiver::HandleAsync), and how
   // many requests may wait for one before the answer is 503.
   int workers = 64;
   size_t worker_queue = 1024;

@@ -13,6 +13,7 @@
 #define EVENTFOLD_INGEST_SINK_H_
 
 #include <cstdint>
+#include <functional>
 
 #include "eventfold/ingest.h"
 #include "eventfold/status.h"
@@ -30,6 +31,17 @@ class IngestSink {
   // kConflict (409) refused and kept; kStorageError (503) when it could not
   // be kept, so the sender retries.
   virtual IngestResult Ingest(const Delivery& delivery) = 0;
+
+  // Gets a delivery's outcome, exactly once.
+  using IngestCallback = std::function<void(IngestResult)>;
+
+  // Ingest() for callers that must not wait for the store (an event loop):
+  // `done` gets the same outcome with the same promise (a kAccepted or
+  // kDuplicate only once durable). A sink that stores in the background runs
+  // `done` on a thread of its own, after IngestAsync has returned; this
+  // default stores on the calling thread and runs `done` before returning.
+  // `done` must not block.
+  virtual void IngestAsync(Delivery delivery, IngestCallback done) { done(Ingest(delivery)); }
 
   // Keeps a delivery the receiver refused itself (401, 413); best effort.
   virtual Status Quarantine(RefusedDelivery refused) = 0;

@@ -10,12 +10,14 @@
 // quarantine. Applications embed it in their own server; `eventfold serve`
 // is one such embedding.
 //
-// Thread-safety: Handle() may be called from any number of threads.
+// Thread-safety: Handle() and HandleAsync() may be called from any number of
+// threads.
 
 #ifndef EVENTFOLD_RECEIVER_H_
 #define EVENTFOLD_RECEIVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +54,14 @@ struct ReceiverOptions {
 
   // Source of time for signature tolerance and latency; nullptr: SystemClock().
   Clock* clock = nullptr;
+
+  // A receiver made over a Store: the threads that store the deliveries
+  // HandleAsync() passes on, each taking every delivery queued so far (at
+  // most `max_store_batch`) into one IngestBatch, so one write and one sync
+  // serve a group. Started at the first HandleAsync(). Two: one group is
+  // staged while the other's write syncs.
+  size_t store_threads = 2;
+  size_t max_store_batch = 256;
 };
 
 struct HttpResponse {
@@ -60,7 +70,7 @@ struct HttpResponse {
   std::string body;
   // The delivery's event_id when its body had a readable one (for access
   // logs); not part of the answer sent.
-  std::string event_id;
+  std::string event_id = {};
   // Further response header fields (e.g. a paging cursor); the server sets
   // Content-Type, Content-Length and Connection itself.
   std::vector<std::pair<std::string, std::string>> headers = {};
@@ -87,6 +97,21 @@ class Receiver {
   // Answers one request. Never throws.
   virtual HttpResponse Handle(std::string_view method, std::string_view path,
                               const Headers& headers, std::string_view body) = 0;
+
+  // Gets an answer, exactly once.
+  using AnswerCallback = std::function<void(HttpResponse)>;
+
+  // Handle() for an event loop, which must not wait for the store: the same
+  // checks and the same answer, given to `done`. A POST that passes the
+  // receiver's own checks goes to IngestSink::IngestAsync and is answered
+  // from the sink's thread once durable (over a Store: a thread of
+  // `store_threads`, storing in groups); every other answer, including the
+  // receiver's refusals (which quarantine), is given before HandleAsync
+  // returns. `done` must not block. This default runs Handle().
+  virtual void HandleAsync(std::string_view method, std::string_view path, Headers headers,
+                           std::string body, AnswerCallback done) {
+    done(Handle(method, path, headers, body));
+  }
 
   // For servers that stop reading an oversized body themselves (from its
   // Content-Length): records, quarantines and answers 413 like Handle().

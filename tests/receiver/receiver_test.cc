@@ -729,6 +729,163 @@ TEST_F(receiver_handle, ConcurrentDeliveriesAreEachAnsweredOnce) {
   EXPECT_EQ(Metric("eventfold_in_flight"), 0);
 }
 
+// --- HandleAsync: the same answers, stored in groups -------------------------------
+
+// Every projection of `store`, in list order.
+std::vector<Projection> AllProjections(Store* store) {
+  std::vector<Projection> out;
+  Status st = store->List("", [&](const Projection& p) {
+    out.push_back(p);
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
+TEST_F(receiver_handle, HandleAsyncAnswersOnceDurableAndFoldsLikeHandle) {
+  const uint64_t seed =
+      TestSeed("receiver_handle.HandleAsyncAnswersOnceDurableAndFoldsLikeHandle", 5);
+  std::mt19937_64 rng(seed);
+  // A history: issued/refunded pairs whose copies arrive shuffled and
+  // repeated, plus deliveries the receiver or the store refuses.
+  struct Request {
+    Headers headers;
+    std::string body;
+    int want = 0;  // 401 or 400 for the refused ones; 200 otherwise
+  };
+  std::vector<Request> requests;
+  constexpr int kReceipts = 60;
+  for (int i = 0; i < kReceipts; ++i) {
+    const std::string rid = "rcp_a" + std::to_string(i);
+    const std::string issued = Issued("evt_ai" + std::to_string(i), rid);
+    const std::string refunded = Refunded("evt_ar" + std::to_string(i), rid);
+    for (int copy = 0, n = 1 + static_cast<int>(rng() % 3); copy < n; ++copy) {
+      requests.push_back({{}, issued, 200});
+      if (i % 2 == 0) requests.push_back({{}, refunded, 200});
+    }
+    if (i % 7 == 0) requests.push_back({{{"X-RR-Signature", "t=1,v1=00"}}, issued, 401});
+    if (i % 9 == 0)
+      requests.push_back({{}, R"({"event_id":"evt_bad)" + std::to_string(i) + "\"}", 400});
+  }
+  std::shuffle(requests.begin(), requests.end(), rng);
+  for (Request& r : requests) {
+    if (r.want != 401)
+      r.headers.emplace_back("X-RR-Signature", SignRr(kSecret, NowSeconds(), r.body));
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> answers(requests.size(), 0);  // times answered
+  std::vector<HttpResponse> got(requests.size());
+  size_t answered = 0;
+  // While every sync blocks, nothing that needs the store may be answered.
+  env_.BlockSync();
+  std::vector<std::thread> senders;
+  for (int t = 0; t < 4; ++t) {
+    senders.emplace_back([&, t] {
+      for (size_t i = static_cast<size_t>(t); i < requests.size(); i += 4) {
+        rx_->HandleAsync("POST", "/hooks", requests[i].headers, requests[i].body,
+                         [&, i](HttpResponse r) {
+                           std::lock_guard lock(mu);
+                           ++answers[i];
+                           got[i] = std::move(r);
+                           ++answered;
+                           cv.notify_all();
+                         });
+      }
+    });
+  }
+  for (std::thread& th : senders) th.join();
+  ASSERT_TRUE(env_.WaitUntilSyncBlocked());
+  {
+    std::lock_guard lock(mu);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (answers[i] != 0) {
+        EXPECT_EQ(got[i].status, 401) << "answered before its write was synced: " << got[i].body;
+      }
+    }
+  }
+  env_.ReleaseSync();
+  {
+    std::unique_lock lock(mu);
+    // A safety bound only: the last answer's notify wakes this.
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(60), [&] { return answered == requests.size(); }))
+        << answered << " of " << requests.size() << " answered, seed " << seed;
+  }
+  std::set<std::string> accepted;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i) + ", seed " + std::to_string(seed));
+    EXPECT_EQ(answers[i], 1);
+    EXPECT_EQ(got[i].status, requests[i].want) << got[i].body;
+    if (got[i].body == R"({"status":"accepted"})") {
+      EXPECT_TRUE(accepted.insert(requests[i].body).second) << "accepted twice";
+    }
+  }
+  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
+  EXPECT_EQ(Metric("eventfold_ack_latency_seconds_count"), static_cast<long long>(requests.size()));
+
+  // The same deliveries through Handle, one by one in list order, into a
+  // second store: the same projections (arrival order does not matter).
+  Options o;
+  o.env = &env_;
+  o.clock = &clock_;
+  Result<std::unique_ptr<Store>> ref = Store::Open("/rx-reference", o);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  ReceiverOptions ro;
+  ro.secrets = {kSecret};
+  ro.clock = &clock_;
+  Result<std::unique_ptr<Receiver>> ref_rx = Receiver::Make(ref->get(), ro);
+  ASSERT_TRUE(ref_rx.ok());
+  for (const Request& r : requests) (void)(*ref_rx)->Handle("POST", "/hooks", r.headers, r.body);
+  const std::vector<Projection> want = AllProjections(ref->get());
+  EXPECT_EQ(want.size(), static_cast<size_t>(kReceipts));
+  EXPECT_EQ(AllProjections(store_.get()), want) << "seed " << seed;
+}
+
+TEST_F(receiver_handle, HandleAsyncAnswers503ForEveryDeliveryOfAFailedGroup) {
+  ASSERT_EQ(Post(Issued("evt_0", "rcp_0")).status, 200);
+  env_.fail_sync = true;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<HttpResponse> got;
+  constexpr int kDeliveries = 20;
+  for (int i = 1; i <= kDeliveries; ++i) {
+    const std::string body = Issued("evt_" + std::to_string(i), "rcp_" + std::to_string(i));
+    rx_->HandleAsync("POST", "/hooks", {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), body)}},
+                     body, [&](HttpResponse r) {
+                       std::lock_guard lock(mu);
+                       got.push_back(std::move(r));
+                       cv.notify_all();
+                     });
+  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(
+      cv.wait_for(lock, std::chrono::seconds(60), [&] { return got.size() == kDeliveries; }));
+  for (const HttpResponse& r : got) ExpectError(r, 503, "storage_error", "storage");
+  for (int i = 1; i <= kDeliveries; ++i) {
+    EXPECT_FALSE(store_->Get("receipt", "rcp_" + std::to_string(i)).ok()) << i;
+  }
+  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
+}
+
+TEST_F(receiver_handle, HandleAsyncAnswersReadsAndRefusalsBeforeReturning) {
+  bool answered = false;
+  rx_->HandleAsync("GET", "/healthz", {}, "", [&](HttpResponse r) {
+    EXPECT_EQ(r.status, 200);
+    answered = true;
+  });
+  EXPECT_TRUE(answered);
+  answered = false;
+  rx_->HandleAsync("POST", "/hooks", {}, Issued("evt_u", "rcp_u"), [&](HttpResponse r) {
+    ExpectError(r, 401, "unauthorized", "signature");
+    answered = true;
+  });
+  EXPECT_TRUE(answered);
+  ASSERT_EQ(Refused().size(), 1u);
+  EXPECT_EQ(Refused().front().status, 401);
+}
+
 // --- never a 3xx --------------------------------------------------------------------
 
 TEST_F(receiver_handle, FuzzNeverAnswers3xx) {
