@@ -82,14 +82,12 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
   KvBucket leases(raw);
   for (PartitionStatus& p : status.partitions) {
     p.lag = p.messages;
-    Result<cluster::KvValue> owner =
-        cluster::KvGet(leases.get(), "p." + std::to_string(p.partition));
+    Result<cluster::KvValue> owner = cluster::KvGet(leases.get(), cluster::LeaseKey(p.partition));
     if (!owner.ok()) continue;
     p.owner = owner->value;
     // A new owner still setting up its consumer has folded nothing yet.
-    constexpr std::string_view kAcquiring = "acquiring:";
-    if (p.owner.starts_with(kAcquiring)) {
-      p.owner = p.owner.substr(kAcquiring.size());
+    if (p.owner.starts_with(cluster::kAcquiringPrefix)) {
+      p.owner = p.owner.substr(cluster::kAcquiringPrefix.size());
       continue;
     }
     const std::string durable = cluster::OwnerDurable(options.stream, p.partition, p.owner);
@@ -103,7 +101,9 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
     for (int i = 0; i < keys.Count; ++i) {
       const std::string_view key(keys.Keys[i]);
       all_keys.emplace_back(key);
-      if (key.starts_with("w.")) status.workers.emplace_back(key.substr(2));
+      if (key.starts_with(cluster::kWorkerKeyPrefix)) {
+        status.workers.emplace_back(key.substr(cluster::kWorkerKeyPrefix.size()));
+      }
     }
     kvKeysList_Destroy(&keys);
   }
@@ -111,7 +111,7 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
   // Standbys ("s.<k>.<id>") and what each has not folded: the partition's
   // lag is the largest backlog among its owner and standbys.
   for (PartitionStatus& p : status.partitions) {
-    const std::string prefix = "s." + std::to_string(p.partition) + ".";
+    const std::string prefix = cluster::StandbyKeyPrefix(p.partition);
     for (const std::string& key : all_keys) {
       if (key.starts_with(prefix)) p.standbys.push_back(key.substr(prefix.size()));
     }

@@ -1,6 +1,10 @@
-// Names of the durable JetStream consumers that feed partition stores,
-// shared by the fold workers (which create them) and `cluster status`
-// (which reads their backlog). Pure functions.
+// Names of the durable JetStream consumers that feed partition stores, and
+// the keys of the lease bucket, shared by the fold workers (which create
+// them) and `cluster status` (which reads them). Pure functions.
+//
+// Lease bucket keys: "p.<k>" holds partition k's owner id ("acquiring:<id>"
+// while the owner sets up its consumer); "s.<k>.<id>" says worker <id> keeps
+// a warm copy of partition k; "w.<id>" says worker <id> is alive.
 //
 // Every consumer belongs to one worker: an owner's is "<stream>_p<k>_<id>",
 // a standby's "<stream>_s<k>_<id>". A worker that lost a partition's lease
@@ -38,6 +42,25 @@ inline std::string OwnerDurable(std::string_view stream, int k, std::string_view
 
 inline std::string StandbyDurable(std::string_view stream, int k, std::string_view worker_id) {
   return std::string(stream) + "_s" + std::to_string(k) + "_" + std::string(worker_id);
+}
+
+inline constexpr std::string_view kAcquiringPrefix = "acquiring:";
+inline constexpr std::string_view kWorkerKeyPrefix = "w.";
+inline constexpr std::string_view kStandbyKeyPrefix = "s.";
+
+inline std::string LeaseKey(int k) { return "p." + std::to_string(k); }
+
+inline std::string WorkerKey(std::string_view worker_id) {
+  return std::string(kWorkerKeyPrefix) + std::string(worker_id);
+}
+
+// "s.<k>.": the prefix of every standby key of partition k.
+inline std::string StandbyKeyPrefix(int k) {
+  return std::string(kStandbyKeyPrefix) + std::to_string(k) + ".";
+}
+
+inline std::string StandbyKey(int k, std::string_view worker_id) {
+  return StandbyKeyPrefix(k) + std::string(worker_id);
 }
 
 }  // namespace eventfold::cluster

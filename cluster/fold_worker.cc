@@ -58,9 +58,6 @@ using cluster::NatsConnection;
 
 namespace fs = std::filesystem;
 
-// Lease value prefix while a new owner recreates the partition's consumer.
-constexpr const char* kAcquiring = "acquiring:";
-
 std::string DefaultWorkerId() {
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
@@ -139,8 +136,8 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
  private:
-  std::string LeaseKey(int k) const { return "p." + std::to_string(k); }
-  std::string WorkerKey() const { return "w." + options_.worker_id; }
+  static std::string LeaseKey(int k) { return cluster::LeaseKey(k); }
+  std::string WorkerKey() const { return cluster::WorkerKey(options_.worker_id); }
   std::string StoreDir(int k) const {
     return (fs::path(options_.data_dir) / ("p" + std::to_string(k))).string();
   }
@@ -152,9 +149,7 @@ class FoldWorkerImpl final : public FoldWorker {
   // Present while DIR/p<k> is this worker's standby copy: nearly current,
   // but not the partition's answer either; the read commands skip it too.
   std::string StandbyPath(int k) const { return StoreDir(k) + ".standby"; }
-  std::string StandbyKey(int k) const {
-    return "s." + std::to_string(k) + "." + options_.worker_id;
-  }
+  std::string StandbyKey(int k) const { return cluster::StandbyKey(k, options_.worker_id); }
   std::string StandbyDurable(int k) const {
     return cluster::StandbyDurable(cluster_.stream, k, options_.worker_id);
   }
@@ -259,8 +254,9 @@ class FoldWorkerImpl final : public FoldWorker {
 
   // The number of live workers, from their "w.<id>" keys; at least 1.
   static int LiveWorkers(const std::vector<std::string>& keys) {
-    const auto live = std::count_if(keys.begin(), keys.end(),
-                                    [](const std::string& k) { return k.starts_with("w."); });
+    const auto live = std::count_if(keys.begin(), keys.end(), [](const std::string& k) {
+      return k.starts_with(cluster::kWorkerKeyPrefix);
+    });
     return std::max(static_cast<int>(live), 1);
   }
 
@@ -315,7 +311,7 @@ class FoldWorkerImpl final : public FoldWorker {
       if (parts_.count(k)) continue;
       // Taken as "acquiring:<id>" until the consumer is recreated, so that
       // `cluster status` does not read the previous owner's consumer as ours.
-      const std::string acquiring = std::string(kAcquiring) + options_.worker_id;
+      const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
       Result<uint64_t> created = cluster::KvCreate(leases_->get(), LeaseKey(k), acquiring);
       if (!created.ok() && created.status().code() == Status::Code::kBusy) {
         // Ours from before a restart of this same worker id: adopt it.
@@ -360,11 +356,12 @@ class FoldWorkerImpl final : public FoldWorker {
     const int n = std::min(standbys_, live - 1);
     std::map<int, std::vector<std::string>> others;  // partition -> other standbys, sorted
     for (const std::string& key : keys) {
-      if (!key.starts_with("s.")) continue;
-      const size_t dot = key.find('.', 2);
+      if (!key.starts_with(cluster::kStandbyKeyPrefix)) continue;
+      const size_t from = cluster::kStandbyKeyPrefix.size();
+      const size_t dot = key.find('.', from);
       if (dot == std::string::npos) continue;
       int k = -1;
-      std::from_chars(key.data() + 2, key.data() + dot, k);
+      std::from_chars(key.data() + from, key.data() + dot, k);
       const std::string id = key.substr(dot + 1);
       if (k >= 0 && id != options_.worker_id) others[k].push_back(id);
     }

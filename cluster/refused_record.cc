@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include "core/json_writer.h"
+#include "core/refused_json.h"
 
 namespace eventfold::cluster {
 namespace {
@@ -18,24 +19,9 @@ Status Bad(std::string_view field, simdjson::error_code e) {
 
 std::string EncodeRefused(const RefusedDelivery& r) {
   JsonWriter w;
-  w.BeginObject()
-      .Key("received_at")
-      .Int(r.received_at)
-      .Key("status")
-      .Int(r.status)
-      .Key("outcome")
-      .String(OutcomeName(r.outcome))
-      .Key("reason")
-      .String(r.reason)
-      .Key("headers")
-      .BeginObject();
-  for (const auto& [name, value] : r.headers) w.Key(name).String(value);
-  w.EndObject()
-      .Key("body_bytes")
-      .Uint(r.body_bytes)
-      .Key("body_prefix")
-      .String(r.body_prefix)
-      .EndObject();
+  w.BeginObject().Key("received_at").Int(r.received_at);
+  WriteRefusedMembers(&w, r);
+  w.EndObject();
   return w.str();
 }
 
