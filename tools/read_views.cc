@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/json_writer.h"
+#include "core/refused_json.h"
 
 namespace eventfold::cli {
 
@@ -57,26 +58,9 @@ Result<std::string> StatusView(Store& store) {
 
 std::string RefusedLine(const RefusedDelivery& r) {
   JsonWriter w;
-  w.BeginObject()
-      .Key("seq")
-      .Uint(r.seq)
-      .Key("received_at")
-      .String(FormatTimestamp(r.received_at))
-      .Key("status")
-      .Int(r.status)
-      .Key("outcome")
-      .String(OutcomeName(r.outcome))
-      .Key("reason")
-      .String(r.reason)
-      .Key("headers")
-      .BeginObject();
-  for (const auto& [name, value] : r.headers) w.Key(name).String(value);
-  w.EndObject()
-      .Key("body_bytes")
-      .Uint(r.body_bytes)
-      .Key("body_prefix")
-      .String(r.body_prefix)
-      .EndObject();
+  w.BeginObject().Key("seq").Uint(r.seq).Key("received_at").String(FormatTimestamp(r.received_at));
+  WriteRefusedMembers(&w, r);
+  w.EndObject();
   return w.str() + "\n";
 }
 
