@@ -131,8 +131,7 @@ void RunClusterFigures(Context& ctx) {
   next += burst.size();
   sim::SendReport r = sim::Send(burst, send);
   res.Set("cluster_acks_per_s", static_cast<double>(r.delivered) / r.seconds);
-  res.Set("cluster_p50_ms", sim::Quantile(r.latencies, 0.5) * 1e3);
-  res.Set("cluster_p99_ms", sim::Quantile(r.latencies, 0.99) * 1e3);
+  RecordLatencies(res, "cluster", r.latencies);
   res.Set("cluster_errors", static_cast<double>(r.attempts - r.delivered));
   const auto drained = [&](double limit_s) {
     const auto start = std::chrono::steady_clock::now();
@@ -165,8 +164,7 @@ void RunClusterFigures(Context& ctx) {
   sampler.join();
   res.Set("cluster_fold_lag_ms", drained(300) * 1e3);
   res.Set("cluster_steady_rate_achieved", static_cast<double>(s.attempts) / s.seconds);
-  res.Set("cluster_steady_p50_ms", sim::Quantile(s.latencies, 0.5) * 1e3);
-  res.Set("cluster_steady_p99_ms", sim::Quantile(s.latencies, 0.99) * 1e3);
+  RecordLatencies(res, "cluster_steady", s.latencies);
   res.Set("cluster_steady_max_lag", static_cast<double>(max_lag.load()));
   res.Set("cluster_steady_errors", static_cast<double>(steady.size() - s.delivered));
   res.notes["cluster"] =

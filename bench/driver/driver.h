@@ -271,6 +271,10 @@ void RecordRun(Results& res, const std::string& key, const Throughput& t);
 // and keeps every round's rate in the JSON ("<key>_rounds").
 void RecordRounds(Results& res, const std::string& key, std::vector<Throughput> rounds);
 
+// Records the acknowledgement latencies of one sender run, in seconds, as
+// "<key>_p50_ms", "<key>_p99_ms", "<key>_p999_ms" and "<key>_max_ms".
+void RecordLatencies(Results& res, const std::string& key, const std::vector<double>& seconds);
+
 std::string FormatRate(double eps);  // "23.1k ev/s"
 std::string FormatNs(double ns);     // "12.3 us"
 std::string FormatRatio(double r);   // "0.82x"

@@ -234,9 +234,7 @@ void SenderThroughput(Context& ctx) {
   so.connections = c.http_connections;
   sim::SendReport r = sim::Send(outgoing, so);
   res.Set("http_rps", static_cast<double>(r.attempts) / r.seconds);
-  res.Set("http_p50_ms", sim::Quantile(r.latencies, 0.5) * 1e3);
-  res.Set("http_p99_ms", sim::Quantile(r.latencies, 0.99) * 1e3);
-  res.Set("http_p999_ms", sim::Quantile(r.latencies, 0.999) * 1e3);
+  RecordLatencies(res, "http", r.latencies);
   res.Set("http_requests", static_cast<double>(r.attempts));
   res.Set("http_errors", static_cast<double>(r.attempts - r.delivered));
   res.notes["http_client"] =
@@ -259,10 +257,7 @@ void SteadyLatency(Context& ctx) {
   sim::SendReport r = sim::Send(outgoing, so);
   res.Set("steady_rate_target", c.steady_rate);
   res.Set("steady_rate_achieved", static_cast<double>(r.attempts) / r.seconds);
-  res.Set("steady_p50_ms", sim::Quantile(r.latencies, 0.5) * 1e3);
-  res.Set("steady_p99_ms", sim::Quantile(r.latencies, 0.99) * 1e3);
-  res.Set("steady_p999_ms", sim::Quantile(r.latencies, 0.999) * 1e3);
-  res.Set("steady_max_ms", sim::Quantile(r.latencies, 1.0) * 1e3);
+  RecordLatencies(res, "steady", r.latencies);
   res.Set("steady_deliveries", static_cast<double>(outgoing.size()));
   res.Set("steady_errors", static_cast<double>(outgoing.size() - r.delivered));
   Log("steady %.0f/s (%.0f achieved): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms", c.steady_rate,

@@ -24,6 +24,7 @@
 #include "core/decode.h"
 #include "eventfold/store.h"
 #include "tools/history.h"
+#include "tools/sender.h"
 
 namespace eventfold::benchdrv {
 
@@ -370,6 +371,13 @@ std::string Results::Check(const std::string& name, const std::string& rule, dou
   const bool met = at_least ? value >= threshold : value < threshold;
   targets.push_back(Target{name, rule, value, threshold, met});
   return met ? "met" : "NOT MET";
+}
+
+void RecordLatencies(Results& res, const std::string& key, const std::vector<double>& seconds) {
+  res.Set(key + "_p50_ms", sim::Quantile(seconds, 0.5) * 1e3);
+  res.Set(key + "_p99_ms", sim::Quantile(seconds, 0.99) * 1e3);
+  res.Set(key + "_p999_ms", sim::Quantile(seconds, 0.999) * 1e3);
+  res.Set(key + "_max_ms", sim::Quantile(seconds, 1.0) * 1e3);
 }
 
 void RecordRun(Results& res, const std::string& key, const Throughput& t) {
