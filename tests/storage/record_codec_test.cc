@@ -102,8 +102,13 @@ TEST(storage_record_codec, LogEntryRoundTrips) {
 }
 
 TEST(storage_record_codec, DedupEntryRoundTrips) {
-  DedupEntry e{std::numeric_limits<uint64_t>::max(), "product.updated",
-               std::numeric_limits<int64_t>::min(), EntityRef{"product", "p\x01\xff"}, 7};
+  DedupEntry e{std::numeric_limits<uint64_t>::max(),
+               "product.updated",
+               std::numeric_limits<int64_t>::min(),
+               EntityRef{"product", "p\x01\xff"},
+               7,
+               /*expires_at=*/0,
+               /*body_digest=*/{}};
   Result<DedupEntry> d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->seq, e.seq);
@@ -246,7 +251,13 @@ std::vector<Family> Families() {
   LogEntry log{RankedEvent{SampleEvent(), 1}, 9, 10};
   out.push_back({"log", LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 1)), "",
                  EncodeLog(log), Recode(DecodeLog, EncodeLog)});
-  DedupEntry dedup{9, "receipt.issued", 5, EntityRef{"receipt", "rcp_1"}, 2};
+  DedupEntry dedup{9,
+                   "receipt.issued",
+                   5,
+                   EntityRef{"receipt", "rcp_1"},
+                   2,
+                   /*expires_at=*/0,
+                   /*body_digest=*/{}};
   out.push_back(
       {"dedup", DedupKey("evt_1"), "", EncodeDedup(dedup), Recode(DecodeDedup, EncodeDedup)});
   ProjectionState ps;
