@@ -104,6 +104,50 @@ TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrderOnOneKeptAliveConnection)
   EXPECT_FALSE(c.closed());
 }
 
+TEST_F(HttpServerTest, ConcurrentConnectionsAreAnsweredInOrderOnceDurable) {
+  StartServer();
+  // Each connection pipelines new deliveries, each followed by its own
+  // redelivery. The answers come back from the store threads, grouped
+  // across connections, yet each connection's are in its request order:
+  // accepted, then duplicate (the redelivery is served only after the
+  // first is durable).
+  constexpr int kConnections = 8, kEvents = 10;
+  std::vector<std::string> received(kConnections);
+  std::vector<std::vector<int>> statuses(kConnections);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kConnections; ++c) {
+    clients.emplace_back([&, c] {
+      RawClient client(server_->port());
+      std::string requests;
+      for (int i = 0; i < kEvents; ++i) {
+        const std::string id = std::to_string(c) + "_" + std::to_string(i);
+        const std::string delivery = Post(Issued("evt_cc" + id, "r_cc" + id));
+        requests += delivery + delivery;
+      }
+      client.Send(requests);
+      statuses[c] = client.ReadAnswers(2 * kEvents, milliseconds(60000));
+      received[c] = client.received();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (int c = 0; c < kConnections; ++c) {
+    SCOPED_TRACE("connection " + std::to_string(c));
+    EXPECT_EQ(statuses[c], std::vector<int>(2 * kEvents, 200));
+    size_t at = 0;
+    for (int i = 0; i < 2 * kEvents; ++i) {
+      const char* want = i % 2 == 0 ? R"({"status":"accepted"})" : R"({"status":"duplicate"})";
+      const size_t found = received[c].find(want, at);
+      ASSERT_NE(found, std::string::npos) << "answer " << i << " should be " << want;
+      at = found + 1;
+    }
+    for (int i = 0; i < kEvents; ++i) {
+      const std::string id = std::to_string(c) + "_" + std::to_string(i);
+      EXPECT_TRUE(store_->Get("receipt", "r_cc" + id).ok()) << id;
+    }
+  }
+  EXPECT_EQ(store_->counters().accepted, static_cast<uint64_t>(kConnections * kEvents));
+}
+
 TEST_F(HttpServerTest, HeadIsAnsweredWithHeadersOnly) {
   StartServer();
   RawClient get(server_->port());

@@ -742,9 +742,9 @@ std::vector<Projection> AllProjections(Store* store) {
   return out;
 }
 
-TEST_F(receiver_handle, HandleAsyncAnswersOnceDurableAndFoldsLikeHandle) {
+TEST_F(receiver_handle, ConcurrentHandleAsyncAnswersOnceDurableAndFoldsLikeHandle) {
   const uint64_t seed =
-      TestSeed("receiver_handle.HandleAsyncAnswersOnceDurableAndFoldsLikeHandle", 5);
+      TestSeed("receiver_handle.ConcurrentHandleAsyncAnswersOnceDurableAndFoldsLikeHandle", 5);
   std::mt19937_64 rng(seed);
   // A history: issued/refunded pairs whose copies arrive shuffled and
   // repeated, plus deliveries the receiver or the store refuses.
