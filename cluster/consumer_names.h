@@ -22,8 +22,6 @@
 
 namespace eventfold::cluster {
 
-// "<stream>_p<k>_": the prefix of every owner consumer of partition k. The
-// trailing '_' keeps partition 1's prefix from matching partition 10's.
 // True for the characters a stream name or worker id may hold (letters,
 // digits, '-' and '_'): they end up in JetStream stream, consumer and key
 // names, which cannot hold '.', '*', '>' or spaces.
@@ -32,6 +30,8 @@ inline bool IsNameChar(char c) {
          c == '_';
 }
 
+// "<stream>_p<k>_": the prefix of every owner consumer of partition k. The
+// trailing '_' keeps partition 1's prefix from matching partition 10's.
 inline std::string OwnerDurablePrefix(std::string_view stream, int k) {
   return std::string(stream) + "_p" + std::to_string(k) + "_";
 }

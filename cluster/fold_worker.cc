@@ -136,7 +136,6 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
  private:
-  static std::string LeaseKey(int k) { return cluster::LeaseKey(k); }
   std::string WorkerKey() const { return cluster::WorkerKey(options_.worker_id); }
   std::string StoreDir(int k) const {
     return (fs::path(options_.data_dir) / ("p" + std::to_string(k))).string();
@@ -278,7 +277,7 @@ class FoldWorkerImpl final : public FoldWorker {
     std::vector<int> lost;
     for (auto& [k, part] : parts_) {
       const std::string& id = options_.worker_id;
-      s = kvStore_Update(&rev, leases_->get(), LeaseKey(k).c_str(), id.data(),
+      s = kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), id.data(),
                          static_cast<int>(id.size()), part.lease_rev);
       if (s == NATS_OK) {
         part.lease_rev = rev;
@@ -312,10 +311,10 @@ class FoldWorkerImpl final : public FoldWorker {
       // Taken as "acquiring:<id>" until the consumer is recreated, so that
       // `cluster status` does not read the previous owner's consumer as ours.
       const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
-      Result<uint64_t> created = cluster::KvCreate(leases_->get(), LeaseKey(k), acquiring);
+      Result<uint64_t> created = cluster::KvCreate(leases_->get(), cluster::LeaseKey(k), acquiring);
       if (!created.ok() && created.status().code() == Status::Code::kBusy) {
         // Ours from before a restart of this same worker id: adopt it.
-        Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), LeaseKey(k));
+        Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
         if (held.ok() && (held->value == options_.worker_id || held->value == acquiring)) {
           created = held->revision;
         }
@@ -328,7 +327,7 @@ class FoldWorkerImpl final : public FoldWorker {
       if (st.ok()) {
         // Ready: the lease now names us plainly (revision-checked).
         const std::string& id = options_.worker_id;
-        s = kvStore_Update(&rev, leases_->get(), LeaseKey(k).c_str(), id.data(),
+        s = kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), id.data(),
                            static_cast<int>(id.size()), *created);
         if (s == NATS_OK) {
           parts_[k].lease_rev = rev;
@@ -340,7 +339,7 @@ class FoldWorkerImpl final : public FoldWorker {
       }
       if (!st.ok()) {
         Fail(st);
-        (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
+        (void)kvStore_Delete(leases_->get(), cluster::LeaseKey(k).c_str());
       }
     }
     Standbys(live, keys);
@@ -557,9 +556,9 @@ class FoldWorkerImpl final : public FoldWorker {
     if (it == parts_.end()) return;
     const uint64_t rev = it->second.lease_rev;
     Close(k);
-    Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), LeaseKey(k));
+    Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
     if (held.ok() && held->revision == rev) {
-      (void)kvStore_Delete(leases_->get(), LeaseKey(k).c_str());
+      (void)kvStore_Delete(leases_->get(), cluster::LeaseKey(k).c_str());
     }
   }
 

@@ -215,24 +215,21 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0) {
       beast::error_code ec;
       const size_t used = parser_->put(buffer_.data(), ec);
-      if (ec == bhttp::error::need_more && used > 0) {
-        // Beast takes the request line as soon as it is whole, even while
-        // the fields still need more: those bytes are the parser's now and
-        // must not be fed again (they would read as a malformed field).
-        buffer_.consume(used);
-        request_line_bytes_ += used;
-      }
-      // The limit covers the request line too, which Beast no longer sees.
-      if (ec == bhttp::error::need_more &&
-          request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
-        return OnHeader(bhttp::error::header_limit);
-      }
       if (ec != bhttp::error::need_more) {
         if (!ec) buffer_.consume(used);
         return OnHeader(ec);
       }
+      // Beast takes the request line as soon as it is whole, even while the
+      // fields still need more: those bytes are the parser's now and must
+      // not be fed again (they would read as a malformed field).
+      buffer_.consume(used);
+      request_line_bytes_ += used;
+      // The limit covers the request line too, which Beast no longer sees.
+      // It also bounds the buffer, whose room is the limit plus a margin.
+      if (request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
+        return OnHeader(bhttp::error::header_limit);
+      }
     }
-    if (buffer_.size() >= buffer_.max_size()) return OnHeader(bhttp::error::header_limit);
     const size_t room = std::min<size_t>(4096, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
