@@ -211,6 +211,12 @@ class Salvage {
         if (Result<storage::CompactionEntry> c = storage::DecodeCompaction(key, value); !c.ok()) {
           Drop(&batch, key, "unreadable compaction snapshot (" + c.status().message() + ")");
         }
+      } else if (family == storage::kGenerationPrefix &&
+                 (key.size() < family.size() + 5 || key[family.size() + 4] != '/')) {
+        // Derived (the rebuild after the salvage writes it again), but a key
+        // that names no generation would stop every Open: it goes.
+        batch.Delete(key);
+        ++sum_->dropped;
       }
     }
     Status st = storage::FromLevelDb(it->status(), "reading records");
