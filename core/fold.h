@@ -49,6 +49,17 @@ struct ProjectionState {
   Projection projection;
   uint64_t events = 0;
   FoldKey last;  // meaningful when events > 0
+  // True for a state read from a cursor-only projection record (format 4):
+  // state, version, applied, occurred_at and the cursor are exact, but
+  // projection.fields and projection.rejected were not stored. Applying the
+  // next event needs nothing more; a snapshot or an answer needs the whole
+  // state, which the materializer and storage/projection_read.h fold.
+  bool cursor_only = false;
+  // Whether the entity has a fold snapshot at or before `last`, so that a
+  // read of a cursor knows where to start without searching. Persistent
+  // (stored in projection records): never renumber.
+  enum class Snapshots : uint8_t { kUnknown = 0, kNone = 1, kSome = 2 };
+  Snapshots snapshots = Snapshots::kUnknown;
 };
 
 // True when `a` folds before `b`.

@@ -8,6 +8,7 @@ void StartFromNone(const EntityRef& ref, ProjectionState* state) {
   *state = ProjectionState{};
   state->projection.entity = ref.entity;
   state->projection.id = ref.id;
+  state->snapshots = ProjectionState::Snapshots::kNone;
 }
 
 Status ApplyToState(const EntityType& type, const RankedEvent& event, ProjectionState* state) {
@@ -25,7 +26,10 @@ Status FoldOnto(const EntityType& type, const EntityRef& ref,
   if (state->events == 0) StartFromNone(ref, state);
   for (const RankedEvent& e : sorted) {
     if (Status st = ApplyToState(type, e, state); !st.ok()) return st;
-    if (interval > 0 && state->events % interval == 0) snapshots->push_back(*state);
+    if (interval > 0 && state->events % interval == 0) {
+      state->snapshots = ProjectionState::Snapshots::kSome;
+      snapshots->push_back(*state);
+    }
   }
   return Status::OK();
 }
@@ -35,7 +39,13 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  ProjectionState* state) {
   Materialized out;
   const FoldKey key = KeyOf(event.event, event.rank);
-  if (state->events == 0 || state->last < key) {
+  const bool in_order = state->events == 0 || state->last < key;
+  // A cursor-only state applies the next event as well as a whole one, but a
+  // snapshot taken from it would lack the fields: at a snapshot's position
+  // the whole state is folded first, as for a late event (about one
+  // interval of events once per interval).
+  const bool snapshot_due = snapshot_interval > 0 && (state->events + 1) % snapshot_interval == 0;
+  if (in_order && !(state->cursor_only && snapshot_due)) {
     // A refused rank leaves `state` as it was (ApplyToState checks first).
     if (Status st = FoldOnto(type, ref, {event}, snapshot_interval, state, &out.snapshots);
         !st.ok()) {
@@ -44,8 +54,8 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
     out.events_folded = 1;
     return out;
   }
-  // Late: resume from the nearest snapshot before the event's position and
-  // re-fold what follows it, the event included.
+  // Late (or due a snapshot): resume from the nearest snapshot before the
+  // event's position and re-fold what follows it, the event included.
   Result<std::optional<ProjectionState>> snapshot = log.SnapshotBefore(key);
   if (!snapshot.ok()) return snapshot.status();
   std::vector<RankedEvent> events;
@@ -55,11 +65,14 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   events.insert(std::upper_bound(events.begin(), events.end(), event, FoldsBefore), event);
 
   ProjectionState resumed;
-  if (*snapshot) resumed = std::move(**snapshot);
+  if (*snapshot) {
+    resumed = std::move(**snapshot);
+    resumed.snapshots = ProjectionState::Snapshots::kSome;
+  }
   st = FoldOnto(type, ref, events, snapshot_interval, &resumed, &out.snapshots);
   if (!st.ok()) return st;
   *state = std::move(resumed);
-  out.stale_after = key;
+  if (!in_order) out.stale_after = key;
   out.events_folded = events.size();
   return out;
 }

@@ -55,6 +55,9 @@ void StartFromNone(const EntityRef& ref, ProjectionState* state);
                               ProjectionState* state, std::vector<ProjectionState>* snapshots);
 
 // Adds `event` to `state` (state->events == 0 for an entity without events).
+// `state` may be cursor_only: it is then folded whole from the log before a
+// snapshot is taken from it (and whole after any re-fold).
+// `stale_after` is set only when the event was late.
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  const RankedEvent& event, LogView& log, uint64_t snapshot_interval,
                                  ProjectionState* state);

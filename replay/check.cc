@@ -164,7 +164,8 @@ class Checker {
     }
     const std::string_view value = *text;
     if (name == "format") {
-      if (value != "3") Problem(key, "unknown store format \"" + std::string(value) + "\"");
+      if (value != storage::kFormatVersion)
+        Problem(key, "unknown store format \"" + std::string(value) + "\"");
     } else if (name == "profile") {
       Result<Profile> p = Profile::FromJson(value);
       if (!p.ok()) Problem(key, "stored profile does not parse: " + p.status().message());
@@ -593,9 +594,11 @@ class Checker {
     }
     compare_snapshots(nullptr);  // past the log's end
     if (!snap->status().ok()) return FromLevelDb(snap->status(), "check: reading snapshots");
-    // Compare as stored: the fold's result through the codec.
+    // Compare as stored: the fold's result through the codec, whole or
+    // (format 4) as the cursor a read completes from the log checked above.
     Result<storage::ProjectionState> refolded =
-        storage::DecodeProjection(key, storage::EncodeProjection(folded));
+        storage::DecodeProjection(key, stored->cursor_only ? storage::EncodeProjectionCursor(folded)
+                                                           : storage::EncodeProjection(folded));
     if (!refolded.ok()) return refolded.status();
     if (!(stored->projection == refolded->projection) || stored->events != refolded->events ||
         !(stored->last == refolded->last)) {

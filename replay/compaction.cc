@@ -49,14 +49,17 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, cons
     if (!st.ok()) return st;
     Result<storage::ProjectionState> from_none = storage::DecodeProjection(pkey, value);
     if (!from_none.ok()) return from_none.status();
+    // Every folded event was applied or rejected (a cursor-only record
+    // keeps no rejection list, only the counts).
     sum->applied -= from_none->projection.applied;
-    sum->rejected -= from_none->projection.rejected.size();
+    sum->rejected -= from_none->events - from_none->projection.applied;
     const std::string snaps = storage::SnapshotPrefix(gen, ref);
     for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
       batch->Delete(it->key());
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "seeding a compacted entity");
   }
+  state.snapshots = storage::ProjectionState::Snapshots::kSome;  // this one
   batch->Put(storage::SnapshotKey(gen, ref, storage::CompactionPoint()),
              storage::EncodeProjection(state));
   std::vector<storage::ProjectionState> snapshots;
@@ -64,7 +67,7 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, cons
   for (const storage::ProjectionState& snap : snapshots) {
     batch->Put(storage::SnapshotKey(gen, ref, snap.last), storage::EncodeProjection(snap));
   }
-  batch->Put(pkey, storage::EncodeProjection(state));
+  batch->Put(pkey, storage::EncodeProjectionCursor(state));
   sum->applied += state.projection.applied;
   sum->rejected += state.projection.rejected.size();
   return Status::OK();

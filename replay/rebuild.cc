@@ -241,6 +241,7 @@ class EntityFolder {
     if (Status st = ApplyToState(*type_, e->ranked, &state_); !st.ok()) return st;
     const uint64_t interval = target_.snapshot_interval;
     if (interval == 0 || state_.events % interval != 0) return Status::OK();
+    state_.snapshots = storage::ProjectionState::Snapshots::kSome;
     return snapshots_->Add(storage::SnapshotKey(target_.gen, *current_, state_.last),
                            storage::EncodeProjection(state_));
   }
@@ -262,7 +263,7 @@ class EntityFolder {
     sum_->applied += state_.projection.applied;
     sum_->rejected += state_.projection.rejected.size();
     return projections_->Add(storage::ProjectionKey(target_.gen, *current_),
-                             storage::EncodeProjection(state_));
+                             storage::EncodeProjectionCursor(state_));
   }
 
   const Profile& profile_;

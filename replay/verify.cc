@@ -9,6 +9,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/projection_read.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -44,25 +45,25 @@ Status CopyEvents(leveldb::DB* from, const leveldb::Snapshot* snap, leveldb::DB*
 // One side of the comparison: a generation's projection range.
 class Side {
  public:
-  Side(leveldb::DB* db, const leveldb::Snapshot* snap, uint32_t gen)
-      : prefix_(storage::ProjectionScanPrefix(gen, "")) {
-    leveldb::ReadOptions ro;
-    ro.snapshot = snap;
-    ro.fill_cache = false;
-    it_.reset(db->NewIterator(ro));
+  Side(leveldb::DB* db, const leveldb::Snapshot* snap, uint32_t gen, const Profile& profile)
+      : prefix_(storage::ProjectionScanPrefix(gen, "")),
+        reader_(db, storage::ScanOptions(snap), gen, profile) {
+    it_.reset(db->NewIterator(storage::ScanOptions(snap)));
     it_->Seek(prefix_);
   }
   bool Done() const { return !it_->Valid() || !it_->key().starts_with(prefix_); }
   // The key below the generation prefix: "<entity>\0<id>".
   std::string_view Entity() const { return View(it_->key()).substr(prefix_.size()); }
-  Result<storage::ProjectionState> Read() const {
-    return storage::DecodeProjection(View(it_->key()), View(it_->value()));
+  // The whole projection, folded from the log when the record is a cursor.
+  Result<storage::ProjectionState> Read() {
+    return reader_.Read(View(it_->key()), View(it_->value()));
   }
   void Next() { it_->Next(); }
   Status status() const { return FromLevelDb(it_->status(), "verify scan"); }
 
  private:
   std::string prefix_;
+  storage::ProjectionReader reader_;
   std::unique_ptr<leveldb::Iterator> it_;
 };
 
@@ -126,8 +127,9 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
     Result<RebuildSummary> rebuilt =
         BuildGeneration(scratch.get(), nullptr, *options.profile, target);
     if (!rebuilt.ok()) return rebuilt.status();
-    Side a(live, options.snapshot, options.live_gen);
-    Side b(scratch.get(), nullptr, kScratchGen);
+    Side a(live, options.snapshot, options.live_gen,
+           options.live_profile ? *options.live_profile : *options.profile);
+    Side b(scratch.get(), nullptr, kScratchGen, *options.profile);
     Result<VerifySummary> sum = Compare(a, b, on_difference);
     if (sum.ok()) sum->unrouted = rebuilt->unrouted;
     return sum;

@@ -20,9 +20,12 @@
 namespace eventfold {
 
 struct VerifyOptions {
-  std::string scratch_path;                     // must hold nothing worth keeping
-  leveldb::Env* env = nullptr;                  // nullptr: LevelDB's default
-  const Profile* profile = nullptr;             // the rebuild's: the live one's to verify
+  std::string scratch_path;          // must hold nothing worth keeping
+  leveldb::Env* env = nullptr;       // nullptr: LevelDB's default
+  const Profile* profile = nullptr;  // the rebuild's: the live one's to verify
+  // The live generation's (its projections are folded under it on read);
+  // nullptr: `profile`.
+  const Profile* live_profile = nullptr;
   uint32_t live_gen = 1;                        // the generation to compare
   const leveldb::Snapshot* snapshot = nullptr;  // the live state to compare
   uint64_t snapshot_interval = 1000;

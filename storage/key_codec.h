@@ -11,10 +11,15 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "3". Format 3 frames the m/ and k/ values (storage/meta_text.h),
-// which formats 1 and 2 stored as bare text; format 1 differs from 2 only in
-// log records that carry their data (storage/log_data.h). Open upgrades
-// either on request (Options::upgrade_format, `eventfold migrate`).
+// m/format is "4" (kFormatVersion). Format 4 stores a projection (g/p/) as
+// the fold's cursor, without its fields and rejections, which a read folds
+// from the nearest snapshot and the log (storage/projection_read.h); format
+// 3 stored it whole. Format 3 frames the m/ and k/ values
+// (storage/meta_text.h), which formats 1 and 2 stored as bare text; format 1
+// differs from 2 only in log records that carry their data
+// (storage/log_data.h). Open upgrades any of them on request
+// (Options::upgrade_format, `eventfold migrate`), reading their records as
+// they are.
 //
 //   m/<name>                        TextRecord: store metadata: "format", "profile",
 //                                   "generation", "routing_epoch", "rebuild",
@@ -35,7 +40,9 @@
 //                                   since format 2 without the event's data
 //                                   (the fold reads it from a/<seq>, whose
 //                                   body is the one stored copy)
-//   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection
+//   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection;
+//                                   since format 4 the fold's cursor only
+//                                   (cursor_only), before it whole
 //   g/<gen>/s/<entity>\0<id>\0<fold>  ProjectionRecord: fold snapshot after <fold>
 //   g/<gen>/u/<seq>                 empty: a/<seq> is unrouted under the
 //                                   generation's profile (an index, so that
@@ -62,6 +69,10 @@
 #include "eventfold/event.h"
 
 namespace eventfold::storage {
+
+// The value of m/format this build writes and reads (older ones it upgrades
+// on request). Persistent: bump it with every change of a record's meaning.
+inline constexpr std::string_view kFormatVersion = "4";
 
 // Key family prefixes. Persistent: never change.
 inline constexpr std::string_view kMetaPrefix = "m/";

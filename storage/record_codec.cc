@@ -1,5 +1,6 @@
 #include "storage/record_codec.h"
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -247,23 +248,41 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   return e;
 }
 
-std::string EncodeProjection(const ProjectionState& s) {
+namespace {
+
+std::string EncodeProjectionRecord(const ProjectionState& s, bool cursor_only) {
   const Projection& p = s.projection;
   fbs::FlatBufferBuilder& b = Builder();
   auto state = b.CreateString(p.state);
-  auto fields = EncodeFields(b, p.fields);
-  std::vector<fbs::Offset<fb::RejectionRecord>> rejected;
-  for (const Rejection& r : p.rejected) {
-    rejected.push_back(fb::CreateRejectionRecord(b, b.CreateString(r.event_id),
-                                                 b.CreateString(r.type), b.CreateString(r.reason)));
+  fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> fields;
+  fbs::Offset<fbs::Vector<fbs::Offset<fb::RejectionRecord>>> rejected_vec;
+  if (!cursor_only) {
+    fields = EncodeFields(b, p.fields);
+    std::vector<fbs::Offset<fb::RejectionRecord>> rejected;
+    for (const Rejection& r : p.rejected) {
+      rejected.push_back(fb::CreateRejectionRecord(
+          b, b.CreateString(r.event_id), b.CreateString(r.type), b.CreateString(r.reason)));
+    }
+    rejected_vec = b.CreateVector(rejected);
   }
-  auto rejected_vec = b.CreateVector(rejected);
   auto last_id = b.CreateString(s.last.event_id);
   b.Finish(fb::CreateProjectionRecord(
       b, state, fields, p.version.has_value(), p.version.value_or(0), p.applied, rejected_vec,
       p.occurred_at.has_value(), p.occurred_at.value_or(0), s.events, s.last.occurred_at,
-      s.last.version.has_value(), s.last.version.value_or(0), s.last.rank, last_id));
+      s.last.version.has_value(), s.last.version.value_or(0), s.last.rank, last_id, cursor_only,
+      static_cast<uint8_t>(s.snapshots)));
   return Finish(b);
+}
+
+}  // namespace
+
+std::string EncodeProjection(const ProjectionState& s) {
+  assert(!s.cursor_only);  // a whole record needs the whole state
+  return EncodeProjectionRecord(s, /*cursor_only=*/false);
+}
+
+std::string EncodeProjectionCursor(const ProjectionState& s) {
+  return EncodeProjectionRecord(s, /*cursor_only=*/true);
 }
 
 Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view value) {
@@ -292,6 +311,11 @@ Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view 
   s.events = r->events();
   s.last = FoldKey{r->last_occurred_at(), Optional(r->last_has_version(), r->last_version()),
                    r->last_rank(), std::string(View(r->last_event_id()))};
+  s.cursor_only = r->cursor_only();
+  // An unknown value (a later build's) reads as unknown: a read searches.
+  if (r->snapshots() <= static_cast<uint8_t>(ProjectionState::Snapshots::kSome)) {
+    s.snapshots = static_cast<ProjectionState::Snapshots>(r->snapshots());
+  }
   return s;
 }
 

@@ -94,7 +94,12 @@ std::string EncodeDedup(const DedupEntry& e);
 Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value);
 
 // The projection's entity and id come from the key, not the value.
+// EncodeProjection writes the whole state (snapshots, compaction records;
+// `s` must not be cursor_only); EncodeProjectionCursor only the fold's
+// cursor, as format 4 stores g/<gen>/p/ (fields and rejections left out).
+// DecodeProjection reads either and sets cursor_only accordingly.
 std::string EncodeProjection(const ProjectionState& s);
+std::string EncodeProjectionCursor(const ProjectionState& s);
 Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view value);
 
 std::string EncodeConflict(const ConflictEntry& e);

@@ -134,7 +134,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
     Result<ProjectionState> p = DecodeProjection(key, value);
     if (!p.ok()) return p.status();
     loaded.state = std::move(*p);
-    loaded.before = loaded.state.projection;
+    loaded.before_state = loaded.state.projection.state;
   } else if (!s.IsNotFound()) {
     return FromLevelDb(s, "reading projection");
   }
@@ -245,12 +245,14 @@ Status IngestTxn::Commit(bool sync) {
   const int64_t now = store_->clock_->NowMicros();
   for (const auto& [ref, e] : entities_) {
     if (e.staged.empty()) continue;
-    if (record_changes_ && !(e.state.projection == e.before)) {
+    // Every staged event changes its projection: it is applied (applied
+    // grows) or rejected (it joins the rejections).
+    if (record_changes_) {
       Change c;
       c.entity = ref.entity;
       c.id = ref.id;
       c.state = e.state.projection.state;
-      c.previous_state = e.before.state.empty() ? std::string(kInitialState) : e.before.state;
+      c.previous_state = e.before_state.empty() ? std::string(kInitialState) : e.before_state;
       for (const RankedEvent& r : e.staged) c.event_ids.push_back(r.event.event_id);
       c.changed_at = now;
       changes.push_back(std::move(c));
@@ -268,7 +270,8 @@ Status IngestTxn::Commit(bool sync) {
     for (const auto& [at, snapshot] : e.snapshots) {
       batch_.Put(SnapshotKey(gen, ref, at), EncodeProjection(snapshot));
     }
-    batch_.Put(ProjectionKey(gen, ref), EncodeProjection(e.state));
+    // The cursor only: a read folds the fields (storage/projection_read.h).
+    batch_.Put(ProjectionKey(gen, ref), EncodeProjectionCursor(e.state));
   }
   if (batch_.ApproximateSize() <= kEmptyBatchBytes) return Status::OK();  // all duplicates
   return store_->commit_queue_->Commit(&batch_, &changes, sync);

@@ -66,8 +66,8 @@ class IngestTxn {
  private:
   // What the transaction knows and changed about one entity.
   struct EntityState {
-    Projection before;                             // as stored
-    ProjectionState state;                         // loaded, then updated
+    std::string before_state;                      // as stored; empty: none
+    ProjectionState state;                         // loaded (maybe cursor_only), then updated
     std::vector<RankedEvent> staged;               // new log entries
     std::map<FoldKey, ProjectionState> snapshots;  // new snapshots
     std::optional<FoldKey> stale_after;            // stored snapshots after it are stale

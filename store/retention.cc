@@ -15,6 +15,7 @@
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/meta_text.h"
+#include "storage/projection_read.h"
 #include "store/store_impl.h"
 
 namespace eventfold::storage {
@@ -192,7 +193,9 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
     const std::string pkey = ProjectionKey(gen_, ref);
     st = FromLevelDb(db_->Get(leveldb::ReadOptions(), pkey, &value), "reading projection");
     if (!st.ok()) return st;
-    Result<ProjectionState> state = DecodeProjection(pkey, value);
+    // Whole: the fold of everything dropped becomes the entity's snapshot.
+    Result<ProjectionState> state =
+        ProjectionReader(db_.get(), leveldb::ReadOptions(), gen_, *profile_).Read(pkey, value);
     if (!state.ok()) return state.status();
     CompactionEntry c;
     const std::string ckey = CompactionKey(ref);
@@ -223,6 +226,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
     // The projection is the fold of everything dropped; from now on it is
     // the entity's starting point, at the position before every event.
     state->last = CompactionPoint();
+    state->snapshots = ProjectionState::Snapshots::kSome;  // the one written below
     const std::string snapshot = EncodeProjection(*state);
     batch.Put(SnapshotKey(gen_, ref, CompactionPoint()), snapshot);
     batch.Put(pkey, snapshot);

@@ -21,6 +21,7 @@
 #include "storage/leveldb_util.h"
 #include "storage/log_data.h"
 #include "storage/meta_text.h"
+#include "storage/projection_read.h"
 #include "store/ingest_txn.h"
 
 namespace eventfold {
@@ -36,14 +37,14 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Option
 namespace storage {
 namespace {
 
-// The on-disk format (storage/key_codec.h). 3: m/ and k/ values framed
-// (storage/meta_text.h); 2: log records without the event's data, which is
-// read from the body at a/<seq>.
-constexpr std::string_view kFormatVersion = "3";
-// The older formats Open can upgrade, stored as bare text: format 1 differs
-// from 2 only in log records that still carry their data, which later
-// formats read as they are; both keep m/ and k/ values unframed.
-bool IsUpgradableFormat(std::string_view raw) { return raw == "1" || raw == "2"; }
+// The older formats Open can upgrade. Format 1 differs from 2 only in log
+// records that still carry their data, and 3 from 4 only in projection
+// records that are whole: later formats read both as they are (a whole
+// projection is replaced by its cursor at the entity's next event). Formats
+// 1 and 2 keep m/ and k/ values as bare text, which the upgrade frames.
+bool IsUpgradableFormat(std::string_view format) {
+  return format == "1" || format == "2" || format == "3";
+}
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
 std::string RebuildMarker(uint32_t gen, const Profile& p) {
@@ -171,6 +172,10 @@ Status StoreImpl::LoadOrCreateMeta() {
   s = db_->Get(leveldb::ReadOptions(), MetaKey("format"), &raw);
   if (s.IsNotFound()) return Status::Corruption("m/format is missing");
   if (!s.ok()) return FromLevelDb(s, "reading the store's format");
+  // Framed since format 3, bare text before.
+  if (Result<std::string> framed = DecodeText(MetaKey("format"), raw); framed.ok()) {
+    raw = std::move(*framed);
+  }
   if (IsUpgradableFormat(raw)) {
     if (!options_.upgrade_format) {
       return Status::InvalidArgument(
@@ -178,8 +183,9 @@ Status StoreImpl::LoadOrCreateMeta() {
           std::string(kFormatVersion) + "; upgrade it with: eventfold migrate --data " + path_ +
           " (a build that reads only format " + raw + " cannot open it afterwards)");
     }
-    // The m/ and k/ values framed, and the new format, in one synced write:
-    // either it happened or the store is still the intact older format.
+    // The m/ and k/ values framed (those of formats 1 and 2), and the new
+    // format, in one synced write: either it happened or the store is still
+    // the intact older format.
     leveldb::WriteBatch batch;
     Result<uint64_t> framed = FrameLegacyText(db_.get(), &batch);
     if (!framed.ok()) return framed.status().WithContext("upgrading the store's format");
@@ -453,13 +459,17 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
 Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) {
   ReaderLock guard(&rebuild_mu_);
   const std::string key = ProjectionKey(gen_, EntityRef{std::string(entity), std::string(id)});
+  // The cursor, snapshots and log as of one moment (storage/projection_read.h).
+  SnapshotGuard snapshot(db_.get());
+  leveldb::ReadOptions ro;
+  ro.snapshot = snapshot.get();
   std::string value;
-  leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, &value);
+  leveldb::Status s = db_->Get(ro, key, &value);
   if (s.IsNotFound()) {
     return Status::NotFound("no events for " + std::string(entity) + "/" + std::string(id));
   }
   if (!s.ok()) return FromLevelDb(s, "reading projection");
-  Result<ProjectionState> p = DecodeProjection(key, value);
+  Result<ProjectionState> p = ProjectionReader(db_.get(), ro, gen_, *profile_).Read(key, value);
   if (!p.ok()) return p.status();
   return std::move(p->projection);
 }
@@ -468,18 +478,23 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
   SnapshotGuard snapshot;
   std::string prefix;
   std::unique_ptr<leveldb::Iterator> it;
+  uint32_t gen = 0;
+  std::shared_ptr<const Profile> profile;  // the generation's, kept past a switch
   {
     // The iterator too is made under the lock: a recovery's reopen (which
     // holds it exclusively) waits for the snapshot's use to end, so it must
     // not start between the snapshot and the iterator that ends that use.
     ReaderLock guard(&rebuild_mu_);
+    gen = gen_;
+    profile = profile_;
     prefix = ProjectionScanPrefix(gen_, entity);
     snapshot = SnapshotGuard(db_.get());
     it.reset(db_->NewIterator(ScanOptions(snapshot.get())));
   }
   Status st;
+  ProjectionReader reader(db_.get(), ScanOptions(snapshot.get()), gen, *profile);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
+    Result<ProjectionState> p = reader.Read(View(it->key()), View(it->value()));
     if (!p.ok()) {
       st = p.status();
       break;
@@ -630,6 +645,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
       state = std::move(*seed);
       state.projection.entity = ref.entity;
       state.projection.id = ref.id;
+      state.snapshots = ProjectionState::Snapshots::kSome;  // this one stays
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
     if (events.empty() && state.events == 0) continue;
@@ -639,7 +655,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     for (const ProjectionState& snap : snapshots) {
       batch.Put(SnapshotKey(gen_, ref, snap.last), EncodeProjection(snap));
     }
-    batch.Put(ProjectionKey(gen_, ref), EncodeProjection(state));
+    batch.Put(ProjectionKey(gen_, ref), EncodeProjectionCursor(state));
     Status st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "writing projection");
     if (!st.ok()) return st;
     ++sum.entities;
@@ -806,6 +822,7 @@ Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn
   }
   vo.snapshot = snapshot.get();
   vo.profile = under ? under : profile.get();
+  vo.live_profile = profile.get();
   return VerifyAside(db_.get(), vo, on_difference);
 }
 

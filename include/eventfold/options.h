@@ -79,11 +79,13 @@ struct Options {
   size_t max_body_bytes = 1 << 20;
 
   // Events between an entity's fold snapshots: a late event re-folds at
-  // most about this many events, however long the entity's log. 0: none.
-  // A re-folded event reads and decodes its body (a/<seq>: logs carry no
-  // data since format 2), so each costs a random read: 128 keeps a late
-  // arrival near a millisecond, for one snapshot (about a projection's
-  // bytes) per 128 events of an entity.
+  // most about this many events, however long the entity's log, and so does
+  // a read of the projection (its record is the fold's cursor since format
+  // 4; Get folds its fields from the nearest snapshot). 0: none, and a read
+  // folds the whole log. A re-folded event reads and decodes its body
+  // (a/<seq>: logs carry no data since format 2), so each costs a random
+  // read: 128 keeps a late arrival near a millisecond, for one snapshot
+  // (about a projection's bytes) per 128 events of an entity.
   uint64_t snapshot_interval = 128;
 
   // Refused deliveries kept for operators; the oldest go first when either

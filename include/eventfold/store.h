@@ -103,7 +103,11 @@ class Store {
   // kStorageError and none is stored.
   virtual std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) = 0;
 
-  // The current projection of one entity; kNotFound when it has no events.
+  // The current projection of one entity, as of one snapshot of the store:
+  // folded from its nearest fold snapshot through at most
+  // Options::snapshot_interval logged events (each a read of its body).
+  // kNotFound when it has no events; kCorruption naming the entity when its
+  // stored log does not fold to its stored cursor.
   virtual Result<Projection> Get(std::string_view entity, std::string_view id) = 0;
 
   // Calls `fn` for every projection, ordered by entity then id (bytewise);

@@ -342,5 +342,70 @@ TEST(Materializer, RandomArrivalOrdersMatchTheFullFold) {
   EXPECT_GT(direct, 200);
 }
 
+// What a format 4 projection record keeps of a state: the cursor.
+ProjectionState CursorOf(ProjectionState s) {
+  s.projection.fields.clear();
+  s.projection.rejected.clear();
+  s.cursor_only = true;
+  return s;
+}
+
+// The store keeps only the cursor between events. Fed random logs in random
+// orders with the state cut to its cursor after each step, the cursor still
+// equals the full fold's, every kept snapshot is the whole fold up to it, and
+// an in-order event reads the log only when a snapshot is due.
+TEST(Materializer, CursorOnlyStatesKeepWholeSnapshots) {
+  const char* kTypes[] = {"product.created", "product.updated", "product.deleted"};
+  int due = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    std::mt19937_64 rng(seed);
+    const uint64_t interval = std::vector<uint64_t>{1, 2, 3, 5}[seed % 4];
+    SCOPED_TRACE("seed " + std::to_string(seed) + ", interval " + std::to_string(interval));
+    const EntityType& type = TypeOf("product");
+    const EntityRef ref{"product", "p1"};
+    std::vector<RankedEvent> events;
+    const int n = 1 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < n; ++i) {
+      std::optional<int64_t> version;
+      if (rng() % 3) version = static_cast<int64_t>(rng() % 8);
+      events.push_back(Ev("e" + std::to_string(i), kTypes[rng() % 3],
+                          kT0 + static_cast<int64_t>(rng() % 6) * kSec, version,
+                          {{"k" + std::to_string(rng() % 3), std::to_string(i)}}));
+    }
+    FakeLog log;
+    ProjectionState state;
+    for (const RankedEvent& e : events) {
+      const bool sorts_last = std::all_of(log.events.begin(), log.events.end(),
+                                          [&](const RankedEvent& o) { return FoldsBefore(o, e); });
+      const bool snapshot_due = (state.events + 1) % interval == 0;
+      const int reads = log.reads();
+      Result<Materialized> m = Feed(type, ref, e, interval, &log, &state);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      if (sorts_last && !(state.events > 1 && snapshot_due)) {
+        EXPECT_EQ(log.reads(), reads) << "an in-order event read the log with no snapshot due";
+      }
+      if (sorts_last) {
+        EXPECT_FALSE(m->stale_after.has_value()) << "an in-order event marked snapshots stale";
+      }
+      if (sorts_last && state.events > 1 && snapshot_due) ++due;
+      const ProjectionState want = FoldAll(type, ref, log.events);
+      EXPECT_EQ(state.projection.state, want.projection.state);
+      EXPECT_EQ(state.projection.version, want.projection.version);
+      EXPECT_EQ(state.projection.applied, want.projection.applied);
+      EXPECT_EQ(state.projection.occurred_at, want.projection.occurred_at);
+      EXPECT_EQ(state.events, want.events);
+      EXPECT_EQ(state.last, want.last);
+      // The cursor knows whether a read has a snapshot to start from.
+      const bool any = !log.snapshots.empty() && !(state.last < log.snapshots.begin()->first);
+      EXPECT_EQ(state.snapshots,
+                any ? ProjectionState::Snapshots::kSome : ProjectionState::Snapshots::kNone);
+      ExpectValidSnapshots(type, ref, log, interval);
+      if (::testing::Test::HasFailure()) return;
+      state = CursorOf(std::move(state));
+    }
+  }
+  EXPECT_GT(due, 100) << "too few in-order events were due a snapshot to test it";
+}
+
 }  // namespace
 }  // namespace eventfold

@@ -69,9 +69,16 @@ TEST(BadRankTest, RankPastTheTransitionsIsCorruptionNotACrash) {
   Result<RebuildSummary> refold = (*store)->maintenance().Rebuild(one);
   ASSERT_FALSE(refold.ok());
   EXPECT_TRUE(refold.status().IsCorruption()) << refold.status().ToString();
-  // The store still answers what the damage does not touch, and a full
-  // rebuild (ranks from the stored events' bodies) repairs the log.
-  EXPECT_EQ((*store)->Get("receipt", "rcp_1")->state, "refunded");
+  // A read folds the entity's log from its cursor (format 4), so it too
+  // answers Corruption naming the event; other entities are untouched, and
+  // a full rebuild (ranks from the stored events' bodies) repairs the log.
+  ASSERT_EQ((*store)->Ingest(Issued("evt_3", "rcp_2")).outcome, Outcome::kAccepted);
+  EXPECT_EQ((*store)->Get("receipt", "rcp_2")->state, "issued");
+  Result<Projection> damaged = (*store)->Get("receipt", "rcp_1");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
+  EXPECT_NE(damaged.status().message().find("evt_2"), std::string::npos)
+      << damaged.status().ToString();
   Result<RebuildSummary> all = (*store)->maintenance().Rebuild(nullptr);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   log = (*store)->Log("receipt", "rcp_1");

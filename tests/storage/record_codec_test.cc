@@ -146,6 +146,29 @@ TEST(storage_record_codec, ProjectionRoundTrips) {
   EXPECT_EQ(d->projection, p);
   EXPECT_EQ(d->events, 4u);
   EXPECT_EQ(d->last, s.last);
+  EXPECT_FALSE(d->cursor_only);
+
+  // The cursor (format 4's projection record): everything but the fields
+  // and rejections, marked as such, and a fraction of the bytes.
+  EXPECT_EQ(d->snapshots, ProjectionState::Snapshots::kUnknown);
+  s.snapshots = ProjectionState::Snapshots::kSome;
+  const std::string cursor = EncodeProjectionCursor(s);
+  d = DecodeProjection(key, cursor);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->cursor_only);
+  EXPECT_EQ(d->snapshots, ProjectionState::Snapshots::kSome);
+  Projection want = p;
+  want.fields.clear();
+  want.rejected.clear();
+  EXPECT_EQ(d->projection, want);
+  EXPECT_EQ(d->events, 4u);
+  EXPECT_EQ(d->last, s.last);
+  EXPECT_LT(cursor.size(), EncodeProjection(s).size() / 2);
+  // Re-encoding a decoded cursor keeps it a cursor.
+  d = DecodeProjection(key, EncodeProjectionCursor(*d));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->cursor_only);
+  EXPECT_EQ(d->projection, want);
 
   // The key, not the value, names the entity.
   d = DecodeProjection(ProjectionKey(9, {"product", "x"}), EncodeProjection(s));

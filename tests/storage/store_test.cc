@@ -545,17 +545,17 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
                : db->Delete({}, storage::MetaKey("format"));
     ASSERT_TRUE(s.ok()) << s.ToString();
   };
-  set_format("4");
+  set_format("5");
   Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
   ASSERT_FALSE(newer.ok());
   EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
-  EXPECT_NE(newer.status().message().find("store format 4 is not supported"), std::string::npos)
+  EXPECT_NE(newer.status().message().find("store format 5 is not supported"), std::string::npos)
       << newer.status().ToString();
   set_format(std::nullopt);
   Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
   ASSERT_FALSE(unmarked.ok());
   EXPECT_TRUE(unmarked.status().IsCorruption()) << unmarked.status().ToString();
-  set_format("3");
+  set_format(std::string(storage::kFormatVersion));
   auto store = Open();
   ASSERT_TRUE(store) << "the right format opens again, nothing lost";
   EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "issued");
@@ -563,8 +563,8 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
 
 // A format 1 store: its log records carry their data, its m/ and k/ values
 // are bare text. Open refuses it and names the command; with upgrade_format
-// it opens, becomes format 3, reads the old records as they are and writes
-// lean ones beside them.
+// it opens, becomes the current format, reads the old records as they are
+// and writes lean ones beside them.
 TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
   {
     auto store = Open();
@@ -649,11 +649,125 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     std::unique_ptr<leveldb::DB> db = raw_db();
     std::string format;
     ASSERT_TRUE(db->Get({}, storage::MetaKey("format"), &format).ok());
-    EXPECT_EQ(storage::DecodeText(storage::MetaKey("format"), format).value(), "3");
+    EXPECT_EQ(storage::DecodeText(storage::MetaKey("format"), format).value(),
+              storage::kFormatVersion);
   }
   auto store = Open();
   ASSERT_TRUE(store) << "an upgraded store opens without the option";
   EXPECT_EQ(store->Get("receipt", "rcp_1")->state, "refunded");
+}
+
+// A format 3 store keeps each projection whole. Open refuses it and names
+// the command; upgraded, it reads the whole records as they are, and an
+// entity's next event replaces its record with the cursor (format 4), from
+// which reads fold the same projection. Check finds nothing either way.
+TEST_F(storage_store, UpgradesAFormat3StoreOnlyWhenAsked) {
+  std::map<std::string, Projection> before;
+  {
+    Options o = Opts();
+    o.snapshot_interval = 2;
+    auto store = Open(o);
+    ASSERT_TRUE(store);
+    MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_3", "rcp_2"));
+    MustAccept(store.get(), Refunded("evt_4", "rcp_2"));
+    MustAccept(store.get(), Issued("evt_5", "rcp_3"));
+    for (const char* id : {"rcp_1", "rcp_2", "rcp_3"})
+      before[id] = store->Get("receipt", id).value();
+  }
+  auto raw_db = [&] {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    EXPECT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    return std::unique_ptr<leveldb::DB>(raw);
+  };
+  // Counts the projection records in each form.
+  auto count_forms = [&](int* whole, int* cursors) {
+    std::unique_ptr<leveldb::DB> db = raw_db();
+    ASSERT_TRUE(db);
+    *whole = *cursors = 0;
+    const std::string prefix = storage::ProjectionScanPrefix(1, "");
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      Result<storage::ProjectionState> p =
+          storage::DecodeProjection(it->key().ToString(), it->value().ToString());
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      ++(p->cursor_only ? *cursors : *whole);
+    }
+  };
+  int whole = 0, cursors = 0;
+  count_forms(&whole, &cursors);
+  EXPECT_EQ(whole, 0);
+  EXPECT_EQ(cursors, 3) << "format 4 writes each projection as its cursor";
+  {
+    // Rewrite it as format 3 wrote it: every projection whole.
+    std::unique_ptr<leveldb::DB> db = raw_db();
+    ASSERT_TRUE(db);
+    const std::string prefix = storage::ProjectionScanPrefix(1, "");
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+    leveldb::WriteBatch batch;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      Result<storage::ProjectionState> p =
+          storage::DecodeProjection(it->key().ToString(), it->value().ToString());
+      ASSERT_TRUE(p.ok());
+      p->cursor_only = false;
+      p->projection = before.at(p->projection.id);
+      batch.Put(it->key(), storage::EncodeProjection(*p));
+    }
+    batch.Put(storage::MetaKey("format"), storage::EncodeText("3"));
+    ASSERT_TRUE(db->Write({}, &batch).ok());
+  }
+  count_forms(&whole, &cursors);
+  ASSERT_EQ(whole, 3);
+  Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("store format 3 is older"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
+      << refused.status().ToString();
+  {
+    Options o = Opts();
+    o.snapshot_interval = 2;
+    o.upgrade_format = true;
+    auto store = Open(o);
+    ASSERT_TRUE(store);
+    for (const auto& [id, p] : before) {
+      Result<Projection> got = store->Get("receipt", id);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(ProjectionToJson(*got), ProjectionToJson(p)) << "a whole record, read as it is";
+    }
+    // A late refund for rcp_3 (it folds before the issue: re-fold) and an
+    // in-order one for rcp_1 (applied to the whole record as it is).
+    MustAccept(store.get(), Refunded("evt_6", "rcp_3", "2026-11-29T09:00:00Z"));
+    MustAccept(store.get(), Body("evt_7", "receipt.refunded", "2026-11-30T10:00:00Z",
+                                 "{\"receipt_id\":\"rcp_1\",\"note\":\"again\"}"));
+    std::vector<CheckProblem> problems;
+    Result<CheckSummary> c =
+        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+  }
+  count_forms(&whole, &cursors);
+  EXPECT_EQ(whole, 1) << "rcp_2 had no event since the upgrade";
+  EXPECT_EQ(cursors, 2);
+  auto store = Open();
+  ASSERT_TRUE(store) << "an upgraded store opens without the option";
+  EXPECT_EQ(ProjectionToJson(store->Get("receipt", "rcp_2").value()),
+            ProjectionToJson(before.at("rcp_2")));
+  Result<Projection> rcp1 = store->Get("receipt", "rcp_1");
+  ASSERT_TRUE(rcp1.ok());
+  EXPECT_EQ(rcp1->state, "refunded");
+  ASSERT_EQ(rcp1->rejected.size(), 1u) << "the second refund is impossible";
+  EXPECT_EQ(rcp1->rejected[0].event_id, "evt_7");
+  Result<Projection> rcp3 = store->Get("receipt", "rcp_3");
+  ASSERT_TRUE(rcp3.ok());
+  EXPECT_EQ(rcp3->state, "issued");
+  EXPECT_EQ(rcp3->applied, 1u);
+  ASSERT_EQ(rcp3->rejected.size(), 1u) << "a refund before the issue is impossible";
+  EXPECT_EQ(rcp3->rejected[0].event_id, "evt_6");
 }
 
 TEST_F(storage_store, PersistsAcrossReopen) {
