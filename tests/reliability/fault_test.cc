@@ -545,7 +545,12 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
       while (!done) {
         uint64_t last = 0;
         bool gap = false;
-        Status st = store->List("", [&](const Projection&) { return true; });
+        // A page, not the whole store: a List holds its use of the database
+        // to its end, and the reopen waits at most a second for uses to end.
+        // Listing every projection (each folded from its log since format
+        // 4) outlasts that under TSan, and a reopen would never get its turn.
+        int listed = 0;
+        Status st = store->List("", [&](const Projection&) { return ++listed < 100; });
         EXPECT_TRUE(st.ok()) << "List: " << st.ToString();
         std::vector<Change> feed;
         st = store->feed().Read(0, 1 << 20, AppendTo<Change>(&feed));
