@@ -6,21 +6,21 @@
 #include "core/decode.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
+#include "storage/leveldb_util.h"
 
 namespace eventfold::storage {
 
-Status LoadLogData(leveldb::DB* db, const leveldb::ReadOptions& options, const Profile& profile,
-                   LogEntry* entry) {
-  if (entry->has_data) return Status::OK();
-  const std::string key = EventKey(entry->seq);
-  std::string value;
-  leveldb::Status s = db->Get(options, key, &value);
+namespace {
+
+Status Missing(const LogEntry& entry) {
+  return Status::Corruption("the log entry of " + entry.ranked.event.event_id + " names a/" +
+                            std::to_string(entry.seq) + ", which is missing");
+}
+
+// Fills the entry's data from `value`, the record stored at `key` (a/<seq>).
+Status FillFrom(const std::string& key, std::string_view value, const Profile& profile,
+                LogEntry* entry) {
   const std::string& id = entry->ranked.event.event_id;
-  if (s.IsNotFound()) {
-    return Status::Corruption("the log entry of " + id + " names a/" + std::to_string(entry->seq) +
-                              ", which is missing");
-  }
-  if (!s.ok()) return FromLevelDb(s, "reading a logged event's body");
   Result<StoredEvent> stored = DecodeStoredEvent(key, value);
   if (!stored.ok()) return stored.status();
   if (stored->event.event_id != id) {
@@ -35,6 +35,28 @@ Status LoadLogData(leveldb::DB* db, const leveldb::ReadOptions& options, const P
   entry->ranked.event.data = std::move(decoded->event.data);
   entry->has_data = true;
   return Status::OK();
+}
+
+}  // namespace
+
+Status LoadLogData(leveldb::DB* db, const leveldb::ReadOptions& options, const Profile& profile,
+                   LogEntry* entry) {
+  if (entry->has_data) return Status::OK();
+  const std::string key = EventKey(entry->seq);
+  std::string value;
+  leveldb::Status s = db->Get(options, key, &value);
+  if (s.IsNotFound()) return Missing(*entry);
+  if (!s.ok()) return FromLevelDb(s, "reading a logged event's body");
+  return FillFrom(key, value, profile, entry);
+}
+
+Status LoadLogData(leveldb::Iterator* it, const Profile& profile, LogEntry* entry) {
+  if (entry->has_data) return Status::OK();
+  const std::string key = EventKey(entry->seq);
+  it->Seek(key);
+  if (!it->status().ok()) return FromLevelDb(it->status(), "reading a logged event's body");
+  if (!it->Valid() || it->key() != leveldb::Slice(key)) return Missing(*entry);
+  return FillFrom(key, View(it->value()), profile, entry);
 }
 
 }  // namespace eventfold::storage

@@ -27,6 +27,10 @@ namespace eventfold::storage {
 Status LoadLogData(leveldb::DB* db, const leveldb::ReadOptions& options, const Profile& profile,
                    LogEntry* entry);
 
+// The same, reading a/<entry->seq> with `it` (whose position it moves): for
+// a reader that must make no new use of the database while it holds one.
+Status LoadLogData(leveldb::Iterator* it, const Profile& profile, LogEntry* entry);
+
 }  // namespace eventfold::storage
 
 #endif  // EVENTFOLD_STORAGE_LOG_DATA_H_

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/materializer.h"
 #include "storage/key_codec.h"
@@ -18,6 +19,10 @@ ProjectionReader::ProjectionReader(leveldb::DB* db, const leveldb::ReadOptions& 
   // worth keeping (a scan's options leave the cache alone).
   options_.fill_cache = true;
 }
+
+ProjectionReader::ProjectionReader(std::unique_ptr<leveldb::Iterator> it, uint32_t gen,
+                                   const Profile& profile)
+    : gen_(gen), profile_(profile), it_(std::move(it)) {}
 
 Result<ProjectionState> ProjectionReader::Read(std::string_view key, std::string_view value) {
   Result<ProjectionState> cursor = DecodeProjection(key, value);
@@ -63,18 +68,23 @@ Result<ProjectionState> ProjectionReader::Complete(std::string_view key, Project
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
 
   // Then every log entry after it: the cursor is the last of them (the log
-  // and the cursor are written in one batch), which the end checks.
+  // and the cursor are written in one batch), which the end checks. The
+  // entries are read first: their bodies are read with the same iterator.
   const std::string log = LogPrefix(gen_, *ref);
   const std::string after = state.events > 0 ? LogKey(gen_, *ref, state.last) : log;
+  std::vector<LogEntry> entries;
   for (it->Seek(after); it->Valid() && it->key().starts_with(log); it->Next()) {
     if (state.events > 0 && View(it->key()) == after) continue;
     Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
     if (!e.ok()) return e.status();
-    Status st = LoadLogData(db_, options_, profile_, &*e);
-    if (st.ok()) st = ApplyToState(*type, e->ranked, &state);
-    if (!st.ok()) return st.WithContext("reading " + where());
+    entries.push_back(std::move(*e));
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
+  for (LogEntry& e : entries) {
+    Status st = LoadLogData(it, profile_, &e);
+    if (st.ok()) st = ApplyToState(*type, e.ranked, &state);
+    if (!st.ok()) return st.WithContext("reading " + where());
+  }
   if (state.events != cursor.events || !(state.last == cursor.last) ||
       state.projection.state != cursor.projection.state ||
       state.projection.applied != cursor.projection.applied) {

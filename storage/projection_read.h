@@ -11,8 +11,11 @@
 // A whole record (formats 1-3, or one a compaction wrote) is returned as it
 // is.
 //
-// A ProjectionReader reuses one LevelDB iterator across reads (a scan over
-// many projections pays for it once). Not thread-safe: one per thread.
+// A ProjectionReader reads through one LevelDB iterator, bodies included,
+// reused across reads (a scan over many projections pays for it once). So a
+// reader handed an iterator makes no new use of the database: a scan that
+// made both its iterators under the store's lock never waits behind a
+// reopen that waits for it. Not thread-safe: one per thread.
 
 #ifndef EVENTFOLD_STORAGE_PROJECTION_READ_H_
 #define EVENTFOLD_STORAGE_PROJECTION_READ_H_
@@ -37,6 +40,9 @@ class ProjectionReader {
   // reader.
   ProjectionReader(leveldb::DB* db, const leveldb::ReadOptions& options, uint32_t gen,
                    const Profile& profile);
+  // Reads with `it` (over the snapshot the projections were read under),
+  // which the reader owns from now on.
+  ProjectionReader(std::unique_ptr<leveldb::Iterator> it, uint32_t gen, const Profile& profile);
 
   // The whole state of the projection stored as `value` at `key` (a
   // g/<gen>/p/ key). On success cursor_only is false. Corruption naming the
@@ -49,7 +55,7 @@ class ProjectionReader {
   [[nodiscard]] Result<ProjectionState> Complete(std::string_view key, ProjectionState cursor);
 
  private:
-  leveldb::DB* db_;
+  leveldb::DB* db_ = nullptr;  // null when handed an iterator
   leveldb::ReadOptions options_;
   uint32_t gen_;
   const Profile& profile_;
