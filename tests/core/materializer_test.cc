@@ -98,6 +98,12 @@ Result<Materialized> Feed(const EntityType& type, const EntityRef& ref, const Ra
   return m;
 }
 
+// True when `e` folds after every event of `log`: an in-order arrival.
+bool SortsLast(const FakeLog& log, const RankedEvent& e) {
+  return std::all_of(log.events.begin(), log.events.end(),
+                     [&](const RankedEvent& o) { return FoldsBefore(o, e); });
+}
+
 void ExpectSameState(const ProjectionState& got, const ProjectionState& want) {
   EXPECT_EQ(ProjectionToJson(got.projection), ProjectionToJson(want.projection));
   EXPECT_EQ(got.projection, want.projection);
@@ -319,8 +325,7 @@ TEST(Materializer, RandomArrivalOrdersMatchTheFullFold) {
     FakeLog log;
     ProjectionState state;
     for (const RankedEvent& e : events) {
-      const bool sorts_last = std::all_of(log.events.begin(), log.events.end(),
-                                          [&](const RankedEvent& o) { return FoldsBefore(o, e); });
+      const bool sorts_last = SortsLast(log, e);
       const int reads = log.reads();
       Result<Materialized> m = Feed(type, ref, e, interval, &log, &state);
       ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -375,8 +380,7 @@ TEST(Materializer, CursorOnlyStatesKeepWholeSnapshots) {
     FakeLog log;
     ProjectionState state;
     for (const RankedEvent& e : events) {
-      const bool sorts_last = std::all_of(log.events.begin(), log.events.end(),
-                                          [&](const RankedEvent& o) { return FoldsBefore(o, e); });
+      const bool sorts_last = SortsLast(log, e);
       const bool snapshot_due = (state.events + 1) % interval == 0;
       const int reads = log.reads();
       Result<Materialized> m = Feed(type, ref, e, interval, &log, &state);

@@ -65,6 +65,17 @@ class StoreTest : public ::testing::Test {
   }
   std::unique_ptr<Store> Open() { return Open(Opts()); }
 
+  // The store's LevelDB database itself (no Store may have it open), to
+  // write records as an older format did; null (and a failure) if it does
+  // not open.
+  std::unique_ptr<leveldb::DB> RawDb() {
+    leveldb::Options lo;
+    lo.env = env_.get();
+    leveldb::DB* raw = nullptr;
+    EXPECT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
+    return std::unique_ptr<leveldb::DB>(raw);
+  }
+
   IngestResult MustAccept(Store* store, const std::string& body) {
     IngestResult r = store->Ingest(body);
     EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message << "\n" << body;
@@ -573,16 +584,9 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     MustAccept(store.get(), Issued("evt_1", "rcp_1"));  // late: a re-fold reads the log
     ASSERT_TRUE(store->feed().SetCheckpoint("mailer", 1).ok());
   }
-  auto raw_db = [&] {
-    leveldb::Options lo;
-    lo.env = env_.get();
-    leveldb::DB* raw = nullptr;
-    EXPECT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
-    return std::unique_ptr<leveldb::DB>(raw);
-  };
   {
     // Rewrite it as format 1 wrote it: every log record with its data.
-    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::unique_ptr<leveldb::DB> db = RawDb();
     ASSERT_TRUE(db);
     std::string gen;
     ASSERT_TRUE(db->Get({}, storage::MetaKey("generation"), &gen).ok());
@@ -616,7 +620,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
   EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
       << refused.status().ToString();
   {
-    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::unique_ptr<leveldb::DB> db = RawDb();
     std::string format;
     ASSERT_TRUE(db->Get({}, storage::MetaKey("format"), &format).ok());
     EXPECT_EQ(format, "1") << "a refusal writes nothing";
@@ -646,7 +650,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     EXPECT_TRUE(amount) << "data read from a format 1 log record";
   }
   {
-    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::unique_ptr<leveldb::DB> db = RawDb();
     std::string format;
     ASSERT_TRUE(db->Get({}, storage::MetaKey("format"), &format).ok());
     EXPECT_EQ(storage::DecodeText(storage::MetaKey("format"), format).value(),
@@ -676,16 +680,9 @@ TEST_F(storage_store, UpgradesAFormat3StoreOnlyWhenAsked) {
     for (const char* id : {"rcp_1", "rcp_2", "rcp_3"})
       before[id] = store->Get("receipt", id).value();
   }
-  auto raw_db = [&] {
-    leveldb::Options lo;
-    lo.env = env_.get();
-    leveldb::DB* raw = nullptr;
-    EXPECT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
-    return std::unique_ptr<leveldb::DB>(raw);
-  };
   // Counts the projection records in each form.
   auto count_forms = [&](int* whole, int* cursors) {
-    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::unique_ptr<leveldb::DB> db = RawDb();
     ASSERT_TRUE(db);
     *whole = *cursors = 0;
     const std::string prefix = storage::ProjectionScanPrefix(1, "");
@@ -703,7 +700,7 @@ TEST_F(storage_store, UpgradesAFormat3StoreOnlyWhenAsked) {
   EXPECT_EQ(cursors, 3) << "format 4 writes each projection as its cursor";
   {
     // Rewrite it as format 3 wrote it: every projection whole.
-    std::unique_ptr<leveldb::DB> db = raw_db();
+    std::unique_ptr<leveldb::DB> db = RawDb();
     ASSERT_TRUE(db);
     const std::string prefix = storage::ProjectionScanPrefix(1, "");
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
