@@ -20,6 +20,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -71,6 +72,7 @@ struct Shared {
   std::atomic<uint64_t> logs_total{0};    // log entries step 2 writes; set before it
   std::atomic<uint64_t> logs_written{0};  // by step 2
   std::atomic<uint64_t> entities_done{0};
+  bool copying = false;  // logs copied: no step 1, events_done counts them
   std::mutex mu;
   RebuildSummary sum;                            // merged per-worker totals
   std::vector<std::unique_ptr<RunCursor>> runs;  // step 1's sorted runs
@@ -205,11 +207,20 @@ Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
 // length. Projections and snapshots come out in key order too, but in other
 // key ranges than the logs: they go to run files, written to the database
 // after the logs, so that each range is one ascending sequence of writes.
+//
+// An entry comes either as a run value (with its data) or as the log record
+// stored in a generation being copied (without it). The cursor needs no
+// data, so a copied entry's data is read from a/<seq> only once the entity
+// reaches a snapshot: its entries so far (fewer than one interval, kept for
+// this) are then folded again whole, and each later one is read as it comes.
 class EntityFolder {
  public:
-  EntityFolder(const Profile& profile, const RebuildTarget& target, Shared* shared,
-               RebuildSummary* sum)
-      : profile_(profile), target_(target), shared_(shared), sum_(sum) {}
+  EntityFolder(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
+               const RebuildTarget& target, Shared* shared, RebuildSummary* sum)
+      : db_(db), profile_(profile), target_(target), shared_(shared), sum_(sum) {
+    data_options_.snapshot = snapshot;
+    data_options_.fill_cache = false;
+  }
 
   Status Open(ScratchDir* scratch) {
     Result<std::unique_ptr<RunWriter>> p =
@@ -223,27 +234,41 @@ class EntityFolder {
     return Status::OK();
   }
 
-  Status Add(std::string_view key, std::string_view value) {
-    auto parsed = storage::ParseLogKey(key);
-    if (!parsed) return Status::Corruption("malformed log key");
-    if (parsed->first != current_) {
-      Status st = FinishEntity();
-      if (!st.ok()) return st;
-      current_ = std::move(parsed->first);
-      type_ = profile_.FindEntity(current_->entity);
-      if (!type_) return Status::Corruption("log of unknown entity " + current_->entity);
-      StartFromNone(*current_, &state_);
+  // `value` is a run value, or with `stored` a log record as stored.
+  Status Add(std::string_view key, std::string_view value, bool stored) {
+    Status st = Enter(key);
+    if (!st.ok()) return st;
+    if (!stored) {
+      auto parts = SplitRunValue(value);
+      if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
+      Result<storage::LogEntry> e = storage::DecodeLog(key, parts->second);
+      if (!e.ok()) return e.status();
+      return Apply(e->ranked);
     }
-    auto parts = SplitRunValue(value);
-    if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
-    Result<storage::LogEntry> e = storage::DecodeLog(key, parts->second);
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
     if (!e.ok()) return e.status();
-    if (Status st = ApplyToState(*type_, e->ranked, &state_); !st.ok()) return st;
     const uint64_t interval = target_.snapshot_interval;
-    if (interval == 0 || state_.events % interval != 0) return Status::OK();
-    state_.snapshots = storage::ProjectionState::Snapshots::kSome;
-    return snapshots_->Add(storage::SnapshotKey(target_.gen, *current_, state_.last),
-                           storage::EncodeProjection(state_));
+    if (whole_) {
+      st = storage::LoadLogData(db_, data_options_, profile_, &*e);
+      return st.ok() ? Apply(e->ranked) : st;
+    }
+    if (st = ApplyToState(*type_, e->ranked, &state_); !st.ok()) return st;
+    if (interval == 0) return Status::OK();  // no snapshot will ever need the data
+    if (state_.events % interval != 0) {
+      cursor_only_.push_back(std::move(*e));
+      return Status::OK();
+    }
+    // A snapshot is due: the entity's events so far, again, with their data.
+    cursor_only_.push_back(std::move(*e));
+    StartFromNone(*current_, &state_);
+    whole_ = true;
+    for (storage::LogEntry& entry : cursor_only_) {
+      st = storage::LoadLogData(db_, data_options_, profile_, &entry);
+      if (st.ok()) st = Apply(entry.ranked);
+      if (!st.ok()) return st;
+    }
+    cursor_only_.clear();
+    return Status::OK();
   }
 
   // After the last Add: the run files to write, projections first.
@@ -256,6 +281,32 @@ class EntityFolder {
   }
 
  private:
+  // Starts the entity of log key `key` unless it is the current one.
+  Status Enter(std::string_view key) {
+    auto parsed = storage::ParseLogKey(key);
+    if (!parsed) return Status::Corruption("malformed log key");
+    if (parsed->first == current_) return Status::OK();
+    Status st = FinishEntity();
+    if (!st.ok()) return st;
+    current_ = std::move(parsed->first);
+    type_ = profile_.FindEntity(current_->entity);
+    if (!type_) return Status::Corruption("log of unknown entity " + current_->entity);
+    StartFromNone(*current_, &state_);
+    cursor_only_.clear();
+    whole_ = false;
+    return Status::OK();
+  }
+
+  // Applies an event with its data; a snapshot when one is due.
+  Status Apply(const RankedEvent& event) {
+    if (Status st = ApplyToState(*type_, event, &state_); !st.ok()) return st;
+    const uint64_t interval = target_.snapshot_interval;
+    if (interval == 0 || state_.events % interval != 0) return Status::OK();
+    state_.snapshots = storage::ProjectionState::Snapshots::kSome;
+    return snapshots_->Add(storage::SnapshotKey(target_.gen, *current_, state_.last),
+                           storage::EncodeProjection(state_));
+  }
+
   Status FinishEntity() {
     if (!current_) return Status::OK();
     ++sum_->entities;
@@ -266,6 +317,8 @@ class EntityFolder {
                              storage::EncodeProjectionCursor(state_));
   }
 
+  leveldb::DB* db_;
+  leveldb::ReadOptions data_options_;  // the build's input snapshot
   const Profile& profile_;
   const RebuildTarget& target_;
   Shared* shared_;
@@ -274,6 +327,10 @@ class EntityFolder {
   std::optional<EntityRef> current_;
   const EntityType* type_ = nullptr;
   storage::ProjectionState state_;
+  // Copied entries of the current entity folded without their data (fewer
+  // than one snapshot interval), and whether its state is whole since.
+  std::vector<storage::LogEntry> cursor_only_;
+  bool whole_ = false;
 };
 
 // Hands chunks of merged records from the writing thread to the folding
@@ -320,27 +377,81 @@ class ChunkQueue {
   bool done_ = false, stopped_ = false;
 };
 
-// Writes the lean half of a run value: the log record as stored.
-Status PutLean(BatchWriter* logs, std::string_view key, std::string_view value) {
+// Step 2's input when the logs are routed: the merged sort runs, whose
+// values are run values.
+struct RoutedLogs {
+  static constexpr bool kStored = false;
+  RunMerger* merged;
+  bool Next() { return merged->Next(); }
+  std::string_view key() const { return merged->key(); }
+  std::string_view value() const { return merged->value(); }
+  Status status() const { return merged->status(); }
+};
+
+// Step 2's input when the logs are copied: the log records of generation
+// `from` as stored, in key order, their keys moved to generation `to`.
+class CopiedLogs {
+ public:
+  static constexpr bool kStored = true;
+  CopiedLogs(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t from, uint32_t to)
+      : it_(db->NewIterator(ScanOptions(snapshot))),
+        prefix_(storage::LogFamilyPrefix(from)),
+        to_(to) {}
+  bool Next() {
+    if (started_) {
+      it_->Next();
+    } else {
+      it_->Seek(prefix_);
+      started_ = true;
+    }
+    if (!it_->Valid() || !it_->key().starts_with(prefix_)) return false;
+    key_.assign(it_->key().data(), it_->key().size());
+    if (!storage::MoveToGeneration(to_, &key_)) return false;  // cannot be: under prefix_
+    return true;
+  }
+  std::string_view key() const { return key_; }
+  std::string_view value() const { return View(it_->value()); }
+  Status status() const { return FromLevelDb(it_->status(), "reading the logs to copy"); }
+
+ private:
+  std::unique_ptr<leveldb::Iterator> it_;
+  const std::string prefix_;
+  const uint32_t to_;
+  std::string key_;
+  bool started_ = false;
+};
+
+// The log record as the database stores it: the lean half of a run value,
+// or a copied record as it is.
+Result<std::string_view> StoredLog(std::string_view value, bool stored) {
+  if (stored) return value;
   auto parts = SplitRunValue(value);
   if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
-  return logs->Put(key, parts->first);
+  return parts->first;
 }
 
-// Step 2: writes the merged logs in key order and folds them. With two
-// threads or more, folding runs on a thread of its own beside the writer.
-Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTarget& target,
-                       RunMerger* merged, ScratchDir* scratch, Shared* shared,
-                       RebuildSummary* sum) {
-  EntityFolder folder(profile, target, shared, sum);
+// Step 2: writes the logs in key order and folds them. With two threads or
+// more, folding runs on a thread of its own beside the writer.
+template <typename Logs>
+Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
+                       const RebuildTarget& target, Logs* input, ScratchDir* scratch,
+                       Shared* shared, RebuildSummary* sum) {
+  constexpr bool kStored = Logs::kStored;
+  EntityFolder folder(db, snapshot, profile, target, shared, sum);
   Status st = folder.Open(scratch);
   if (!st.ok()) return st;
   BatchWriter logs(db);
+  auto put = [&](std::string_view key, std::string_view value) {
+    Result<std::string_view> log = StoredLog(value, kStored);
+    if (!log.ok()) return log.status();
+    shared->logs_written.fetch_add(1, std::memory_order_relaxed);
+    if (kStored) shared->events_done.fetch_add(1, std::memory_order_relaxed);
+    return logs.Put(key, *log);
+  };
   if (target.threads < 2) {
-    while (st.ok() && merged->Next()) {
-      st = PutLean(&logs, merged->key(), merged->value());
-      if (st.ok()) st = folder.Add(merged->key(), merged->value());
-      shared->logs_written.fetch_add(1, std::memory_order_relaxed);
+    while (st.ok() && input->Next()) {
+      st = put(input->key(), input->value());
+      if (st.ok()) st = folder.Add(input->key(), input->value(), kStored);
     }
   } else {
     ChunkQueue queue;
@@ -349,17 +460,16 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
       RunBuffer chunk;
       while (fold_status.ok() && queue.Pop(&chunk)) {
         for (size_t i = 0; fold_status.ok() && i < chunk.size(); ++i) {
-          fold_status = folder.Add(chunk.key(i), chunk.value(i));
+          fold_status = folder.Add(chunk.key(i), chunk.value(i), kStored);
         }
       }
       queue.Stop();  // on an error: the writer stops too
     });
     RunBuffer chunk;
     bool open = true;
-    while (st.ok() && open && merged->Next()) {
-      st = PutLean(&logs, merged->key(), merged->value());
-      shared->logs_written.fetch_add(1, std::memory_order_relaxed);
-      chunk.Add(merged->key(), merged->value());
+    while (st.ok() && open && input->Next()) {
+      st = put(input->key(), input->value());
+      chunk.Add(input->key(), input->value());
       if (chunk.bytes() >= ChunkQueue::kChunkBytes) open = queue.Push(std::exchange(chunk, {}));
     }
     if (st.ok() && open) queue.Push(std::move(chunk));
@@ -367,7 +477,7 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
     fold_thread.join();
     if (st.ok()) st = fold_status;
   }
-  if (st.ok()) st = merged->status();
+  if (st.ok()) st = input->status();
   if (st.ok()) st = logs.Flush();
   if (!st.ok()) return st;
   Result<std::vector<std::string>> runs = folder.Finish();
@@ -377,6 +487,25 @@ Status WriteGeneration(leveldb::DB* db, const Profile& profile, const RebuildTar
     if (!st.ok()) return st;
   }
   return Status::OK();
+}
+
+// Step 1 of a copying build: the index of unrouted events, copied.
+Status CopyUnrouted(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t from, uint32_t to,
+                    Shared* shared, RebuildSummary* sum) {
+  BatchWriter w(db);
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
+  const std::string prefix = storage::UnroutedFamilyPrefix(from);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string key(View(it->key()));
+    if (!storage::MoveToGeneration(to, &key)) return Status::Corruption("malformed unrouted key");
+    ++sum->events;
+    ++sum->unrouted;
+    shared->events_done.fetch_add(1, std::memory_order_relaxed);
+    Status st = w.Put(key, "");
+    if (!st.ok()) return st;
+  }
+  if (!it->status().ok()) return FromLevelDb(it->status(), "copying the unrouted index");
+  return w.Flush();
 }
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.
@@ -438,7 +567,8 @@ class ProgressReporter {
     const uint64_t read = shared_.events_done.load();
     const uint64_t logs = shared_.logs_total.load();
     const double written = logs ? static_cast<double>(shared_.logs_written.load()) / logs : 0;
-    p.events_done = final ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
+    p.events_done =
+        final || shared_.copying ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
     p.events_total = final ? p.events_done : std::max(total_, p.events_done);
     p.entities_done = shared_.entities_done.load();
     p.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();
@@ -469,7 +599,22 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
   const auto bounds = SeqBounds(db, snapshot);
   {
     ProgressReporter reporter(target, shared, bounds ? bounds->second - bounds->first + 1 : 0);
-    if (bounds) {
+    if (target.copy_logs_from) {
+      shared.copying = true;
+      st = CopyUnrouted(db, snapshot, *target.copy_logs_from, target.gen, &shared, &shared.sum);
+      CopiedLogs logs(db, snapshot, *target.copy_logs_from, target.gen);
+      if (st.ok()) {
+        st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &shared.sum);
+      }
+      if (!st.ok()) {
+        return st.IsCorruption()
+                   ? st.WithContext(
+                         "copying the live logs (a rebuild that derives them anew from the "
+                         "stored events does not read them: `eventfold replay --rederive-logs`)")
+                   : st;
+      }
+      shared.sum.events += shared.logs_written.load();
+    } else if (bounds) {
       RunWorkers(SeqRanges(bounds->first, bounds->second, workers), [&](size_t, const Range& r) {
         RebuildSummary sum;
         const size_t budget = target.sort_budget_bytes / workers;
@@ -478,10 +623,13 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
       });
     }
     if (!shared.error.ok()) return shared.error;
-    shared.logs_total = shared.sum.events - shared.sum.unrouted;
-    RunMerger merged(std::move(shared.runs));
-    st = WriteGeneration(db, profile, target, &merged, &scratch, &shared, &shared.sum);
-    if (!st.ok()) return st;
+    if (!target.copy_logs_from) {
+      shared.logs_total = shared.sum.events - shared.sum.unrouted;
+      RunMerger merged(std::move(shared.runs));
+      RoutedLogs logs{&merged};
+      st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &shared.sum);
+      if (!st.ok()) return st;
+    }
   }
   // 3. Compacted entities start from their compaction snapshot.
   st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval, &shared.sum);

@@ -12,6 +12,11 @@
 //    snapshot every `snapshot_interval` events, which are written after the
 //    logs, each family in key order: LevelDB gets ascending keys only and
 //    does not have to rewrite them by compaction.
+// Under the profile the live generation was routed under, step 1 can be
+// left out (RebuildTarget::copy_logs_from): the live generation's logs are
+// exactly what it would route and sort, so they are copied in key order into
+// the new generation and folded as they pass. The fold then needs no event
+// data except where a snapshot is due, which it reads from a/<seq>.
 // It writes only under g/<gen>/, in bounded unsynced batches; the caller
 // makes the switch to the new generation durable. It reads the events of
 // `snapshot` (the live store when null), so ingest may go on meanwhile.
@@ -25,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "eventfold/profile.h"
@@ -45,6 +51,12 @@ struct RebuildTarget {
   leveldb::Env* env = nullptr;
   // What the sorted runs may hold in memory, all workers together.
   size_t sort_budget_bytes = 64 << 20;
+  // A generation of the same database whose logs and index of unrouted
+  // events (complete) were routed under `profile`: the build copies them
+  // instead of routing every stored event anew. nullopt: route them. The
+  // caller vouches for both conditions; a copy carries over whatever damage
+  // the logs have, so a repair routes anew.
+  std::optional<uint32_t> copy_logs_from;
 };
 
 Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot,

@@ -129,6 +129,17 @@ std::string GenerationPrefix(uint32_t gen) {
   return key;
 }
 
+bool MoveToGeneration(uint32_t gen, std::string* key) {
+  if (key->size() < kGenPrefixBytes || !key->starts_with(kGenerationPrefix) ||
+      (*key)[kGenPrefixBytes - 1] != '/') {
+    return false;
+  }
+  for (int i = 0; i < 4; ++i) {  // be32, as GenerationPrefix writes it
+    (*key)[2 + i] = static_cast<char>((gen >> (24 - 8 * i)) & 0xFF);
+  }
+  return true;
+}
+
 std::string LogPrefix(uint32_t gen, const EntityRef& ref) { return EntityPrefix(gen, "l/", ref); }
 
 std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {

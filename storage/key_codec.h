@@ -110,6 +110,11 @@ std::optional<FoldKey> DecodeFoldKey(std::string_view bytes);
 // "g/<gen>/": every derived key of one generation.
 std::string GenerationPrefix(uint32_t gen);
 
+// Sets the generation of `key`, a key under g/<gen>/ (that is, one that
+// starts with a GenerationPrefix), to `gen`: the same record in another
+// generation. False, and `key` unchanged, when it is no such key.
+[[nodiscard]] bool MoveToGeneration(uint32_t gen, std::string* key);
+
 // "g/<gen>/l/<entity>\0<id>\0": one entity's log, in fold order.
 std::string LogPrefix(uint32_t gen, const EntityRef& ref);
 std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold);

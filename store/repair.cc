@@ -206,7 +206,9 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   {
     Result<std::unique_ptr<Store>> store = Store::Open(dir, o);
     if (!store.ok()) return store.status();
-    Result<RebuildSummary> rebuilt = (*store)->maintenance().Rebuild(RebuildOptions{});
+    RebuildOptions rebuild;
+    rebuild.rederive_logs = true;  // the salvage may have dropped log records
+    Result<RebuildSummary> rebuilt = (*store)->maintenance().Rebuild(rebuild);
     if (!rebuilt.ok()) return rebuilt.status();
   }
   Result<FileCheckSummary> files = CheckFiles(dir, env, [](const FileDamage&) {});

@@ -689,10 +689,17 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   uint32_t next = 0;
   uint64_t boundary = 0;
   SnapshotGuard input;
+  std::optional<uint32_t> copy_logs_from;
   {
     WriterLock guard(&rebuild_mu_);
     target = profile ? *profile : *profile_;
     next = gen_ + 1;
+    // The live generation's logs and its index of unrouted events (complete
+    // since Open, see LoadUnroutedIndex) are what routing under the same
+    // profile gives.
+    if (!options.rederive_logs && target->Fingerprint() == profile_->Fingerprint()) {
+      copy_logs_from = gen_;
+    }
     Status st = FromLevelDb(
         db_->Put(Synced(), MetaKey("rebuild"), EncodeText(RebuildMarker(next, *target))),
         "marking rebuild");
@@ -713,6 +720,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   build.progress = options.progress;
   build.scratch_path = path_ + ".rebuild";
   build.env = options_.env;
+  build.copy_logs_from = copy_logs_from;
   Result<RebuildSummary> summary = BuildGeneration(db_.get(), input.get(), *target, build);
   input.Release();
   if (!summary.ok()) return summary;

@@ -55,6 +55,7 @@ struct ReplayArgs {
   bool quiet = false;
   bool dry_run = false;
   bool force = false;
+  bool rederive_logs = false;
   int threads = 0;
 };
 
@@ -138,6 +139,7 @@ int Replay(const ReplayArgs& a) {
   options.entity = a.entity;
   options.id = a.id;
   options.threads = a.threads;
+  options.rederive_logs = a.rederive_logs;
   if (!a.quiet) options.progress = ProgressPrinter();
   Result<RebuildSummary> sum = store->maintenance().Rebuild(options);
   if (!a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
@@ -185,6 +187,9 @@ void AddReplayCommand(CLI::App* app, Action* action) {
   cmd->add_option("--entity", a->entity, "only this entity type (re-fold in place)");
   cmd->add_option("--id", a->id, "only this entity (with --entity)");
   cmd->add_option("--threads", a->threads, "worker threads (default: one per core)");
+  cmd->add_flag("--rederive-logs", a->rederive_logs,
+                "derive every entity log anew from the stored events instead of copying the "
+                "live ones (after `check` reports damaged logs)");
   cmd->add_flag("--quiet", a->quiet, "no progress on stderr");
   cmd->callback([=] { *action = [=] { return Replay(*a); }; });
 }

@@ -65,6 +65,15 @@ struct RebuildOptions {
   // Worker threads; 0 means one per core.
   int threads = 0;
 
+  // A full rebuild under the store's own profile copies the live
+  // generation's per-entity logs, which are routed and sorted exactly as
+  // the rebuild would route and sort them, and folds them: no stored event
+  // is decoded again (only those a fold snapshot needs). True derives every
+  // log anew from the stored events, as a rebuild under a new profile does:
+  // what a repair needs, since a copy carries over any damage the logs have
+  // (`eventfold check` reports it). Ignored with `entity`.
+  bool rederive_logs = false;
+
   // Called from a monitoring thread while the rebuild runs; may be empty.
   std::function<void(const RebuildProgress&)> progress;
 };

@@ -70,8 +70,10 @@ TEST(BadRankTest, RankPastTheTransitionsIsCorruptionNotACrash) {
   ASSERT_FALSE(refold.ok());
   EXPECT_TRUE(refold.status().IsCorruption()) << refold.status().ToString();
   // A read folds the entity's log from its cursor (format 4), so it too
-  // answers Corruption naming the event; other entities are untouched, and
-  // a full rebuild (ranks from the stored events' bodies) repairs the log.
+  // answers Corruption naming the event; other entities are untouched. A
+  // full rebuild that copies the logs refuses the damaged one, naming the
+  // event and the way out; one that derives the logs anew (ranks from the
+  // stored events' bodies) repairs it.
   ASSERT_EQ((*store)->Ingest(Issued("evt_3", "rcp_2")).outcome, Outcome::kAccepted);
   EXPECT_EQ((*store)->Get("receipt", "rcp_2")->state, "issued");
   Result<Projection> damaged = (*store)->Get("receipt", "rcp_1");
@@ -79,7 +81,15 @@ TEST(BadRankTest, RankPastTheTransitionsIsCorruptionNotACrash) {
   EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
   EXPECT_NE(damaged.status().message().find("evt_2"), std::string::npos)
       << damaged.status().ToString();
-  Result<RebuildSummary> all = (*store)->maintenance().Rebuild(nullptr);
+  Result<RebuildSummary> copied = (*store)->maintenance().Rebuild(RebuildOptions{});
+  ASSERT_FALSE(copied.ok());
+  EXPECT_TRUE(copied.status().IsCorruption()) << copied.status().ToString();
+  EXPECT_NE(copied.status().message().find("evt_2"), std::string::npos);
+  EXPECT_NE(copied.status().message().find("--rederive-logs"), std::string::npos)
+      << copied.status().ToString();
+  RebuildOptions rederive;
+  rederive.rederive_logs = true;
+  Result<RebuildSummary> all = (*store)->maintenance().Rebuild(rederive);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   log = (*store)->Log("receipt", "rcp_1");
   ASSERT_TRUE(log.ok()) << log.status().ToString();

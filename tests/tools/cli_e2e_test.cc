@@ -333,6 +333,12 @@ TEST_F(cli_e2e, ReplayKeepsListIdenticalAndVerifies) {
       << s;
   EXPECT_TRUE(s.ends_with("}")) << s;
   EXPECT_EQ(Run({"list", "--data", data_}).out, before) << "replay must not change projections";
+  // The same counts when every log is derived anew instead of copied.
+  CliResult rederived = Run({"replay", "--data", data_, "--rederive-logs", "--quiet"});
+  ASSERT_EQ(rederived.exit_code, 0) << rederived.err;
+  EXPECT_TRUE(rederived.out.starts_with(s.substr(0, s.find("\"seconds\""))))
+      << rederived.out << " vs " << s;
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before);
 
   CliResult v = Run({"replay", "--data", data_, "--verify"});
   EXPECT_EQ(v.exit_code, 0) << v.err;
