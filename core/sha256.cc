@@ -1,5 +1,6 @@
 #include "core/sha256.h"
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 namespace eventfold {
@@ -17,9 +18,19 @@ std::string ToHex(std::string_view bytes) {
 }
 
 std::string Sha256(std::string_view data) {
+  // SHA256() looks the algorithm up on every call (OpenSSL 3: EVP_Q_digest
+  // fetches it), which doubled the cost of hashing a 735-byte body (1.06 µs
+  // against 0.63 µs here). Fetched once, immutable, shared by every thread,
+  // and kept for the process's life like OpenSSL's own tables.
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   std::string digest(SHA256_DIGEST_LENGTH, '\0');
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         reinterpret_cast<unsigned char*>(digest.data()));
+  unsigned int size = 0;
+  if (sha256 == nullptr ||
+      EVP_Digest(data.data(), data.size(), reinterpret_cast<unsigned char*>(digest.data()), &size,
+                 sha256, nullptr) != 1) {
+    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+           reinterpret_cast<unsigned char*>(digest.data()));
+  }
   return digest;
 }
 

@@ -141,7 +141,8 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   return &entities_.emplace(ref, std::move(loaded)).first->second;
 }
 
-Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, IngestResult* result) {
+Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
+                        std::string_view body_digest, IngestResult* result) {
   const Event& ev = decoded.event;
   const std::optional<EntityRef>& ref = decoded.entity;
   const int64_t now = delivery.received_at > 0 ? delivery.received_at : store_->clock_->NowMicros();
@@ -195,7 +196,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery, Ingest
                    ref,
                    routing_epoch_,
                    /*expires_at=*/0,
-                   Sha256(delivery.body)};
+                   body_digest.empty() ? Sha256(delivery.body) : std::string(body_digest)};
   batch_.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
   dedup_.emplace(ev.event_id, std::move(dedup));
   result->outcome = Outcome::kAccepted;

@@ -42,8 +42,10 @@ class IngestTxn {
 
   // Stages one decoded delivery (its event is moved into the staged log
   // entry) and sets its outcome; a read error fails the whole transaction
-  // (nothing is written).
-  Status Stage(DecodedEvent&& decoded, const Delivery& delivery, IngestResult* result);
+  // (nothing is written). `body_digest` is the body's SHA-256 when the
+  // caller has it, else empty (computed here).
+  Status Stage(DecodedEvent&& decoded, const Delivery& delivery, std::string_view body_digest,
+               IngestResult* result);
 
   // Stages only the projection half for an event already stored as `seq`:
   // its log entry, snapshots and projection in this transaction's

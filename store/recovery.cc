@@ -118,6 +118,7 @@ bool StoreImpl::TryRecover() {
   // No ingest, Get or Log runs meanwhile; the database waits for the other
   // readers (iterators, snapshots) to finish.
   WriterLock guard(&rebuild_mu_);
+  recent_.Clear();  // remembered from before the failure: ask the reopened database
   if (!db_->Reopen(kReopenWait).ok()) return false;
   // Re-derive everything from what the reopened database holds, as Open
   // does: a write that failed may or may not have reached the log.

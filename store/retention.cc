@@ -242,6 +242,9 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
   if (highest != *retired) PutNumber(&batch, MetaKey("retired_seq"), highest);
   // One synced write per group: all of it or none survives a crash.
   Status st = FromLevelDb(db_->Write(Synced(), &batch), "compacting entities");
+  // Their dedup entries are tombstones now, which expire: a redelivery must
+  // be decided by them, not by what was remembered of the stored event.
+  recent_.Clear();
   if (!st.ok()) return st;
   sum->entities_compacted += done.entities_compacted;
   sum->events_compacted += done.events_compacted;

@@ -56,7 +56,8 @@ std::string RebuildMarker(uint32_t gen, const Profile& p) {
 StoreImpl::StoreImpl(const Options& options, Profile profile)
     : options_(options),
       profile_(std::make_shared<const Profile>(std::move(profile))),
-      clock_(options.clock ? options.clock : SystemClock()) {}
+      clock_(options.clock ? options.clock : SystemClock()),
+      recent_(options.recent_events) {}
 
 StoreImpl::~StoreImpl() {
   StopRecovery();  // first: an attempt holds rebuild_mu_ and reopens the database
@@ -344,25 +345,31 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
   return true;
 }
 
-bool StoreImpl::KnownDuplicate(const Delivery& d, IngestResult* result) const {
+bool StoreImpl::KnownDuplicate(const Delivery& d, std::string* digest, IngestResult* result) {
   if (d.body.size() > options_.max_body_bytes) return false;
   const std::optional<std::string_view> id = PeekEventId(d.body);
-  if (!id) return false;
-  const std::string key = DedupKey(*id);
-  std::string value;
-  if (!db_->Get(leveldb::ReadOptions(), key, &value).ok()) return false;
-  Result<DedupEntry> first = DecodeDedup(key, value);
-  // A tombstone or an older routing epoch may answer differently now: the
-  // slow path re-routes. The same bytes decode to the same event, route and
-  // header check under the same profile, so the answer is the slow path's.
-  if (!first.ok() || first->expires_at != 0 || first->routing_epoch != routing_epoch_ ||
-      first->body_digest.empty() || !CheckEventIdHeader(d.headers, *id).ok() ||
-      first->body_digest != Sha256(d.body)) {
-    return false;
+  if (!id || !CheckEventIdHeader(d.headers, *id).ok()) return false;
+  *digest = Sha256(d.body);
+  std::optional<EntityRef> entity;
+  if (!recent_.Find(*digest, &entity)) {
+    const uint64_t epoch = recent_.epoch();
+    const std::string key = DedupKey(*id);
+    std::string value;
+    if (!db_->Get(leveldb::ReadOptions(), key, &value).ok()) return false;
+    Result<DedupEntry> first = DecodeDedup(key, value);
+    // A tombstone or an older routing epoch may answer differently now: the
+    // slow path re-routes. The same bytes decode to the same event, route and
+    // header check under the same profile, so the answer is the slow path's.
+    if (!first.ok() || first->expires_at != 0 || first->routing_epoch != routing_epoch_ ||
+        first->body_digest != *digest) {
+      return false;
+    }
+    entity = std::move(first->entity);
+    recent_.Add(*digest, entity, epoch);  // a retry storm over older events
   }
   result->outcome = Outcome::kDuplicate;
   result->event_id = std::string(*id);
-  result->entity = std::move(first->entity);
+  result->entity = std::move(entity);
   return true;
 }
 
@@ -387,9 +394,10 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
   uint64_t known_duplicates = 0;
+  std::vector<std::string> digests(n);  // each body's SHA-256, once
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
-    if (KnownDuplicate(*deliveries[i], &results[i])) {
+    if (KnownDuplicate(*deliveries[i], &digests[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       items.emplace_back(i, std::move(decoded));
@@ -413,10 +421,18 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     LockTable::Guard guard(&locks_, std::move(stripes));
     IngestTxn txn(this, gen_, routing_epoch_, profile_.get(), /*record_changes=*/true);
     for (auto& [i, decoded] : items) {
-      st = txn.Stage(std::move(decoded), *deliveries[i], &results[i]);
+      st = txn.Stage(std::move(decoded), *deliveries[i], digests[i], &results[i]);
       if (!st.ok()) break;
     }
+    const uint64_t recent_epoch = recent_.epoch();  // before the commit: see Add
     if (st.ok()) st = txn.Commit(options_.durability == Durability::kSync);
+    if (st.ok()) {
+      for (const auto& [i, decoded] : items) {
+        if (results[i].outcome == Outcome::kAccepted && !digests[i].empty()) {
+          recent_.Add(digests[i], results[i].entity, recent_epoch);
+        }
+      }
+    }
     unrouted = txn.unrouted();
     late = txn.late();
     refolded = txn.refolded();
@@ -754,6 +770,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     old = gen_;
     gen_ = next;
     if (rerouted) ++routing_epoch_;
+    recent_.Clear();  // their entities may be routed anew
     SetProfile(std::move(*target));
     unrouted_stored_.store(summary->unrouted);  // every stored event was routed anew
     summary->pause_seconds = static_cast<double>(clock_->NowMicros() - paused_at) / 1e6;

@@ -43,6 +43,7 @@
 #include "storage/record_codec.h"
 #include "store/lock_table.h"
 #include "store/quarantine_log.h"
+#include "store/recent_events.h"
 
 namespace eventfold::storage {
 
@@ -153,9 +154,11 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
       REQUIRES_SHARED(rebuild_mu_);
   // The duplicate fast path: true (and `result` set) when `d` is byte for
   // byte the body of an event stored under the current routing epoch, found
-  // through a guessed event_id and compared by digest, without decoding it.
-  // False: decide the slow way.
-  bool KnownDuplicate(const Delivery& d, IngestResult* result) const REQUIRES_SHARED(rebuild_mu_);
+  // by its digest among the recent events or through a guessed event_id and
+  // compared by digest, without decoding it. False: decide the slow way;
+  // `digest` is then the body's SHA-256 when it was computed, else empty.
+  bool KnownDuplicate(const Delivery& d, std::string* digest, IngestResult* result)
+      REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
   // After a failed write the database refuses writes (GuardedDb) until it
@@ -211,6 +214,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // cannot starve the switch.
   SharedMutex rebuild_mu_;
   LockTable locks_;
+  // Cleared wherever a dedup entry may stop answering as it did: a
+  // compaction, a switch of generation, a recovery's reopen.
+  RecentEvents recent_;
   std::atomic<uint64_t> next_seq_{1};
   // The live projection generation (g/<gen>/), and the routing epoch that
   // dedup entries' identities were computed under; both change only under

@@ -299,8 +299,10 @@ struct Context {
 // eventfold itself. A run ingests the pool's bodies after the prefill into a
 // fresh copy of the template store (durable: Durability::kSync).
 Throughput IngestRun(Context& ctx, const std::string& name, bool durable, int producers);
-// Redelivery of stored events on one thread, then raw LevelDB Gets of the
-// same d/ keys: {eventfold, raw}.
+// Redelivery of stored events on one thread, then Store::Get of their
+// projections, the same redeliveries without recent bodies in memory, and
+// raw LevelDB Gets of the same d/ keys: {duplicate, projection get,
+// duplicate from the database, raw}.
 std::vector<Throughput> RunDuplicateFigure(Context& ctx);
 void RunLateArrivalFigures(Context& ctx);
 void RunRebuildFigures(Context& ctx);

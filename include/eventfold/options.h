@@ -88,6 +88,13 @@ struct Options {
   // (about a projection's bytes) per 128 events of an entity.
   uint64_t snapshot_interval = 128;
 
+  // Bodies of the most recently accepted events remembered in memory (a
+  // digest and the entity, about 56 bytes each: 14 MiB), so that a
+  // redelivery of the same bytes, a sender's retry, is answered as a
+  // duplicate without a database read. A redelivery of an older event reads
+  // its dedup entry instead and is remembered again. 0: remember none.
+  size_t recent_events = 1 << 18;
+
   // Refused deliveries kept for operators; the oldest go first when either
   // cap is reached. 0 in either: keep none.
   size_t quarantine_max_entries = 10000;

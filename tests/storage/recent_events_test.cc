@@ -1,0 +1,212 @@
+// The duplicate fast path's memory of recent bodies (store/recent_events.h):
+// the table itself (what it finds, what replaces what, what Clear and a late
+// Add do), and a store that remembers answering every delivery exactly as a
+// store that remembers nothing, across compaction, tombstone expiry and a
+// profile switch that routes stored events anew.
+
+#include "store/recent_events.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/rfc3339.h"
+#include "core/sha256.h"
+#include "eventfold/maintenance.h"
+#include "eventfold/store.h"
+#include "tests/common/invoice_profile.h"
+#include "tests/storage/storage_test_util.h"
+
+namespace eventfold::storage {
+namespace {
+
+using storage_test::Body;
+using storage_test::TestSeed;
+
+std::optional<EntityRef> Found(const RecentEvents& recent, const std::string& body) {
+  std::optional<EntityRef> entity = EntityRef{"unset", "unset"};
+  if (!recent.Find(Sha256(body), &entity)) return EntityRef{"missing", ""};
+  return entity;
+}
+
+TEST(RecentEvents, FindsWhatWasAddedUntilCleared) {
+  RecentEvents recent(1024);
+  const EntityRef r1{"receipt", "r1"};
+  recent.Add(Sha256("a"), r1, recent.epoch());
+  recent.Add(Sha256("b"), std::nullopt, recent.epoch());
+  EXPECT_EQ(Found(recent, "a"), std::optional<EntityRef>(r1));
+  EXPECT_EQ(Found(recent, "b"), std::nullopt) << "an unrouted body is remembered as unrouted";
+  EXPECT_EQ(Found(recent, "c"), (EntityRef{"missing", ""}));
+  recent.Add("short", r1, recent.epoch());  // not a SHA-256: ignored
+  EXPECT_FALSE(recent.Find("short", nullptr));
+
+  const uint64_t before = recent.epoch();
+  recent.Clear();
+  EXPECT_NE(recent.epoch(), before);
+  EXPECT_EQ(Found(recent, "a"), (EntityRef{"missing", ""}));
+  // An Add that read the epoch before the Clear (its commit raced a
+  // compaction) is dropped; one after is kept.
+  recent.Add(Sha256("a"), r1, before);
+  EXPECT_EQ(Found(recent, "a"), (EntityRef{"missing", ""}));
+  recent.Add(Sha256("a"), r1, recent.epoch());
+  EXPECT_EQ(Found(recent, "a"), std::optional<EntityRef>(r1));
+}
+
+TEST(RecentEvents, HoldsAtMostItsCapacityAndNoneAtZero) {
+  RecentEvents none(0);
+  none.Add(Sha256("a"), EntityRef{"receipt", "r1"}, none.epoch());
+  EXPECT_EQ(Found(none, "a"), (EntityRef{"missing", ""}));
+
+  // 256 slots (one set of 4 per stripe) for 1,000 bodies: a newer body
+  // takes an older one's slot, and what is found is always what was added
+  // for that body.
+  RecentEvents small(256);
+  for (int i = 0; i < 1000; ++i) {
+    small.Add(Sha256(std::to_string(i)), EntityRef{"receipt", std::to_string(i)}, small.epoch());
+  }
+  int found = 0;
+  for (int i = 0; i < 1000; ++i) {
+    std::optional<EntityRef> e = Found(small, std::to_string(i));
+    if (e == std::optional<EntityRef>(EntityRef{"missing", ""})) continue;
+    ++found;
+    EXPECT_EQ(e, std::optional<EntityRef>(EntityRef{"receipt", std::to_string(i)}));
+  }
+  EXPECT_GT(found, 0);
+  EXPECT_LE(found, 256);
+  // A set keeps its four newest bodies: the last four added are found.
+  for (int i = 996; i < 1000; ++i) {
+    EXPECT_EQ(Found(small, std::to_string(i)),
+              std::optional<EntityRef>(EntityRef{"receipt", std::to_string(i)}));
+  }
+}
+
+// Many threads adding, finding and clearing at once (for TSan): whatever is
+// found is what was added for that digest.
+TEST(RecentEvents, ConcurrentUseFindsOnlyWhatWasAdded) {
+  RecentEvents recent(4096);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5000; ++i) {
+        const std::string body = std::to_string((i * 7 + t) % 3000);
+        if (i % 3 == 0) {
+          recent.Add(Sha256(body), EntityRef{"receipt", body}, recent.epoch());
+        } else if (i % 997 == 0) {
+          recent.Clear();
+        } else {
+          std::optional<EntityRef> e;
+          if (recent.Find(Sha256(body), &e) && e != std::optional<EntityRef>({"receipt", body})) {
+            ++wrong;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+constexpr int64_t kT0 = 1795000000000000;  // 2026-11-18
+constexpr int64_t kSecond = 1'000'000;
+constexpr int64_t kDay = 24 * 3600 * kSecond;
+
+// One store over its own in-memory files and clock.
+struct TestStore {
+  TestStore(size_t recent_events, const Profile& profile) : env(storage_test::NewMemEnv()) {
+    Options o;
+    o.env = env.get();
+    o.clock = &clock;
+    o.durability = Durability::kBuffered;
+    o.snapshot_interval = 2;
+    o.recent_events = recent_events;
+    o.profile = profile;
+    o.gc_interval_micros = 0;
+    Result<std::unique_ptr<Store>> s = Store::Open("/mem/store", o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) store = std::move(*s);
+  }
+  std::unique_ptr<leveldb::Env> env;
+  ManualClock clock{kT0};
+  std::unique_ptr<Store> store;
+};
+
+std::string Describe(const IngestResult& r) {
+  std::string out = std::string(OutcomeName(r.outcome)) + " " + r.event_id;
+  if (r.entity) out += " " + r.entity->entity + "/" + r.entity->id;
+  return out;
+}
+
+// The property: a store that remembers recent bodies (and one that can
+// remember only a few, so they keep replacing each other) answers every
+// delivery as a store that remembers none. Seeded random deliveries drawn
+// with repetition from a pool of receipts, their conflicting variants and
+// invoices (unrouted until the profile switch), with compaction passes and
+// tombstone expiry (a resend past it is a new event) and one switch to a
+// profile that routes the invoices.
+TEST(RecentEventsStore, AnswersEveryDeliveryAsAStoreWithoutThem) {
+  const uint64_t base = TestSeed("RecentEventsStore.AnswersEveryDeliveryAsAStoreWithoutThem", 17);
+  Result<Profile> invoices = Profile::FromJson(test_util::kInvoiceProfile);
+  ASSERT_TRUE(invoices.ok()) << invoices.status().ToString();
+  GcOptions compact;
+  compact.compact_after_micros = 7 * kDay;
+  size_t duplicates_seen = 0, accepted_again = 0;  // the latter: resent past the tombstones
+  for (uint64_t seed = base; seed < base + 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::vector<std::string> pool;
+    for (int i = 0; i < 40; ++i) {
+      const std::string n = std::to_string(i);
+      const std::string at = FormatTimestamp(kT0 + i * kSecond);
+      const std::string later = FormatTimestamp(kT0 + i * kSecond + 1);
+      pool.push_back(storage_test::Issued("evt_i" + n, "r" + n, at));
+      pool.push_back(storage_test::Refunded("evt_r" + n, "r" + n, later));
+      pool.push_back(storage_test::Issued("evt_i" + n, "r" + n, later));  // a conflict
+      pool.push_back(Body("evt_p" + n, "invoice.paid", at, "{\"invoice_id\":\"inv" + n + "\"}"));
+    }
+    std::vector<std::unique_ptr<TestStore>> stores;
+    for (size_t recent : {size_t{0}, size_t{1} << 18, size_t{64}}) {
+      stores.push_back(std::make_unique<TestStore>(recent, Profile::ReceiptRoller()));
+      ASSERT_TRUE(stores.back()->store);
+    }
+    const int switch_at = 200 + static_cast<int>(rng() % 200);
+    std::set<std::string> accepted;
+    for (int step = 0; step < 600; ++step) {
+      if (step == switch_at) {
+        for (auto& s : stores) ASSERT_TRUE(s->store->maintenance().Rebuild(&*invoices).ok());
+      } else if (rng() % 60 == 0) {
+        const int64_t days = static_cast<int64_t>(rng() % 20);
+        for (auto& s : stores) {
+          s->clock.Advance(days * kDay);
+          Result<GcSummary> g = s->store->maintenance().Gc(compact);
+          ASSERT_TRUE(g.ok()) << g.status().ToString();
+        }
+        continue;
+      }
+      const std::string& body = pool[rng() % pool.size()];
+      const IngestResult want = stores[0]->store->Ingest(Delivery{{}, body});
+      duplicates_seen += want.outcome == Outcome::kDuplicate;
+      for (size_t i = 1; i < stores.size(); ++i) {
+        const IngestResult got = stores[i]->store->Ingest(Delivery{{}, body});
+        ASSERT_EQ(Describe(got), Describe(want))
+            << "store " << i << ", step " << step << ": " << body;
+      }
+      if (want.outcome == Outcome::kAccepted) accepted_again += !accepted.insert(body).second;
+    }
+    for (size_t i = 1; i < stores.size(); ++i) {
+      EXPECT_EQ(storage_test::ListAll(stores[i]->store.get()),
+                storage_test::ListAll(stores[0]->store.get()));
+    }
+  }
+  EXPECT_GT(duplicates_seen, 1000u) << "too few redeliveries to mean anything";
+  EXPECT_GT(accepted_again, 0u);
+}
+
+}  // namespace
+}  // namespace eventfold::storage
