@@ -41,18 +41,23 @@ class IngestTxn::OverlayView final : public LogView {
     // Stored snapshots after stale_after were invalidated by this batch.
     const FoldKey& bound =
         entity_->stale_after && *entity_->stale_after < key ? *entity_->stale_after : key;
-    const std::string prefix = SnapshotPrefix(gen_, ref_);
-    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-    it->Seek(SnapshotKey(gen_, ref_, bound));
-    it->Valid() ? it->Prev() : it->SeekToLast();
-    if (it->Valid() && it->key().starts_with(prefix)) {
-      Result<ProjectionState> s = DecodeProjection(View(it->key()), View(it->value()));
-      if (!s.ok()) return s.status();
-      best = std::move(*s);
-      best->projection.entity = ref_.entity;
-      best->projection.id = ref_.id;
+    // Without a stored snapshot nothing is sought: a seek that finds none
+    // steps over every deleted key after the entity's place, which a
+    // dropped and rebuilt generation can hold by the million.
+    if (entity_->stored_snapshots) {
+      const std::string prefix = SnapshotPrefix(gen_, ref_);
+      std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+      it->Seek(SnapshotKey(gen_, ref_, bound));
+      it->Valid() ? it->Prev() : it->SeekToLast();
+      if (it->Valid() && it->key().starts_with(prefix)) {
+        Result<ProjectionState> s = DecodeProjection(View(it->key()), View(it->value()));
+        if (!s.ok()) return s.status();
+        best = std::move(*s);
+        best->projection.entity = ref_.entity;
+        best->projection.id = ref_.id;
+      }
+      if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
     }
-    if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
     auto staged = entity_->snapshots.lower_bound(key);
     if (staged != entity_->snapshots.begin()) {
       --staged;
@@ -135,6 +140,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
     if (!p.ok()) return p.status();
     loaded.state = std::move(*p);
     loaded.before_state = loaded.state.projection.state;
+    loaded.stored_snapshots = loaded.state.snapshots != ProjectionState::Snapshots::kNone;
   } else if (!s.IsNotFound()) {
     return FromLevelDb(s, "reading projection");
   }

@@ -73,6 +73,9 @@ class IngestTxn {
     std::vector<RankedEvent> staged;               // new log entries
     std::map<FoldKey, ProjectionState> snapshots;  // new snapshots
     std::optional<FoldKey> stale_after;            // stored snapshots after it are stale
+    // False when the stored cursor says the entity has no stored snapshot
+    // (or it has no projection yet), so a late event's fold seeks none.
+    bool stored_snapshots = false;
   };
   class OverlayView;
 

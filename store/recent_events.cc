@@ -8,6 +8,7 @@ namespace eventfold::storage {
 RecentEvents::RecentEvents(size_t capacity)
     : sets_per_stripe_((capacity + kStripes * kWays - 1) / (kStripes * kWays)),
       stripes_(std::make_unique<Stripe[]>(kStripes)) {
+  static_assert(sizeof(Slot) <= 56, "Options::recent_events documents 56 bytes a body");
   for (size_t i = 0; i < kStripes; ++i) {
     MutexLock lock(&stripes_[i].mu);
     stripes_[i].sets.resize(sets_per_stripe_);
@@ -20,9 +21,29 @@ std::pair<size_t, size_t> RecentEvents::Place(std::string_view digest) const {
   return {h % kStripes, (h / kStripes) % sets_per_stripe_};
 }
 
+std::optional<uint16_t> RecentEvents::TypeOf(const std::optional<EntityRef>& entity) {
+  if (!entity) return kUnrouted;
+  const auto find = [&](size_t count) -> std::optional<uint16_t> {
+    for (size_t i = 0; i < count; ++i) {
+      if (types_[i] == entity->entity) return static_cast<uint16_t>(i + 2);
+    }
+    return std::nullopt;
+  };
+  if (auto known = find(type_count_.load(std::memory_order_acquire))) return known;
+  MutexLock lock(&types_mu_);
+  const size_t count = type_count_.load(std::memory_order_acquire);
+  if (auto known = find(count)) return known;  // added meanwhile
+  if (count == kMaxTypes) return std::nullopt;
+  types_[count] = entity->entity;
+  type_count_.store(count + 1, std::memory_order_release);
+  return static_cast<uint16_t>(count + 2);
+}
+
 void RecentEvents::Add(std::string_view digest, const std::optional<EntityRef>& entity,
                        uint64_t epoch) {
   if (sets_per_stripe_ == 0 || digest.size() != 2 * kDigestBytes) return;
+  const std::optional<uint16_t> type = TypeOf(entity);
+  if (!type) return;
   const auto [stripe, set] = Place(digest);
   Stripe& s = stripes_[stripe];
   MutexLock lock(&s.mu);
@@ -32,19 +53,19 @@ void RecentEvents::Add(std::string_view digest, const std::optional<EntityRef>& 
   Set& ways = s.sets[set];
   Slot* slot = nullptr;
   for (Slot& e : ways.slots) {
-    if (e.used && std::equal(e.digest.begin(), e.digest.end(), digest.data())) {
+    if (e.type != kEmpty && std::equal(e.digest.begin(), e.digest.end(), digest.data())) {
       slot = &e;  // known: refreshed in place
       break;
     }
-    if (!e.used && slot == nullptr) slot = &e;
+    if (e.type == kEmpty && slot == nullptr) slot = &e;
   }
   if (slot == nullptr) {
     slot = &ways.slots[ways.next];
     ways.next = static_cast<uint8_t>((ways.next + 1) % kWays);
   }
-  slot->used = true;
   std::copy_n(digest.data(), kDigestBytes, slot->digest.begin());
-  slot->entity = entity;
+  slot->type = *type;
+  slot->id = entity ? entity->id : std::string();
 }
 
 bool RecentEvents::Find(std::string_view digest, std::optional<EntityRef>* entity) const {
@@ -53,8 +74,10 @@ bool RecentEvents::Find(std::string_view digest, std::optional<EntityRef>* entit
   const Stripe& s = stripes_[stripe];
   MutexLock lock(&s.mu);
   for (const Slot& e : s.sets[set].slots) {
-    if (e.used && std::equal(e.digest.begin(), e.digest.end(), digest.data())) {
-      *entity = e.entity;
+    if (e.type != kEmpty && std::equal(e.digest.begin(), e.digest.end(), digest.data())) {
+      // A type index in a slot was published before the slot was written.
+      *entity = e.type == kUnrouted ? std::nullopt
+                                    : std::optional<EntityRef>(EntityRef{types_[e.type - 2], e.id});
       return true;
     }
   }

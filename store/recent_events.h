@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -67,10 +68,15 @@ class RecentEvents {
   static constexpr size_t kStripes = 64;
   static constexpr size_t kWays = 4;
 
+  static constexpr size_t kMaxTypes = 256;              // distinct entity type names
+  static constexpr uint16_t kEmpty = 0, kUnrouted = 1;  // else a type index + 2
+
+  // 56 bytes: the entity's type is an index into types_, its id a string
+  // (inline up to 15 bytes).
   struct Slot {
-    bool used = false;
     std::array<char, kDigestBytes> digest{};
-    std::optional<EntityRef> entity;
+    uint16_t type = kEmpty;
+    std::string id;
   };
   struct Set {
     std::array<Slot, kWays> slots;
@@ -85,9 +91,18 @@ class RecentEvents {
   // store (a digest is uniformly random, so any of its bytes index).
   std::pair<size_t, size_t> Place(std::string_view digest) const;
 
+  // The slot's `type` for `entity`, adding its type name to types_ when new;
+  // nullopt when types_ is full (the body is then not remembered).
+  std::optional<uint16_t> TypeOf(const std::optional<EntityRef>& entity);
+
   size_t sets_per_stripe_;
   std::unique_ptr<Stripe[]> stripes_;
   std::atomic<uint64_t> epoch_{0};
+  // Entity type names, each written once before type_count_ publishes it
+  // (release) and never changed: readers take no lock.
+  Mutex types_mu_;
+  std::array<std::string, kMaxTypes> types_;
+  std::atomic<size_t> type_count_{0};
 };
 
 }  // namespace eventfold::storage

@@ -89,7 +89,8 @@ struct Options {
   uint64_t snapshot_interval = 128;
 
   // Bodies of the most recently accepted events remembered in memory (a
-  // digest and the entity, about 56 bytes each: 14 MiB), so that a
+  // digest and the entity, 56 bytes each: 14 MiB, plus ids longer than 15
+  // bytes), so that a
   // redelivery of the same bytes, a sender's retry, is answered as a
   // duplicate without a database read. A redelivery of an older event reads
   // its dedup entry instead and is remembered again. 0: remember none.
