@@ -468,6 +468,9 @@ class FoldWorkerImpl final : public FoldWorker {
     Options so;
     so.create_if_missing = true;
     so.profile = profile_;
+    // A worker may fold every partition: together they remember as many
+    // recent bodies as one store's default.
+    so.recent_events = Options().recent_events / std::max(1, layout_.partitions);
     Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
     if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
     part->store = std::move(*store);
