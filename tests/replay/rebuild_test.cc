@@ -177,14 +177,12 @@ std::string InvoicePaid(const std::string& event_id, const std::string& invoice_
 
 // ---------------------------------------------------------------------------
 
-// Rebuild ≡ incremental materialization: on ~100 seeded random histories the
-// listing is byte-identical before and after a full rebuild with 1, 2 and 4
-// worker threads, Verify finds nothing, and each rebuild is one generation.
-TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
-  const uint64_t base = TestSeed("Rebuild.EqualsIncrementalMaterializationOnSeededHistories", 1);
-  constexpr uint64_t kSeeds = 100;
-  size_t events = 0, rebuilt_entities = 0;
-  for (uint64_t seed = base; seed < base + kSeeds; ++seed) {
+// Runs fn(seed, history, store) for `n` seeded small histories from `base`,
+// each ingested into a fresh in-memory store whose snapshot interval (every
+// event to never) follows from the seed; stops at the first failure.
+template <typename Fn>
+void ForEachSeededStore(uint64_t base, uint64_t n, Fn fn) {
+  for (uint64_t seed = base; seed < base + n; ++seed) {
     SCOPED_TRACE("history seed " + std::to_string(seed));
     const sim::History h = sim::GenerateHistory(SmallHistory(seed));
     const uint64_t interval = std::vector<uint64_t>{1000, 1, 2, 3, 0}[seed % 5];
@@ -192,6 +190,19 @@ TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
     MemStore store(interval);
     ASSERT_TRUE(store);
     IngestChunked(store.get(), h.deliveries, seed);
+    fn(seed, h, store);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// Rebuild ≡ incremental materialization: on ~100 seeded random histories the
+// listing is byte-identical before and after a full rebuild with 1, 2 and 4
+// worker threads, Verify finds nothing, and each rebuild is one generation.
+TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
+  const uint64_t base = TestSeed("Rebuild.EqualsIncrementalMaterializationOnSeededHistories", 1);
+  constexpr uint64_t kSeeds = 100;
+  size_t events = 0, rebuilt_entities = 0;
+  ForEachSeededStore(base, kSeeds, [&](uint64_t seed, const sim::History& h, MemStore& store) {
     const std::string before = ListAll(store.get());
     ASSERT_EQ(before, ReferenceModel(h.deliveries).list) << "live projections are off";
     events += h.events.size();
@@ -218,8 +229,7 @@ TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
     }
     store.Reopen();
     EXPECT_EQ(ListAll(store.get()), before);
-    if (::testing::Test::HasFailure()) return;
-  }
+  });
   EXPECT_GT(events, kSeeds * 15) << "histories too small to mean anything";
   EXPECT_GT(rebuilt_entities, kSeeds * 3 * 5);
 }
@@ -254,14 +264,7 @@ TEST(Rebuild, CopiedLogsBuildTheSameGenerationAsRederivedOnes) {
   const uint64_t base = TestSeed("Rebuild.CopiedLogsBuildTheSameGenerationAsRederivedOnes", 3);
   constexpr uint64_t kSeeds = 40;
   size_t records = 0, snapshots = 0;
-  for (uint64_t seed = base; seed < base + kSeeds; ++seed) {
-    SCOPED_TRACE("history seed " + std::to_string(seed));
-    const sim::History h = sim::GenerateHistory(SmallHistory(seed));
-    const uint64_t interval = std::vector<uint64_t>{1000, 1, 2, 3, 0}[seed % 5];
-    SCOPED_TRACE("snapshot interval " + std::to_string(interval));
-    MemStore store(interval);
-    ASSERT_TRUE(store);
-    IngestChunked(store.get(), h.deliveries, seed);
+  ForEachSeededStore(base, kSeeds, [&](uint64_t seed, const sim::History& h, MemStore& store) {
     const int threads = 1 + static_cast<int>(seed % 2);
     RebuildOptions rederive;
     rederive.threads = threads;
@@ -292,8 +295,7 @@ TEST(Rebuild, CopiedLogsBuildTheSameGenerationAsRederivedOnes) {
     EXPECT_EQ(ListAll(store.get()), ReferenceModel(h.deliveries).list);
     records += want.size();
     for (const auto& [key, value] : want) snapshots += key.starts_with("s/");
-    if (::testing::Test::HasFailure()) return;
-  }
+  });
   EXPECT_GT(records, kSeeds * 20) << "histories too small to mean anything";
   EXPECT_GT(snapshots, kSeeds * 5) << "too few snapshots to exercise the whole fold";
 }
