@@ -243,6 +243,30 @@ TEST(storage_key_codec, GenerationsDoNotInterleave) {
   }
 }
 
+TEST(storage_key_codec, MoveToGenerationKeepsTheRestOfTheKey) {
+  const EntityRef ref{"receipt", "r/1"};
+  const FoldKey fk{-5, 3, 1, "evt_1"};
+  const std::vector<uint32_t> gens = {1, 2, 255, 256, 65536, UINT32_MAX};
+  for (uint32_t from : gens) {
+    for (uint32_t to : gens) {
+      for (const std::string& key : {LogKey(from, ref, fk), ProjectionKey(from, ref),
+                                     SnapshotKey(from, ref, fk), UnroutedKey(from, 42)}) {
+        const std::string want = GenerationPrefix(to) + key.substr(GenerationPrefix(from).size());
+        std::string moved = key;
+        ASSERT_TRUE(MoveToGeneration(to, &moved));
+        EXPECT_EQ(moved, want) << from << " -> " << to;
+      }
+    }
+  }
+  // Only keys under a generation: anything else is left as it is.
+  for (std::string key :
+       {EventKey(7), DedupKey("evt_1"), std::string("g/"), std::string("g/\0\0\0\1x", 7)}) {
+    const std::string before = key;
+    EXPECT_FALSE(MoveToGeneration(2, &key));
+    EXPECT_EQ(key, before);
+  }
+}
+
 TEST(storage_key_codec, ParseRoundTrips) {
   const uint64_t seed = TestSeed("ParseRoundTrips", 99);
   std::mt19937_64 rng(seed);
