@@ -72,7 +72,9 @@ struct Shared {
   std::atomic<uint64_t> logs_total{0};    // log entries step 2 writes; set before it
   std::atomic<uint64_t> logs_written{0};  // by step 2
   std::atomic<uint64_t> entities_done{0};
-  bool copying = false;  // logs copied: no step 1, events_done counts them
+  // Logs copied: no step 1, events_done counts them. Set before the
+  // progress thread starts, read-only after.
+  bool copying = false;
   std::mutex mu;
   RebuildSummary sum;                            // merged per-worker totals
   std::vector<std::unique_ptr<RunCursor>> runs;  // step 1's sorted runs
@@ -596,11 +598,11 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
   Status st = scratch.Reset();
   if (!st.ok()) return st;
   Shared shared;
+  shared.copying = target.copy_logs_from.has_value();
   const auto bounds = SeqBounds(db, snapshot);
   {
     ProgressReporter reporter(target, shared, bounds ? bounds->second - bounds->first + 1 : 0);
     if (target.copy_logs_from) {
-      shared.copying = true;
       st = CopyUnrouted(db, snapshot, *target.copy_logs_from, target.gen, &shared, &shared.sum);
       CopiedLogs logs(db, snapshot, *target.copy_logs_from, target.gen);
       if (st.ok()) {
