@@ -256,12 +256,9 @@ class EntityFolder {
     }
     if (st = ApplyToState(*type_, e->ranked, &state_); !st.ok()) return st;
     if (interval == 0) return Status::OK();  // no snapshot will ever need the data
-    if (state_.events % interval != 0) {
-      cursor_only_.push_back(std::move(*e));
-      return Status::OK();
-    }
-    // A snapshot is due: the entity's events so far, again, with their data.
     cursor_only_.push_back(std::move(*e));
+    if (state_.events % interval != 0) return Status::OK();
+    // A snapshot is due: the entity's events so far, again, with their data.
     StartFromNone(*current_, &state_);
     whole_ = true;
     for (storage::LogEntry& entry : cursor_only_) {
@@ -390,15 +387,15 @@ struct RoutedLogs {
   Status status() const { return merged->status(); }
 };
 
-// Step 2's input when the logs are copied: the log records of generation
-// `from` as stored, in key order, their keys moved to generation `to`.
-class CopiedLogs {
+// The records of one key family of generation `from` (`prefix`, under
+// GenerationPrefix(from)) as stored, in key order, their keys moved to
+// generation `to`: step 2's input when the logs are copied, and the copied
+// index of unrouted events.
+class CopiedFamily {
  public:
   static constexpr bool kStored = true;
-  CopiedLogs(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t from, uint32_t to)
-      : it_(db->NewIterator(ScanOptions(snapshot))),
-        prefix_(storage::LogFamilyPrefix(from)),
-        to_(to) {}
+  CopiedFamily(leveldb::DB* db, const leveldb::Snapshot* snapshot, std::string prefix, uint32_t to)
+      : it_(db->NewIterator(ScanOptions(snapshot))), prefix_(std::move(prefix)), to_(to) {}
   bool Next() {
     if (started_) {
       it_->Next();
@@ -413,7 +410,7 @@ class CopiedLogs {
   }
   std::string_view key() const { return key_; }
   std::string_view value() const { return View(it_->value()); }
-  Status status() const { return FromLevelDb(it_->status(), "reading the logs to copy"); }
+  Status status() const { return FromLevelDb(it_->status(), "reading the records to copy"); }
 
  private:
   std::unique_ptr<leveldb::Iterator> it_;
@@ -495,19 +492,16 @@ Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const
 Status CopyUnrouted(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t from, uint32_t to,
                     Shared* shared, RebuildSummary* sum) {
   BatchWriter w(db);
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
-  const std::string prefix = storage::UnroutedFamilyPrefix(from);
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    std::string key(View(it->key()));
-    if (!storage::MoveToGeneration(to, &key)) return Status::Corruption("malformed unrouted key");
+  CopiedFamily unrouted(db, snapshot, storage::UnroutedFamilyPrefix(from), to);
+  while (unrouted.Next()) {
     ++sum->events;
     ++sum->unrouted;
     shared->events_done.fetch_add(1, std::memory_order_relaxed);
-    Status st = w.Put(key, "");
+    Status st = w.Put(unrouted.key(), unrouted.value());
     if (!st.ok()) return st;
   }
-  if (!it->status().ok()) return FromLevelDb(it->status(), "copying the unrouted index");
-  return w.Flush();
+  Status st = unrouted.status();
+  return st.ok() ? w.Flush() : st;
 }
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.
@@ -604,7 +598,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
     ProgressReporter reporter(target, shared, bounds ? bounds->second - bounds->first + 1 : 0);
     if (target.copy_logs_from) {
       st = CopyUnrouted(db, snapshot, *target.copy_logs_from, target.gen, &shared, &shared.sum);
-      CopiedLogs logs(db, snapshot, *target.copy_logs_from, target.gen);
+      CopiedFamily logs(db, snapshot, storage::LogFamilyPrefix(*target.copy_logs_from), target.gen);
       if (st.ok()) {
         st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &shared.sum);
       }
