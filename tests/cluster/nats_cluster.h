@@ -58,16 +58,27 @@ class NatsCluster {
   // a JetStream leader. On failure the returned text says why (and includes
   // the nodes' log tails); empty on success.
   std::string Start(std::chrono::seconds deadline = std::chrono::seconds(60), int launch = kNodes) {
-    for (int i = 0; i < kNodes; ++i) {
-      nodes_[i].client_port = FreePort();
-      nodes_[i].route_port = FreePort();
-      if (nodes_[i].client_port == 0 || nodes_[i].route_port == 0) return "no free loopback port";
+    // A node that cannot bind its ports (another process took one between
+    // PickPorts and the node's bind) exits at once; the cluster then starts
+    // again on fresh ports, a bounded number of times.
+    std::string err;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (attempt > 0) {
+        Stop();
+        std::error_code ec;
+        for (int i = 0; i < kNodes; ++i) std::filesystem::remove_all(NodeDir(i), ec);
+      }
+      if (!PickPorts()) return "no free loopback port";
+      for (int i = 0; i < kNodes; ++i) WriteConfig(i);
+      for (int i = 0; i < launch; ++i) {
+        if (err = Launch(i); !err.empty()) return err;
+      }
+      err = WaitReady(deadline);
+      const std::string exited = Exited(launch);
+      if (exited.empty()) return err;
+      err = exited + "\n" + LogTails();
     }
-    for (int i = 0; i < kNodes; ++i) WriteConfig(i);
-    for (int i = 0; i < launch; ++i) {
-      if (std::string err = Launch(i); !err.empty()) return err;
-    }
-    return WaitReady(deadline);
+    return err;
   }
 
   // Waits until a JetStream request is answered by the cluster, polling
@@ -139,23 +150,49 @@ class NatsCluster {
     pid_t pid = -1;
   };
 
-  // A port the kernel just handed out on 127.0.0.1; another process could
-  // take it before nats-server binds it, which Start() reports as a failure.
-  static int FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return 0;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof(addr);
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
+  // Ports the kernel just handed out on 127.0.0.1, all distinct: every
+  // socket stays bound until the last port is picked, so the kernel cannot
+  // hand one out twice. Another process could still take one before
+  // nats-server binds it; Start() sees that node exit and starts again.
+  bool PickPorts() {
+    std::array<int, 2 * kNodes> fds;
+    fds.fill(-1);
+    std::array<int, 2 * kNodes> ports{};
+    bool ok = true;
+    for (size_t k = 0; k < fds.size() && ok; ++k) {
+      fds[k] = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = 0;
+      socklen_t len = sizeof(addr);
+      ok = fds[k] >= 0 && ::bind(fds[k], reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+           ::getsockname(fds[k], reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+      if (ok) ports[k] = ntohs(addr.sin_port);
     }
-    ::close(fd);
-    return port;
+    for (int fd : fds) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (!ok) return false;
+    for (int i = 0; i < kNodes; ++i) {
+      nodes_[i].client_port = ports[2 * i];
+      nodes_[i].route_port = ports[2 * i + 1];
+    }
+    return true;
+  }
+
+  // Empty when each of the first `launched` nodes is still running;
+  // otherwise names the first that exited (and reaps it).
+  std::string Exited(int launched) {
+    for (int i = 0; i < launched; ++i) {
+      if (nodes_[i].pid <= 0) return "node " + std::to_string(i) + " is not running";
+      int status = 0;
+      if (::waitpid(nodes_[i].pid, &status, WNOHANG) == nodes_[i].pid) {
+        nodes_[i].pid = -1;
+        return "node " + std::to_string(i) + " exited during start-up";
+      }
+    }
+    return "";
   }
 
   static std::string Binary() {
