@@ -21,6 +21,7 @@
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/log_data.h"
+#include "storage/long_scan.h"
 #include "storage/record_codec.h"
 
 namespace eventfold {
@@ -395,29 +396,20 @@ class CopiedFamily {
  public:
   static constexpr bool kStored = true;
   CopiedFamily(leveldb::DB* db, const leveldb::Snapshot* snapshot, std::string prefix, uint32_t to)
-      : it_(db->NewIterator(ScanOptions(snapshot))), prefix_(std::move(prefix)), to_(to) {}
+      : scan_(db, snapshot, std::move(prefix), "reading the records to copy"), to_(to) {}
   bool Next() {
-    if (started_) {
-      it_->Next();
-    } else {
-      it_->Seek(prefix_);
-      started_ = true;
-    }
-    if (!it_->Valid() || !it_->key().starts_with(prefix_)) return false;
-    key_.assign(it_->key().data(), it_->key().size());
-    if (!storage::MoveToGeneration(to_, &key_)) return false;  // cannot be: under prefix_
-    return true;
+    if (!scan_.Next()) return false;
+    key_.assign(scan_.key());
+    return storage::MoveToGeneration(to_, &key_);  // cannot fail: under the prefix
   }
   std::string_view key() const { return key_; }
-  std::string_view value() const { return View(it_->value()); }
-  Status status() const { return FromLevelDb(it_->status(), "reading the records to copy"); }
+  std::string_view value() const { return scan_.value(); }
+  Status status() const { return scan_.status(); }
 
  private:
-  std::unique_ptr<leveldb::Iterator> it_;
-  const std::string prefix_;
+  storage::LongScan scan_;
   const uint32_t to_;
   std::string key_;
-  bool started_ = false;
 };
 
 // The log record as the database stores it: the lean half of a run value,
@@ -636,13 +628,12 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
 
 Status DropGeneration(leveldb::DB* db, uint32_t gen) {
   BatchWriter w(db);
-  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(nullptr)));
-  const std::string prefix = storage::GenerationPrefix(gen);
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Status st = w.Delete(View(it->key()));
+  storage::LongScan scan(db, nullptr, storage::GenerationPrefix(gen), "dropping a generation");
+  while (scan.Next()) {
+    Status st = w.Delete(scan.key());
     if (!st.ok()) return st;
   }
-  if (!it->status().ok()) return FromLevelDb(it->status(), "dropping a generation");
+  if (!scan.status().ok()) return scan.status();
   return w.Flush();
 }
 
