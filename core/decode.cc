@@ -488,6 +488,13 @@ std::optional<std::string_view> PeekEventId(std::string_view body) {
   static constexpr std::string_view kKey = "\"event_id\"";
   const size_t at = body.find(kKey);
   if (at == std::string_view::npos) return std::nullopt;
+  // Only a key of the top-level object: nothing before it may open another
+  // object or an array (within a string or not: the guess stays cheap, and a
+  // body that fails it is decoded instead).
+  const std::string_view before = body.substr(0, at);
+  if (before.find('[') != std::string_view::npos || before.find('{') != before.find_last_of('{')) {
+    return std::nullopt;
+  }
   size_t i = at + kKey.size();
   auto skip_space = [&] {
     while (i < body.size() &&

@@ -40,10 +40,13 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id);
 
 // A guess at the body's event_id without decoding it: the string after the
-// first `"event_id":` in the bytes, when it is a valid event id. It may be
-// wrong (that text can sit in a nested object or a string); a caller only
-// uses it to find a stored event whose body it then compares byte for byte
-// (by digest), never as the event's identity. Cheap: no allocation.
+// first `"event_id":` in the bytes, when it is a valid event id and nothing
+// before it opens a nested object or an array (otherwise nullopt: the key
+// could be a nested one). For a body the decoder accepts (one object, no
+// repeated key) the guess is the event_id. A caller uses it to find a stored
+// event whose body it then compares byte for byte (by digest) and to check
+// the delivery's event-id header, never on a body it has not so compared.
+// Cheap: no allocation.
 std::optional<std::string_view> PeekEventId(std::string_view body);
 
 // True when `id` is 1-128 bytes of [A-Za-z0-9._:-].

@@ -662,8 +662,11 @@ TEST(DecodeTest, WebhookIdHeader) {
 TEST(DecodeTest, PeekEventIdGuessesWithoutDecoding) {
   EXPECT_EQ(PeekEventId(R"({"event_id":"evt_1","type":"t"})"), "evt_1");
   EXPECT_EQ(PeekEventId("{ \"event_id\" :\n \"evt.2:x-y\" }"), "evt.2:x-y");
-  // Only a guess: the first occurrence wins, nested or not.
-  EXPECT_EQ(PeekEventId(R"({"data":{"event_id":"inner"},"event_id":"outer"})"), "inner");
+  // A key that may be nested is no guess: the decoder reads the top level.
+  EXPECT_FALSE(PeekEventId(R"({"data":{"event_id":"inner"},"event_id":"outer"})"));
+  EXPECT_FALSE(PeekEventId(R"({"list":[1],"event_id":"outer"})"));
+  EXPECT_FALSE(PeekEventId(R"({"note":"{","event_id":"outer"})"));
+  EXPECT_EQ(PeekEventId(R"( {"type":"t","event_id":"outer","data":{"event_id":"x"}})"), "outer");
   // Nothing usable: the caller decodes.
   EXPECT_FALSE(PeekEventId(R"({"type":"t"})"));
   EXPECT_FALSE(PeekEventId(R"({"event_id":1})"));

@@ -177,15 +177,27 @@ TEST(RecentEventsStore, AnswersEveryDeliveryAsAStoreWithoutThem) {
   for (uint64_t seed = base; seed < base + 8; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
-    std::vector<std::string> pool;
+    // Each body with its event_id and a decoy: another id its bytes hold
+    // before the event's own (a nested "event_id"), or the event_id again.
+    struct Pooled {
+      std::string body, id, decoy;
+    };
+    std::vector<Pooled> pool;
     for (int i = 0; i < 40; ++i) {
       const std::string n = std::to_string(i);
       const std::string at = FormatTimestamp(kT0 + i * kSecond);
       const std::string later = FormatTimestamp(kT0 + i * kSecond + 1);
-      pool.push_back(storage_test::Issued("evt_i" + n, "r" + n, at));
-      pool.push_back(storage_test::Refunded("evt_r" + n, "r" + n, later));
-      pool.push_back(storage_test::Issued("evt_i" + n, "r" + n, later));  // a conflict
-      pool.push_back(Body("evt_p" + n, "invoice.paid", at, "{\"invoice_id\":\"inv" + n + "\"}"));
+      pool.push_back({storage_test::Issued("evt_i" + n, "r" + n, at), "evt_i" + n, "evt_i" + n});
+      pool.push_back(
+          {storage_test::Refunded("evt_r" + n, "r" + n, later), "evt_r" + n, "evt_r" + n});
+      pool.push_back({storage_test::Issued("evt_i" + n, "r" + n, later), "evt_i" + n,
+                      "evt_i" + n});  // a conflict
+      pool.push_back({Body("evt_p" + n, "invoice.paid", at, "{\"invoice_id\":\"inv" + n + "\"}"),
+                      "evt_p" + n, "evt_p" + n});
+      pool.push_back({"{\"data\":{\"event_id\":\"evt_x" + n + "\",\"receipt_id\":\"n" + n +
+                          "\"},\"event_id\":\"evt_n" + n +
+                          "\",\"type\":\"receipt.issued\",\"occurred_at\":\"" + at + "\"}",
+                      "evt_n" + n, "evt_x" + n});
     }
     std::vector<std::unique_ptr<TestStore>> stores;
     for (size_t recent : {size_t{0}, size_t{1} << 18, size_t{64}}) {
@@ -206,15 +218,20 @@ TEST(RecentEventsStore, AnswersEveryDeliveryAsAStoreWithoutThem) {
         }
         continue;
       }
-      const std::string& body = pool[rng() % pool.size()];
-      const IngestResult want = stores[0]->store->Ingest(Delivery{{}, body});
+      const Pooled& pick = pool[rng() % pool.size()];
+      // No event-id header, the right one, or the decoy (then 400).
+      Delivery delivery{{}, pick.body};
+      if (const uint64_t h = rng() % 4; h != 0) {
+        delivery.headers.emplace_back("X-RR-Event-Id", h == 1 ? pick.decoy : pick.id);
+      }
+      const IngestResult want = stores[0]->store->Ingest(delivery);
       duplicates_seen += want.outcome == Outcome::kDuplicate;
       for (size_t i = 1; i < stores.size(); ++i) {
-        const IngestResult got = stores[i]->store->Ingest(Delivery{{}, body});
+        const IngestResult got = stores[i]->store->Ingest(delivery);
         ASSERT_EQ(Describe(got), Describe(want))
-            << "store " << i << ", step " << step << ": " << body;
+            << "store " << i << ", step " << step << ": " << pick.body;
       }
-      if (want.outcome == Outcome::kAccepted) accepted_again += !accepted.insert(body).second;
+      if (want.outcome == Outcome::kAccepted) accepted_again += !accepted.insert(pick.body).second;
     }
     for (size_t i = 1; i < stores.size(); ++i) {
       EXPECT_EQ(storage_test::ListAll(stores[i]->store.get()),
