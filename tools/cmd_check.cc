@@ -153,6 +153,21 @@ void Accumulate(const FileCheckSummary& f, FileCheckSummary* total) {
   total->damaged += f.damaged;
 }
 
+// What mends the store at `dir`, after its problems (stderr). The logs,
+// projections and snapshots are derived from the stored events, so a
+// rebuild that derives them anew mends them; a plain `replay` copies the
+// logs as they are. Damaged files, or damaged stored events, need repair.
+void PrintMend(const std::string& dir, bool damaged_files) {
+  if (!damaged_files) {
+    std::cerr << "eventfold: check: a damaged or missing log record, projection or snapshot is "
+                 "mended by `eventfold replay --rederive-logs --data "
+              << dir << "` (a plain `replay` copies the logs as they are)\n";
+  }
+  std::cerr << "eventfold: check: damaged files or stored events are salvaged by `eventfold "
+               "repair --data "
+            << dir << "`, which lists the events to resend\n";
+}
+
 // Checks the store at `dir` (files, then records), problems to stderr each
 // prefixed with `label`; adds its summaries to the totals. kExitOk,
 // kExitRefused (a problem, or too damaged to open) or kExitError (the check
@@ -223,14 +238,19 @@ int CheckCmd(const std::string& dir) {
   FileCheckSummary files;
   CheckSummary total;
   int code = kExitOk;
+  std::vector<std::pair<std::string, bool>> to_mend;  // a store with problems; files damaged?
   for (const std::string& d : partitions) {
     const std::string label =
         worker_dir ? std::filesystem::path(d).filename().string() + ": " : std::string();
-    code = std::max(code, CheckOne(d, label, &files, &total));
+    const uint64_t damaged_before = files.damaged;
+    const int one = CheckOne(d, label, &files, &total);
+    if (one == kExitRefused) to_mend.emplace_back(d, files.damaged > damaged_before);
+    code = std::max(code, one);
   }
   if (code == kExitError) return kExitError;
   const bool ok = code == kExitOk;
   PrintSummary(files, total, ok);
+  for (const auto& [d, damaged_files] : to_mend) PrintMend(d, damaged_files);
   return ok ? kExitOk : kExitRefused;
 }
 

@@ -224,6 +224,9 @@ TEST_F(FileCheckTest, CheckCommandReportsDamageAndLeavesTheDirectoryAlone) {
   EXPECT_EQ(cli.exit_code, 1);
   EXPECT_NE(cli.err.find(table + ": bytes "), std::string::npos) << cli.err;
   EXPECT_NE(cli.err.find("checksum mismatch"), std::string::npos) << cli.err;
+  EXPECT_NE(cli.err.find("`eventfold repair --data " + dir_.path() + "`"), std::string::npos)
+      << cli.err;
+  EXPECT_EQ(cli.err.find("--rederive-logs"), std::string::npos) << cli.err;
   EXPECT_NE(cli.out.find("\"ok\":false"), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("\"damaged\":1"), std::string::npos) << cli.out;
   std::vector<std::pair<std::string, std::string>> after;
