@@ -281,14 +281,28 @@ Result<std::unique_ptr<Receiver>> MakeOver(IngestSink* sink, std::unique_ptr<Ing
       new ReceiverImpl(sink, std::move(owned), options, std::move(*verifier)));
 }
 
+// A receiver over a Store needs a thread and room for a delivery: zero
+// would store nothing (and was silently taken as one before).
+Status CheckStoreSinkOptions(const ReceiverOptions& options) {
+  if (options.store_threads == 0) {
+    return Status::InvalidArgument("store_threads: must be at least 1");
+  }
+  if (options.max_store_batch == 0) {
+    return Status::InvalidArgument("max_store_batch: must be at least 1");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Receiver::ValidateOptions(const ReceiverOptions& options) {
   Result<std::optional<SignatureVerifier>> v = VerifierFor(options);
-  return v.ok() ? Status::OK() : v.status();
+  if (!v.ok()) return v.status();
+  return CheckStoreSinkOptions(options);
 }
 
 Result<std::unique_ptr<Receiver>> Receiver::Make(Store* store, const ReceiverOptions& options) {
+  if (Status st = CheckStoreSinkOptions(options); !st.ok()) return st;
   auto sink = std::make_unique<StoreSink>(store, options.store_threads, options.max_store_batch);
   IngestSink* raw = sink.get();
   return MakeOver(raw, std::move(sink), options);

@@ -59,7 +59,7 @@ struct ReceiverOptions {
   // HandleAsync() passes on, each taking every delivery queued so far (at
   // most `max_store_batch`) into one IngestBatch, so one write and one sync
   // serve a group. Started at the first HandleAsync(). Two: one group is
-  // staged while the other's write syncs.
+  // staged while the other's write syncs. Make() refuses 0 for either.
   size_t store_threads = 2;
   size_t max_store_batch = 256;
 };

@@ -1028,6 +1028,21 @@ TEST(receiver_make, RefusesMissingOrBadSecrets) {
   ro.secrets = {"whsec_%%%%%%%%%%%%%%%%"};
   EXPECT_FALSE(Receiver::Make(store->get(), ro).ok());
 
+  // No thread or no room to store with: refused, naming the option.
+  for (auto [threads, batch, field] :
+       {std::tuple<size_t, size_t, const char*>{0, 256, "store_threads"},
+        {2, 0, "max_store_batch"}}) {
+    ReceiverOptions zero;
+    zero.secrets = {kSecret};
+    zero.store_threads = threads;
+    zero.max_store_batch = batch;
+    Result<std::unique_ptr<Receiver>> r = Receiver::Make(store->get(), zero);
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_TRUE(r.status().IsInvalidArgument());
+    EXPECT_EQ(r.status().message().rfind(std::string(field) + ": ", 0), 0u) << r.status().message();
+    EXPECT_FALSE(Receiver::ValidateOptions(zero).ok()) << field;
+  }
+
   // allow_unsigned: deliveries without a signature are taken.
   ro.secrets.clear();
   ro.allow_unsigned = true;
