@@ -523,6 +523,29 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
   return st;
 }
 
+Result<ProjectionCounts> StoreImpl::CountProjections() {
+  SnapshotGuard snapshot;
+  std::string prefix;
+  std::unique_ptr<leveldb::Iterator> it;
+  {
+    // Made under the lock, as List's (a reopen waits for the snapshot's use).
+    ReaderLock guard(&rebuild_mu_);
+    prefix = ProjectionScanPrefix(gen_, "");
+    snapshot = SnapshotGuard(db_.get());
+    it.reset(db_->NewIterator(ScanOptions(snapshot.get())));
+  }
+  ProjectionCounts counts;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    Result<ProjectionState> p = DecodeProjection(View(it->key()), View(it->value()));
+    if (!p.ok()) return p.status();
+    ++counts.by_entity[p->projection.entity][p->projection.state];
+    ++counts.projections;
+  }
+  Status st = FromLevelDb(it->status(), "counting projections");
+  if (!st.ok()) return st;
+  return counts;
+}
+
 Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   ReaderLock guard(&rebuild_mu_);
   EntityRef ref{std::string(entity), std::string(id)};

@@ -79,6 +79,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status Compact() override;
   Status ListUnrouted(const Profile* profile,
                       const std::function<bool(const UnroutedEvent&)>& fn) override;
+  Result<ProjectionCounts> CountProjections() override;
   Result<BackupSummary> Backup(const std::string& out) override;  // store/backup.cc
   uint64_t ApproximateBytes() override;
 

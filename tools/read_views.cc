@@ -12,14 +12,8 @@ namespace eventfold::cli {
 Result<std::string> StatusView(Store& store) {
   const StoreStats stats = store.Stats();
   // Projections by entity type and state.
-  std::map<std::string, std::map<std::string, uint64_t>> states;
-  uint64_t projections = 0;
-  Status st = store.List("", [&](const Projection& p) {
-    ++states[p.entity][p.state];
-    ++projections;
-    return true;
-  });
-  if (!st.ok()) return st;
+  Result<ProjectionCounts> counts = store.maintenance().CountProjections();
+  if (!counts.ok()) return counts.status();
   JsonWriter w;
   w.BeginObject()
       .Key("profile")
@@ -37,10 +31,10 @@ Result<std::string> StatusView(Store& store) {
       .Key("last_seq")
       .Uint(stats.last_seq)
       .Key("projections")
-      .Uint(projections)
+      .Uint(counts->projections)
       .Key("entities")
       .BeginObject();
-  for (const auto& [entity, by_state] : states) {
+  for (const auto& [entity, by_state] : counts->by_entity) {
     w.Key(entity).BeginObject();
     for (const auto& [state, n] : by_state) w.Key(state).Uint(n);
     w.EndObject();

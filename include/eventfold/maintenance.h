@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -155,6 +156,12 @@ struct UnroutedEvent {
   std::string body;         // the body as stored, verbatim
 };
 
+// How many projections the live generation holds, by entity type and state.
+struct ProjectionCounts {
+  uint64_t projections = 0;
+  std::map<std::string, std::map<std::string, uint64_t>> by_entity;  // entity -> state -> count
+};
+
 class Maintenance {
  public:
   virtual ~Maintenance() = default;
@@ -240,6 +247,13 @@ class Maintenance {
   // called for the events before it).
   virtual Status ListUnrouted(const Profile* profile,
                               const std::function<bool(const UnroutedEvent&)>& fn) = 0;
+
+  // Counts the projections of one snapshot by entity type and state. Reads
+  // each projection's stored record (the fold's cursor holds the state)
+  // without folding its fields, so it costs a scan of the projection
+  // records, not a List. kCorruption naming the key when a record does not
+  // decode; a storage error as its Status.
+  virtual Result<ProjectionCounts> CountProjections() = 0;
 };
 
 }  // namespace eventfold
