@@ -169,12 +169,13 @@ class Checker {
     } else if (name == "profile") {
       Result<Profile> p = Profile::FromJson(value);
       if (!p.ok()) Problem(key, "stored profile does not parse: " + p.status().message());
-    } else if (name == "generation") {
+    } else if (name == "generation" || name == "log_generation") {
+      const uint32_t live = name == "generation" ? o_.live.projections : o_.live.logs;
       if (!IsDecimal(value)) {
-        Problem(key, "generation is not a number");
-      } else if (*ParseU64(value) != o_.live_gen) {
-        Problem(key, "generation " + std::string(value) + " is not the live one (" +
-                         Seq(o_.live_gen) + ")");
+        Problem(key, std::string(name) + " is not a number");
+      } else if (*ParseU64(value) != live) {
+        Problem(key, std::string(name) + " " + std::string(value) + " is not the live one (" +
+                         Seq(live) + ")");
       }
     } else if (name == "routing_epoch") {
       if (!IsDecimal(value)) Problem(key, "routing epoch is not a number");
@@ -183,9 +184,9 @@ class Checker {
     } else if (name == "unrouted_index") {
       if (!IsDecimal(value)) {
         Problem(key, "the generation of the unrouted index is not a number");
-      } else if (*ParseU64(value) != o_.live_gen) {
+      } else if (*ParseU64(value) != o_.live.logs) {
         Problem(key, "the unrouted index is of generation " + std::string(value) +
-                         ", not the live one (" + Seq(o_.live_gen) + ")");
+                         ", not the live log generation (" + Seq(o_.live.logs) + ")");
       }
     } else if (name == "rebuild") {
       if (!IsDecimal(value.substr(0, value.find('\n')))) {
@@ -230,7 +231,7 @@ class Checker {
     Result<DecodedEvent> decoded = DecodeEvent(e->body, *o_.profile);
     if (!decoded.ok() || !decoded->entity) {
       // Unroutable under this profile: kept, unrouted, and indexed as such.
-      const std::string ukey = storage::UnroutedKey(o_.live_gen, e->seq);
+      const std::string ukey = storage::UnroutedKey(o_.live.logs, e->seq);
       std::string ignored;
       st = Lookup(ukey, &ignored, &found);
       if (!st.ok()) return st;
@@ -247,7 +248,7 @@ class Checker {
     }
     if (!decoded->entity) return Status::OK();
     const std::string lkey =
-        storage::LogKey(o_.live_gen, *decoded->entity, KeyOf(decoded->event, decoded->rank));
+        storage::LogKey(o_.live.logs, *decoded->entity, KeyOf(decoded->event, decoded->rank));
     std::string lvalue;
     st = Lookup(lkey, &lvalue, &found);
     if (!st.ok()) return st;
@@ -368,29 +369,41 @@ class Checker {
     }
     uint32_t gen = 0;
     for (size_t i = 2; i < 6; ++i) gen = gen << 8 | static_cast<unsigned char>(key[i]);
-    if (gen != o_.live_gen) {
+    if (gen != o_.live.projections && gen != o_.live.logs) {
       if (!o_.rebuild_running && gen != rebuild_target_) {
         Problem(storage::GenerationPrefix(gen),
-                "keys of generation " + Seq(gen) + " beside the live generation " +
-                    Seq(o_.live_gen) + " (left by an interrupted rebuild or drop)");
+                "keys of generation " + Seq(gen) + " beside the live generations " +
+                    Seq(o_.live.projections) + " (projections) and " + Seq(o_.live.logs) +
+                    " (logs) (left by an interrupted rebuild or drop)");
       }
       *seek = storage::PrefixEnd(storage::GenerationPrefix(gen));
       return Status::OK();
     }
     const std::string_view family = std::string_view(key).substr(kGenHeaderBytes, 2);
-    if (family == "l/") return CheckLogEntry(key, value);
-    if (family == "p/") return CheckProjection(key, value);
-    if (family == "s/") return CheckSnapshotRecord(key, value);
-    if (family == "u/") return CheckUnroutedEntry(key, value);
-    Problem(key, "unknown generation family");
-    return Status::OK();
+    if (family != storage::kLogFamily && family != storage::kProjectionFamily &&
+        family != storage::kSnapshotFamily && family != storage::kUnroutedFamily) {
+      Problem(key, "unknown generation family");
+      return Status::OK();
+    }
+    if (!storage::IsLiveFamily(o_.live, gen, family)) {
+      Problem(storage::FamilyPrefix(gen, family),
+              "keys of family " + std::string(family) + " of generation " + Seq(gen) +
+                  ", which holds only the live " + (gen == o_.live.logs ? "logs" : "projections") +
+                  " (left by an interrupted drop)");
+      *seek = storage::PrefixEnd(storage::FamilyPrefix(gen, family));
+      return Status::OK();
+    }
+    if (family == storage::kLogFamily) return CheckLogEntry(key, value);
+    if (family == storage::kProjectionFamily) return CheckProjection(key, value);
+    if (family == storage::kSnapshotFamily) return CheckSnapshotRecord(key, value);
+    return CheckUnroutedEntry(key, value);
   }
 
   // An entry of the unrouted index: its event is stored and no entity of
   // the profile routes it.
   Status CheckUnroutedEntry(const std::string& key, std::string_view value) {
     const std::optional<uint64_t> seq =
-        storage::ParseSeqKey(key, storage::UnroutedFamilyPrefix(o_.live_gen));
+        storage::ParseSeqKey(key, storage::UnroutedFamilyPrefix(o_.live.logs));
     if (!seq || !value.empty()) {
       Problem(key, "malformed unrouted index entry");
       return Status::OK();
@@ -434,7 +447,7 @@ class Checker {
     *last = ref;
     std::string value;
     bool found = false;
-    Status st = Lookup(storage::ProjectionKey(o_.live_gen, ref), &value, &found);
+    Status st = Lookup(storage::ProjectionKey(o_.live.projections, ref), &value, &found);
     if (!st.ok()) return st;
     if (!found) {
       Problem(key,
@@ -537,8 +550,8 @@ class Checker {
       folded = std::move(c->snapshot);
     }
 
-    const std::string log_prefix = storage::LogPrefix(o_.live_gen, *ref);
-    const std::string snap_prefix = storage::SnapshotPrefix(o_.live_gen, *ref);
+    const std::string log_prefix = storage::LogPrefix(o_.live.logs, *ref);
+    const std::string snap_prefix = storage::SnapshotPrefix(o_.live.projections, *ref);
     std::unique_ptr<leveldb::Iterator> log(db_->NewIterator(ro_));
     std::unique_ptr<leveldb::Iterator> snap(db_->NewIterator(ro_));
     snap->Seek(snap_prefix);
@@ -567,7 +580,7 @@ class Checker {
       }
     };
     if (compacted) {
-      if (!snap->Valid() || View(snap->key()) != storage::SnapshotKey(o_.live_gen, *ref,
+      if (!snap->Valid() || View(snap->key()) != storage::SnapshotKey(o_.live.projections, *ref,
                                                                       storage::CompactionPoint())) {
         Problem(key, "compacted entity without its compaction snapshot");
       }
@@ -615,14 +628,14 @@ class Checker {
     vo.scratch_path = o_.scratch_path;
     vo.env = o_.env;
     vo.profile = o_.profile;
-    vo.live_gen = o_.live_gen;
+    vo.live = o_.live;
     vo.snapshot = o_.snapshot;
     vo.snapshot_interval = o_.snapshot_interval;
     Result<VerifySummary> v = VerifyAside(
         db_, vo,
         [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {
           const Projection& any = live ? *live : *rebuilt;
-          Problem(storage::ProjectionKey(o_.live_gen, EntityRef{any.entity, any.id}),
+          Problem(storage::ProjectionKey(o_.live.projections, EntityRef{any.entity, any.id}),
                   "projection differs from a rebuild from the stored events: live " +
                       (live ? ProjectionToJson(*live) : std::string("none")) + ", rebuilt " +
                       (rebuilt ? ProjectionToJson(*rebuilt) : std::string("none")));

@@ -8,7 +8,7 @@
 //    naming that seq with the same identity, so no event is stored twice,
 //    and each d/ points at an existing a/ record of its event id. Conflict
 //    records point at the stored event that won.
-// 3. Logs (live generation): each entry's fold key matches its record, its
+// 3. Logs (live log generation): each entry's fold key matches its record, its
 //    event exists in a/ and routes to that entity under the store's profile;
 //    conversely each stored event that routes somewhere is in that log.
 // 4. Each projection equals the fold of its own log (and each fold snapshot
@@ -19,7 +19,9 @@
 //    tombstones stand in for its dropped events (docs/RETENTION.md).
 // 5. The change feed has no gap (from its retention point to its newest
 //    change) and holds every change the store has numbered.
-// 6. Only the live generation exists (besides one a running rebuild builds).
+// 6. Only the live generations' families exist (besides a generation a
+//    running rebuild builds): logs and the unrouted index of the log
+//    generation, projections and snapshots of the projection generation.
 //
 // Memory stays bounded: one entity's fold at a time, point lookups for the
 // cross references. Reads only; Verify's scratch store is removed afterwards.
@@ -35,12 +37,13 @@
 
 #include "eventfold/profile.h"
 #include "eventfold/store.h"
+#include "storage/key_codec.h"
 
 namespace eventfold {
 
 struct CheckOptions {
   const Profile* profile = nullptr;  // the live generation's profile
-  uint32_t live_gen = 1;
+  storage::Generations live;
   const leveldb::Snapshot* snapshot = nullptr;  // what to check (nullptr: now)
   // Changes numbered before the snapshot was taken: the feed must reach it.
   uint64_t last_change_seq = 0;

@@ -19,15 +19,17 @@ using storage::View;
 
 constexpr size_t kBatchBytes = 4 << 20;
 
-// One compacted entity: its snapshot, then what its log holds in `gen`.
-// `it` reads the live database; `batch` collects the writes.
-Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, const EntityType& type,
-            const EntityRef& ref, storage::ProjectionState state, uint32_t gen, uint64_t interval,
-            leveldb::WriteBatch* batch, RebuildSummary* sum) {
+// One compacted entity: its snapshot, then what its log holds in `gens`.
+// `it` reads the live database, `logs` the logs the build folded; `batch`
+// collects the writes.
+Status Seed(leveldb::DB* db, leveldb::Iterator* it, leveldb::Iterator* logs, const Profile& profile,
+            const EntityType& type, const EntityRef& ref, storage::ProjectionState state,
+            const storage::Generations& gens, uint64_t interval, leveldb::WriteBatch* batch,
+            RebuildSummary* sum) {
   std::vector<RankedEvent> events;
-  const std::string log = storage::LogPrefix(gen, ref);
-  for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
-    Result<storage::LogEntry> e = storage::DecodeLog(View(it->key()), View(it->value()));
+  const std::string log = storage::LogPrefix(gens.logs, ref);
+  for (logs->Seek(log); logs->Valid() && logs->key().starts_with(log); logs->Next()) {
+    Result<storage::LogEntry> e = storage::DecodeLog(View(logs->key()), View(logs->value()));
     if (!e.ok()) return e.status();
     leveldb::ReadOptions ro;
     ro.fill_cache = false;
@@ -35,8 +37,8 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, cons
     if (!st.ok()) return st;
     events.push_back(std::move(e->ranked));
   }
-  if (!it->status().ok()) return FromLevelDb(it->status(), "seeding a compacted entity");
-  const std::string pkey = storage::ProjectionKey(gen, ref);
+  if (!logs->status().ok()) return FromLevelDb(logs->status(), "seeding a compacted entity");
+  const std::string pkey = storage::ProjectionKey(gens.projections, ref);
   if (events.empty()) {
     ++sum->entities;  // the fold step did not see it
   } else {
@@ -53,19 +55,20 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, cons
     // keeps no rejection list, only the counts).
     sum->applied -= from_none->projection.applied;
     sum->rejected -= from_none->events - from_none->projection.applied;
-    const std::string snaps = storage::SnapshotPrefix(gen, ref);
+    const std::string snaps = storage::SnapshotPrefix(gens.projections, ref);
     for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
       batch->Delete(it->key());
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "seeding a compacted entity");
   }
   state.snapshots = storage::ProjectionState::Snapshots::kSome;  // this one
-  batch->Put(storage::SnapshotKey(gen, ref, storage::CompactionPoint()),
+  batch->Put(storage::SnapshotKey(gens.projections, ref, storage::CompactionPoint()),
              storage::EncodeProjection(state));
   std::vector<storage::ProjectionState> snapshots;
   if (Status st = FoldOnto(type, ref, events, interval, &state, &snapshots); !st.ok()) return st;
   for (const storage::ProjectionState& snap : snapshots) {
-    batch->Put(storage::SnapshotKey(gen, ref, snap.last), storage::EncodeProjection(snap));
+    batch->Put(storage::SnapshotKey(gens.projections, ref, snap.last),
+               storage::EncodeProjection(snap));
   }
   batch->Put(pkey, storage::EncodeProjectionCursor(state));
   sum->applied += state.projection.applied;
@@ -76,7 +79,8 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, const Profile& profile, cons
 }  // namespace
 
 Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
-                     uint32_t gen, uint64_t snapshot_interval, RebuildSummary* sum) {
+                     const storage::Generations& gens, uint64_t snapshot_interval,
+                     RebuildSummary* sum) {
   leveldb::ReadOptions ro;
   ro.fill_cache = false;
   // Renewed after each write: an iterator would step over every key written
@@ -85,6 +89,10 @@ Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const P
   leveldb::ReadOptions input = ro;
   input.snapshot = snapshot;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(input));
+  // Logs the build wrote are not in its input snapshot; kept ones are, and
+  // only as of it (ingest goes on adding to them, for the catch-up).
+  const bool kept_logs = gens.logs != gens.projections;
+  std::unique_ptr<leveldb::Iterator> kept(kept_logs ? db->NewIterator(input) : nullptr);
   leveldb::WriteBatch batch;
   const leveldb::Slice prefix(storage::kCompactionPrefix.data(), storage::kCompactionPrefix.size());
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -98,8 +106,8 @@ Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const P
                                      ": the profile has no such entity type, and its "
                                      "compacted events cannot be routed anew");
     }
-    Status st = Seed(db, live.get(), profile, *type, ref, std::move(c->snapshot), gen,
-                     snapshot_interval, &batch, sum);
+    Status st = Seed(db, live.get(), kept_logs ? kept.get() : live.get(), profile, *type, ref,
+                     std::move(c->snapshot), gens, snapshot_interval, &batch, sum);
     if (!st.ok()) return st;
     if (batch.ApproximateSize() >= kBatchBytes) {
       st = FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "seeding compacted entities");

@@ -15,16 +15,18 @@
 #include "eventfold/profile.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
+#include "storage/key_codec.h"
 
 namespace eventfold {
 
-// Run after generation `gen`'s logs are folded (which folded a compacted
-// entity's remaining events from none): re-folds each compacted entity of
+// Run after the logs of `gens` are folded into its projection generation
+// (which folded a compacted entity's remaining events from none): re-folds each compacted entity of
 // `snapshot` (the live store when null) from its compaction snapshot and
 // fixes `sum` to match. kInvalidArgument when `profile` lacks a compacted
 // entity's type: its events are gone and cannot be routed anew.
 Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
-                     uint32_t gen, uint64_t snapshot_interval, RebuildSummary* sum);
+                     const storage::Generations& gens, uint64_t snapshot_interval,
+                     RebuildSummary* sum);
 
 }  // namespace eventfold
 

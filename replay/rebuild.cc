@@ -78,9 +78,9 @@ struct Shared {
   std::atomic<uint64_t> logs_total{0};    // log entries step 2 writes; set before it
   std::atomic<uint64_t> logs_written{0};  // by step 2
   std::atomic<uint64_t> entities_done{0};
-  // Logs copied: no step 1, events_done counts them. Set before the
+  // Logs kept: no step 1, events_done counts them. Set before the
   // progress thread starts, read-only after.
-  bool copying = false;
+  bool keeping_logs = false;
   std::mutex mu;
   RebuildSummary sum;                            // merged per-worker totals
   std::vector<std::unique_ptr<RunCursor>> runs;  // step 1's sorted runs
@@ -217,8 +217,8 @@ Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
 // after the logs, so that each range is one ascending sequence of writes.
 //
 // An entry comes either as a run value (with its data) or as the log record
-// stored in a generation being copied (without it). The cursor needs no
-// data, so a copied entry's data is read from a/<seq> only once the entity
+// stored in the log generation being kept (without it). The cursor needs no
+// data, so a stored entry's data is read from a/<seq> only once the entity
 // reaches a snapshot: its entries so far (fewer than one interval, kept for
 // this) are then folded again whole, and each later one is read as it comes.
 class EntityFolder {
@@ -332,7 +332,7 @@ class EntityFolder {
   std::optional<EntityRef> current_;
   const EntityType* type_ = nullptr;
   storage::ProjectionState state_;
-  // Copied entries of the current entity folded without their data (fewer
+  // Stored entries of the current entity folded without their data (fewer
   // than one snapshot interval), and whether its state is whole since.
   std::vector<storage::LogEntry> cursor_only_;
   bool whole_ = false;
@@ -393,40 +393,24 @@ struct RoutedLogs {
   Status status() const { return merged->status(); }
 };
 
-// The records of one key family of generation `from` (`prefix`, under
-// GenerationPrefix(from)) as stored, in key order, their keys moved to
-// generation `to`: step 2's input when the logs are copied, and the copied
-// index of unrouted events.
-class CopiedFamily {
+// The log records of one log generation as stored, in key order: step 2's
+// input when the logs are kept.
+class StoredLogs {
  public:
   static constexpr bool kStored = true;
-  CopiedFamily(leveldb::DB* db, const leveldb::Snapshot* snapshot, std::string prefix, uint32_t to)
-      : scan_(db, snapshot, std::move(prefix), "reading the records to copy"), to_(to) {}
-  bool Next() {
-    if (!scan_.Next()) return false;
-    key_.assign(scan_.key());
-    return storage::MoveToGeneration(to_, &key_);  // cannot fail: under the prefix
-  }
-  std::string_view key() const { return key_; }
+  StoredLogs(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t gen)
+      : scan_(db, snapshot, storage::LogFamilyPrefix(gen), "reading the logs to fold") {}
+  bool Next() { return scan_.Next(); }
+  std::string_view key() const { return scan_.key(); }
   std::string_view value() const { return scan_.value(); }
   Status status() const { return scan_.status(); }
 
  private:
   storage::LongScan scan_;
-  const uint32_t to_;
-  std::string key_;
 };
 
-// The log record as the database stores it: the lean half of a run value,
-// or a copied record as it is.
-Result<std::string_view> StoredLog(std::string_view value, bool stored) {
-  if (stored) return value;
-  auto parts = SplitRunValue(value);
-  if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
-  return parts->first;
-}
-
-// Step 2: writes the logs in key order and folds them. With two threads or
+// Step 2: writes the routed logs in key order, or reads the kept ones, and
+// folds them. With two threads or
 // more, folding runs on a thread of its own beside the writer.
 template <typename Logs>
 Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
@@ -437,12 +421,17 @@ Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const
   Status st = folder.Open(scratch);
   if (!st.ok()) return st;
   BatchWriter logs(db);
-  auto put = [&](std::string_view key, std::string_view value) {
-    Result<std::string_view> log = StoredLog(value, kStored);
-    if (!log.ok()) return log.status();
+  // Routed entries are written as lean log records; kept ones are there.
+  auto put = [&](std::string_view key, std::string_view value) -> Status {
     shared->logs_written.fetch_add(1, std::memory_order_relaxed);
-    if (kStored) shared->events_done.fetch_add(1, std::memory_order_relaxed);
-    return logs.Put(key, *log);
+    if constexpr (kStored) {
+      shared->events_done.fetch_add(1, std::memory_order_relaxed);
+      return Status::OK();
+    } else {
+      auto parts = SplitRunValue(value);
+      if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
+      return logs.Put(key, parts->first);
+    }
   };
   if (target.threads < 2) {
     while (st.ok() && input->Next()) {
@@ -485,20 +474,18 @@ Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const
   return Status::OK();
 }
 
-// Step 1 of a copying build: the index of unrouted events, copied.
-Status CopyUnrouted(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t from, uint32_t to,
-                    Shared* shared, RebuildSummary* sum) {
-  BatchWriter w(db);
-  CopiedFamily unrouted(db, snapshot, storage::UnroutedFamilyPrefix(from), to);
+// Step 1 of a build that keeps the logs: the kept index of unrouted
+// events, counted.
+Status CountUnrouted(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t gen,
+                     Shared* shared, RebuildSummary* sum) {
+  storage::LongScan unrouted(db, snapshot, storage::UnroutedFamilyPrefix(gen),
+                             "counting unrouted events");
   while (unrouted.Next()) {
     ++sum->events;
     ++sum->unrouted;
     shared->events_done.fetch_add(1, std::memory_order_relaxed);
-    Status st = w.Put(unrouted.key(), unrouted.value());
-    if (!st.ok()) return st;
   }
-  Status st = unrouted.status();
-  return st.ok() ? w.Flush() : st;
+  return unrouted.status();
 }
 
 // The first and last stored event seqs of `snapshot`; nullopt when none.
@@ -561,7 +548,7 @@ class ProgressReporter {
     const uint64_t logs = shared_.logs_total.load();
     const double written = logs ? static_cast<double>(shared_.logs_written.load()) / logs : 0;
     p.events_done =
-        final || shared_.copying ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
+        final || shared_.keeping_logs ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
     p.events_total = final ? p.events_done : std::max(total_, p.events_done);
     p.entities_done = shared_.entities_done.load();
     p.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();
@@ -589,20 +576,20 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
   Status st = scratch.Reset();
   if (!st.ok()) return st;
   Shared shared;
-  shared.copying = target.copy_logs_from.has_value();
+  shared.keeping_logs = target.logs_from.has_value();
   const auto bounds = SeqBounds(db, snapshot);
   {
     ProgressReporter reporter(target, shared, bounds ? bounds->second - bounds->first + 1 : 0);
-    if (target.copy_logs_from) {
-      st = CopyUnrouted(db, snapshot, *target.copy_logs_from, target.gen, &shared, &shared.sum);
-      CopiedFamily logs(db, snapshot, storage::LogFamilyPrefix(*target.copy_logs_from), target.gen);
+    if (target.logs_from) {
+      st = CountUnrouted(db, snapshot, *target.logs_from, &shared, &shared.sum);
+      StoredLogs logs(db, snapshot, *target.logs_from);
       if (st.ok()) {
         st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &shared.sum);
       }
       if (!st.ok()) {
         return st.IsCorruption()
                    ? st.WithContext(
-                         "copying the live logs (a rebuild that derives them anew from the "
+                         "folding the live logs (a rebuild that derives them anew from the "
                          "stored events does not read them: `eventfold replay --rederive-logs`)")
                    : st;
       }
@@ -616,7 +603,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
       });
     }
     if (!shared.error.ok()) return shared.error;
-    if (!target.copy_logs_from) {
+    if (!target.logs_from) {
       shared.logs_total = shared.sum.events - shared.sum.unrouted;
       RunMerger merged(std::move(shared.runs));
       RoutedLogs logs{&merged};
@@ -625,21 +612,43 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
     }
   }
   // 3. Compacted entities start from their compaction snapshot.
-  st = SeedCompacted(db, snapshot, profile, target.gen, target.snapshot_interval, &shared.sum);
+  st = SeedCompacted(db, snapshot, profile,
+                     storage::Generations{target.gen, target.logs_from.value_or(target.gen)},
+                     target.snapshot_interval, &shared.sum);
   if (!st.ok()) return st;
   shared.sum.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   return shared.sum;
 }
 
-Status DropGeneration(leveldb::DB* db, uint32_t gen) {
+namespace {
+
+// Deletes every key under `prefix`.
+Status DropPrefix(leveldb::DB* db, std::string prefix) {
   BatchWriter w(db);
-  storage::LongScan scan(db, nullptr, storage::GenerationPrefix(gen), "dropping a generation");
+  storage::LongScan scan(db, nullptr, std::move(prefix), "dropping a generation");
   while (scan.Next()) {
     Status st = w.Delete(scan.key());
     if (!st.ok()) return st;
   }
   if (!scan.status().ok()) return scan.status();
   return w.Flush();
+}
+
+}  // namespace
+
+Status DropGeneration(leveldb::DB* db, uint32_t gen) {
+  return DropPrefix(db, storage::GenerationPrefix(gen));
+}
+
+Status DropDeadFamilies(leveldb::DB* db, uint32_t gen, const storage::Generations& live) {
+  if (gen != live.projections && gen != live.logs) return DropGeneration(db, gen);
+  for (std::string_view family : {storage::kLogFamily, storage::kProjectionFamily,
+                                  storage::kSnapshotFamily, storage::kUnroutedFamily}) {
+    if (storage::IsLiveFamily(live, gen, family)) continue;
+    Status st = DropPrefix(db, storage::FamilyPrefix(gen, family));
+    if (!st.ok()) return st;
+  }
+  return Status::OK();
 }
 
 }  // namespace eventfold

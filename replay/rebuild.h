@@ -12,11 +12,13 @@
 //    snapshot every `snapshot_interval` events, which are written after the
 //    logs, each family in key order: LevelDB gets ascending keys only and
 //    does not have to rewrite them by compaction.
-// Under the profile the live generation was routed under, step 1 can be
-// left out (RebuildTarget::copy_logs_from): the live generation's logs are
-// exactly what it would route and sort, so they are copied in key order into
-// the new generation and folded as they pass. The fold then needs no event
-// data except where a snapshot is due, which it reads from a/<seq>.
+// Under the profile the live logs were routed under, both steps' writes of
+// logs are left out (RebuildTarget::logs_from): those logs are exactly what
+// routing would give, so the build reads them in key order and folds each
+// entity as it passes, writing projections and snapshots only; the new
+// projection generation shares the logs (storage/key_codec.h, format 5). The
+// fold then needs no event data except where a snapshot is due, which it
+// reads from a/<seq>.
 // It writes only under g/<gen>/, in bounded unsynced batches; the caller
 // makes the switch to the new generation durable. It reads the events of
 // `snapshot` (the live store when null), so ingest may go on meanwhile.
@@ -36,6 +38,7 @@
 #include "eventfold/profile.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
+#include "storage/key_codec.h"
 
 namespace eventfold {
 
@@ -51,12 +54,13 @@ struct RebuildTarget {
   leveldb::Env* env = nullptr;
   // What the sorted runs may hold in memory, all workers together.
   size_t sort_budget_bytes = 64 << 20;
-  // A generation of the same database whose logs and index of unrouted
-  // events (complete) were routed under `profile`: the build copies them
-  // instead of routing every stored event anew. nullopt: route them. The
-  // caller vouches for both conditions; a copy carries over whatever damage
-  // the logs have, so a repair routes anew.
-  std::optional<uint32_t> copy_logs_from;
+  // The log generation of the same database whose logs and index of
+  // unrouted events (complete) were routed under `profile`: the build folds
+  // those logs as they are and writes no logs of its own. nullopt: route
+  // every stored event anew into logs under `gen`. The caller vouches for
+  // both conditions; folding carries over whatever damage the logs have, so
+  // a repair routes anew.
+  std::optional<uint32_t> logs_from;
 };
 
 Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot,
@@ -64,6 +68,12 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
 
 // Deletes every key of generation `gen` (a dropped or abandoned one).
 Status DropGeneration(leveldb::DB* db, uint32_t gen);
+
+// Deletes the keys of generation `gen` that are not live under `live`
+// (storage::IsLiveFamily): all of them when `gen` is neither live
+// generation, else the families the other generation holds (the logs of an
+// old projection generation, the projections of the shared log one).
+Status DropDeadFamilies(leveldb::DB* db, uint32_t gen, const storage::Generations& live);
 
 }  // namespace eventfold
 

@@ -45,9 +45,10 @@ Status CopyEvents(leveldb::DB* from, const leveldb::Snapshot* snap, leveldb::DB*
 // One side of the comparison: a generation's projection range.
 class Side {
  public:
-  Side(leveldb::DB* db, const leveldb::Snapshot* snap, uint32_t gen, const Profile& profile)
-      : prefix_(storage::ProjectionScanPrefix(gen, "")),
-        reader_(db, storage::ScanOptions(snap), gen, profile) {
+  Side(leveldb::DB* db, const leveldb::Snapshot* snap, const storage::Generations& gens,
+       const Profile& profile)
+      : prefix_(storage::ProjectionScanPrefix(gens.projections, "")),
+        reader_(db, storage::ScanOptions(snap), gens, profile) {
     it_.reset(db->NewIterator(storage::ScanOptions(snap)));
     it_->Seek(prefix_);
   }
@@ -127,9 +128,10 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
     Result<RebuildSummary> rebuilt =
         BuildGeneration(scratch.get(), nullptr, *options.profile, target);
     if (!rebuilt.ok()) return rebuilt.status();
-    Side a(live, options.snapshot, options.live_gen,
+    Side a(live, options.snapshot, options.live,
            options.live_profile ? *options.live_profile : *options.profile);
-    Side b(scratch.get(), nullptr, kScratchGen, *options.profile);
+    Side b(scratch.get(), nullptr, storage::Generations{kScratchGen, kScratchGen},
+           *options.profile);
     Result<VerifySummary> sum = Compare(a, b, on_difference);
     if (sum.ok()) sum->unrouted = rebuilt->unrouted;
     return sum;

@@ -16,6 +16,7 @@
 
 #include "eventfold/profile.h"
 #include "eventfold/store.h"
+#include "storage/key_codec.h"
 
 namespace eventfold {
 
@@ -26,7 +27,7 @@ struct VerifyOptions {
   // The live generation's (its projections are folded under it on read);
   // nullptr: `profile`.
   const Profile* live_profile = nullptr;
-  uint32_t live_gen = 1;                        // the generation to compare
+  storage::Generations live;                    // the generations to compare
   const leveldb::Snapshot* snapshot = nullptr;  // the live state to compare
   uint64_t snapshot_interval = 1000;
 };

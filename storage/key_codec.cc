@@ -31,12 +31,6 @@ std::string SeqKey(std::string_view prefix, uint64_t seq) {
   return key;
 }
 
-std::string FamilyPrefix(uint32_t gen, std::string_view family) {
-  std::string key = GenerationPrefix(gen);
-  key.append(family);
-  return key;
-}
-
 std::string EntityPrefix(uint32_t gen, std::string_view family, const EntityRef& ref) {
   std::string key = FamilyPrefix(gen, family);
   key.append(ref.entity).push_back('\0');
@@ -129,18 +123,21 @@ std::string GenerationPrefix(uint32_t gen) {
   return key;
 }
 
-bool MoveToGeneration(uint32_t gen, std::string* key) {
-  if (key->size() < kGenPrefixBytes || !key->starts_with(kGenerationPrefix) ||
-      (*key)[kGenPrefixBytes - 1] != '/') {
-    return false;
-  }
-  for (int i = 0; i < 4; ++i) {  // be32, as GenerationPrefix writes it
-    (*key)[2 + i] = static_cast<char>((gen >> (24 - 8 * i)) & 0xFF);
-  }
-  return true;
+std::string FamilyPrefix(uint32_t gen, std::string_view family) {
+  std::string key = GenerationPrefix(gen);
+  key.append(family);
+  return key;
 }
 
-std::string LogPrefix(uint32_t gen, const EntityRef& ref) { return EntityPrefix(gen, "l/", ref); }
+bool IsLiveFamily(const Generations& live, uint32_t gen, std::string_view family) {
+  if (family == kLogFamily || family == kUnroutedFamily) return gen == live.logs;
+  if (family == kProjectionFamily || family == kSnapshotFamily) return gen == live.projections;
+  return false;
+}
+
+std::string LogPrefix(uint32_t gen, const EntityRef& ref) {
+  return EntityPrefix(gen, kLogFamily, ref);
+}
 
 std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {
   std::string key = LogPrefix(gen, ref);
@@ -148,7 +145,7 @@ std::string LogKey(uint32_t gen, const EntityRef& ref, const FoldKey& fold) {
   return key;
 }
 
-std::string LogFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, "l/"); }
+std::string LogFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, kLogFamily); }
 
 std::string UnroutedKey(uint32_t gen, uint64_t seq) {
   std::string key = UnroutedFamilyPrefix(gen);
@@ -156,17 +153,17 @@ std::string UnroutedKey(uint32_t gen, uint64_t seq) {
   return key;
 }
 
-std::string UnroutedFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, "u/"); }
+std::string UnroutedFamilyPrefix(uint32_t gen) { return FamilyPrefix(gen, kUnroutedFamily); }
 
 std::string ProjectionKey(uint32_t gen, const EntityRef& ref) {
-  std::string key = FamilyPrefix(gen, "p/");
+  std::string key = FamilyPrefix(gen, kProjectionFamily);
   key.append(ref.entity).push_back('\0');
   key.append(ref.id);
   return key;
 }
 
 std::string ProjectionScanPrefix(uint32_t gen, std::string_view entity) {
-  std::string key = FamilyPrefix(gen, "p/");
+  std::string key = FamilyPrefix(gen, kProjectionFamily);
   if (!entity.empty()) key.append(entity).push_back('\0');
   return key;
 }

@@ -11,7 +11,13 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "4" (kFormatVersion). Format 4 stores a projection (g/p/) as
+// m/format is "5" (kFormatVersion). Format 5 keeps the logs and the index
+// of unrouted events (g/l/, g/u/) under a generation of their own,
+// m/log_generation, which a rebuild under an unchanged routing leaves as it
+// is: it folds the existing logs into a new projection generation
+// (m/generation) and writes only projections and snapshots (g/p/, g/s/).
+// Format 4 kept all four families under m/generation; a format 4 store is
+// one whose log generation equals it. Format 4 stores a projection (g/p/) as
 // the fold's cursor, without its fields and rejections, which a read folds
 // from the nearest snapshot and the log (storage/projection_read.h); format
 // 3 stored it whole. Format 3 frames the m/ and k/ values
@@ -22,10 +28,11 @@
 // they are.
 //
 //   m/<name>                        TextRecord: store metadata: "format", "profile",
-//                                   "generation", "routing_epoch", "rebuild",
+//                                   "generation", "log_generation",
+//                                   "routing_epoch", "rebuild",
 //                                   "retired_seq" (highest seq compaction dropped),
-//                                   "unrouted_index" (the generation whose u/
-//                                   index is complete)
+//                                   "unrouted_index" (the log generation whose
+//                                   u/ index is complete)
 //   a/<seq>                         EventRecord: accepted event, verbatim body
 //   d/<event_id>                    DedupRecord: event_id -> seq and identity;
 //                                   after compaction a tombstone (expires_at)
@@ -49,8 +56,10 @@
 //                                   counting and listing unrouted events
 //                                   reads those events only)
 //
-// Everything under g/<gen>/ is derived from the a/ and r/ records and can be
-// rebuilt into another generation beside the live one. A compacted entity's
+// l/ and u/ live under the log generation, p/ and s/ under the projection
+// generation (the two are equal until a rebuild keeps the logs). Everything
+// under g/<gen>/ is derived from the a/ and r/ records and can be rebuilt
+// into another generation beside the live one. A compacted entity's
 // fold starts from its r/ snapshot, kept in each generation as the snapshot
 // at CompactionPoint(), the smallest fold key, so the materializer resumes
 // from it for any later event (docs/RETENTION.md). One-letter families keep keys
@@ -72,7 +81,7 @@ namespace eventfold::storage {
 
 // The value of m/format this build writes and reads (older ones it upgrades
 // on request). Persistent: bump it with every change of a record's meaning.
-inline constexpr std::string_view kFormatVersion = "4";
+inline constexpr std::string_view kFormatVersion = "5";
 
 // Key family prefixes. Persistent: never change.
 inline constexpr std::string_view kMetaPrefix = "m/";
@@ -110,10 +119,26 @@ std::optional<FoldKey> DecodeFoldKey(std::string_view bytes);
 // "g/<gen>/": every derived key of one generation.
 std::string GenerationPrefix(uint32_t gen);
 
-// Sets the generation of `key`, a key under g/<gen>/ (that is, one that
-// starts with a GenerationPrefix), to `gen`: the same record in another
-// generation. False, and `key` unchanged, when it is no such key.
-[[nodiscard]] bool MoveToGeneration(uint32_t gen, std::string* key);
+// The live generations of a store: its projections and fold snapshots (p/,
+// s/) are under `projections`, its logs and index of unrouted events (l/,
+// u/) under `logs`. Equal unless a rebuild kept the logs (format 5).
+struct Generations {
+  uint32_t projections = 1;
+  uint32_t logs = 1;
+  bool operator==(const Generations&) const = default;
+};
+
+// The four families of a generation, as they follow GenerationPrefix.
+// Persistent: never change.
+inline constexpr std::string_view kLogFamily = "l/";
+inline constexpr std::string_view kProjectionFamily = "p/";
+inline constexpr std::string_view kSnapshotFamily = "s/";
+inline constexpr std::string_view kUnroutedFamily = "u/";
+// "g/<gen>/<family>".
+std::string FamilyPrefix(uint32_t gen, std::string_view family);
+// Whether `family` of generation `gen` is live under `live`: l/ and u/ of
+// the log generation, p/ and s/ of the projection generation.
+bool IsLiveFamily(const Generations& live, uint32_t gen, std::string_view family);
 
 // "g/<gen>/l/<entity>\0<id>\0": one entity's log, in fold order.
 std::string LogPrefix(uint32_t gen, const EntityRef& ref);

@@ -13,16 +13,16 @@
 namespace eventfold::storage {
 
 ProjectionReader::ProjectionReader(leveldb::DB* db, const leveldb::ReadOptions& options,
-                                   uint32_t gen, const Profile& profile)
-    : db_(db), options_(options), gen_(gen), profile_(profile) {
+                                   const Generations& gens, const Profile& profile)
+    : db_(db), options_(options), gens_(gens), profile_(profile) {
   // Consecutive reads of a scan fold neighbouring logs: their blocks are
   // worth keeping (a scan's options leave the cache alone).
   options_.fill_cache = true;
 }
 
-ProjectionReader::ProjectionReader(std::unique_ptr<leveldb::Iterator> it, uint32_t gen,
+ProjectionReader::ProjectionReader(std::unique_ptr<leveldb::Iterator> it, const Generations& gens,
                                    const Profile& profile)
-    : gen_(gen), profile_(profile), it_(std::move(it)) {}
+    : gens_(gens), profile_(profile), it_(std::move(it)) {}
 
 Result<ProjectionState> ProjectionReader::Read(std::string_view key, std::string_view value) {
   Result<ProjectionState> cursor = DecodeProjection(key, value);
@@ -50,11 +50,11 @@ Result<ProjectionState> ProjectionReader::Complete(std::string_view key, Project
   // step over every one of them).
   ProjectionState state;
   StartFromNone(*ref, &state);
-  const std::string snaps = SnapshotPrefix(gen_, *ref);
+  const std::string snaps = SnapshotPrefix(gens_.projections, *ref);
   if (cursor.snapshots != ProjectionState::Snapshots::kNone) it->Seek(snaps);
   if (cursor.snapshots != ProjectionState::Snapshots::kNone && it->Valid() &&
       it->key().starts_with(snaps)) {
-    const std::string at = SnapshotKey(gen_, *ref, cursor.last);
+    const std::string at = SnapshotKey(gens_.projections, *ref, cursor.last);
     it->Seek(at);
     if (!it->Valid() || View(it->key()) != at) it->Valid() ? it->Prev() : it->SeekToLast();
     if (it->Valid() && it->key().starts_with(snaps)) {
@@ -70,8 +70,8 @@ Result<ProjectionState> ProjectionReader::Complete(std::string_view key, Project
   // Then every log entry after it: the cursor is the last of them (the log
   // and the cursor are written in one batch), which the end checks. The
   // entries are read first: their bodies are read with the same iterator.
-  const std::string log = LogPrefix(gen_, *ref);
-  const std::string after = state.events > 0 ? LogKey(gen_, *ref, state.last) : log;
+  const std::string log = LogPrefix(gens_.logs, *ref);
+  const std::string after = state.events > 0 ? LogKey(gens_.logs, *ref, state.last) : log;
   std::vector<LogEntry> entries;
   for (it->Seek(after); it->Valid() && it->key().starts_with(log); it->Next()) {
     if (state.events > 0 && View(it->key()) == after) continue;

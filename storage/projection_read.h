@@ -27,25 +27,28 @@
 
 #include "eventfold/profile.h"
 #include "eventfold/status.h"
+#include "storage/key_codec.h"
 #include "storage/record_codec.h"
 
 namespace eventfold::storage {
 
 class ProjectionReader {
  public:
-  // Reads generation `gen` of `db` with `options`, folding under `profile`
-  // (the profile the generation was routed under). `options` must carry a
+  // Reads the projections of `gens` (their snapshots, and the logs of its
+  // log generation) in `db` with `options`, folding under `profile` (the
+  // profile the logs were routed under). `options` must carry a
   // snapshot when writers may be running: a cursor, its snapshots and its
   // log must be read as of one moment. `db` and `profile` must outlive the
   // reader.
-  ProjectionReader(leveldb::DB* db, const leveldb::ReadOptions& options, uint32_t gen,
+  ProjectionReader(leveldb::DB* db, const leveldb::ReadOptions& options, const Generations& gens,
                    const Profile& profile);
   // Reads with `it` (over the snapshot the projections were read under),
   // which the reader owns from now on.
-  ProjectionReader(std::unique_ptr<leveldb::Iterator> it, uint32_t gen, const Profile& profile);
+  ProjectionReader(std::unique_ptr<leveldb::Iterator> it, const Generations& gens,
+                   const Profile& profile);
 
   // The whole state of the projection stored as `value` at `key` (a
-  // g/<gen>/p/ key). On success cursor_only is false. Corruption naming the
+  // g/<gen>/p/ key of gens.projections). On success cursor_only is false. Corruption naming the
   // entity when the record does not decode, the log does not fold (an
   // unknown entity type or rank, a missing body) or folds to another cursor
   // than the stored one; a LevelDB error as its Status.
@@ -57,7 +60,7 @@ class ProjectionReader {
  private:
   leveldb::DB* db_ = nullptr;  // null when handed an iterator
   leveldb::ReadOptions options_;
-  uint32_t gen_;
+  Generations gens_;
   const Profile& profile_;
   std::unique_ptr<leveldb::Iterator> it_;  // made at the first fold
 };

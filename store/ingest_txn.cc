@@ -32,9 +32,15 @@ std::string Describe(const std::string& type, int64_t occurred_at,
 // transaction's staged changes laid over them.
 class IngestTxn::OverlayView final : public LogView {
  public:
-  OverlayView(leveldb::DB* db, uint32_t gen, const Profile& profile, const EntityRef& ref,
-              EntityState* entity)
-      : db_(db), gen_(gen), profile_(profile), ref_(ref), entity_(entity) {}
+  // Logged entries with a seq of `hide_from` or more are left out.
+  OverlayView(leveldb::DB* db, const Generations& gens, std::optional<uint64_t> hide_from,
+              const Profile& profile, const EntityRef& ref, EntityState* entity)
+      : db_(db),
+        gens_(gens),
+        hide_from_(hide_from),
+        profile_(profile),
+        ref_(ref),
+        entity_(entity) {}
 
   Result<std::optional<ProjectionState>> SnapshotBefore(const FoldKey& key) override {
     std::optional<ProjectionState> best;
@@ -45,9 +51,9 @@ class IngestTxn::OverlayView final : public LogView {
     // steps over every deleted key after the entity's place, which a
     // dropped and rebuilt generation can hold by the million.
     if (entity_->stored_snapshots) {
-      const std::string prefix = SnapshotPrefix(gen_, ref_);
+      const std::string prefix = SnapshotPrefix(gens_.projections, ref_);
       std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-      it->Seek(SnapshotKey(gen_, ref_, bound));
+      it->Seek(SnapshotKey(gens_.projections, ref_, bound));
       it->Valid() ? it->Prev() : it->SeekToLast();
       if (it->Valid() && it->key().starts_with(prefix)) {
         Result<ProjectionState> s = DecodeProjection(View(it->key()), View(it->value()));
@@ -68,13 +74,14 @@ class IngestTxn::OverlayView final : public LogView {
 
   Status EventsAfter(const FoldKey* after, std::vector<RankedEvent>* out) override {
     const size_t first = out->size();
-    const std::string prefix = LogPrefix(gen_, ref_);
+    const std::string prefix = LogPrefix(gens_.logs, ref_);
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-    const std::string start = after ? LogKey(gen_, ref_, *after) : prefix;
+    const std::string start = after ? LogKey(gens_.logs, ref_, *after) : prefix;
     for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       if (after && View(it->key()) == start) continue;
       Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
       if (!e.ok()) return e.status();
+      if (hide_from_ && e->seq >= *hide_from_) continue;
       Status st = LoadLogData(db_, leveldb::ReadOptions(), profile_, &*e);
       if (!st.ok()) return st;
       out->push_back(std::move(e->ranked));
@@ -95,7 +102,8 @@ class IngestTxn::OverlayView final : public LogView {
 
  private:
   leveldb::DB* db_;
-  uint32_t gen_;
+  Generations gens_;
+  std::optional<uint64_t> hide_from_;
   const Profile& profile_;
   const EntityRef& ref_;
   EntityState* entity_;
@@ -133,7 +141,7 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   if (it != entities_.end()) return &it->second;
   EntityState loaded;
   std::string value;
-  const std::string key = ProjectionKey(gen_, ref);
+  const std::string key = ProjectionKey(gens_.projections, ref);
   leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
   if (s.ok()) {
     Result<ProjectionState> p = DecodeProjection(key, value);
@@ -216,13 +224,15 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
 
 Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq,
                           int64_t received_at) {
-  const FoldKey key = KeyOf(ranked.event, ranked.rank);
-  batch_.Put(LogKey(gen_, ref, key), EncodeLog(LogEntry{ranked, seq, received_at}));
+  if (!logs_hold_from_) {
+    const FoldKey key = KeyOf(ranked.event, ranked.rank);
+    batch_.Put(LogKey(gens_.logs, ref, key), EncodeLog(LogEntry{ranked, seq, received_at}));
+  }
 
   Result<EntityState*> entity = LoadEntity(ref);
   if (!entity.ok()) return entity.status();
   EntityState& e = **entity;
-  OverlayView view(store_->db_.get(), gen_, *profile_, ref, &e);
+  OverlayView view(store_->db_.get(), gens_, logs_hold_from_, *profile_, ref, &e);
   const EntityType& type = *profile_->FindEntity(ref.entity);
   Result<Materialized> m =
       Materialize(type, ref, ranked, view, store_->options_.snapshot_interval, &e.state);
@@ -242,12 +252,12 @@ Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq
 }
 
 void IngestTxn::MarkUnrouted(uint64_t seq) {
-  batch_.Put(UnroutedKey(gen_, seq), "");
+  if (!logs_hold_from_) batch_.Put(UnroutedKey(gens_.logs, seq), "");
   ++unrouted_;
 }
 
 Status IngestTxn::Commit(bool sync) {
-  const uint32_t gen = gen_;
+  const uint32_t gen = gens_.projections;
   std::vector<Change> changes;
   const int64_t now = store_->clock_->NowMicros();
   for (const auto& [ref, e] : entities_) {

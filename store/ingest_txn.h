@@ -19,6 +19,7 @@
 
 #include "core/decode.h"
 #include "eventfold/ingest.h"
+#include "storage/key_codec.h"
 #include "storage/record_codec.h"
 
 namespace eventfold::storage {
@@ -27,18 +28,26 @@ class StoreImpl;
 
 class IngestTxn {
  public:
-  // A transaction on projection generation `gen` under `profile`, whose
-  // staged events' dedup entries carry `routing_epoch` (the store's, read
-  // under its lock; Project does not use it); with `record_changes`, each
-  // entity whose projection changes gets a change feed record (a rebuild's
-  // catch-up re-derives projections and records none).
-  IngestTxn(StoreImpl* store, uint32_t gen, uint32_t routing_epoch, const Profile* profile,
-            bool record_changes)
+  // A transaction on the generations `gens` under `profile`, whose staged
+  // events' dedup entries carry `routing_epoch` (the store's, read under its
+  // lock; Project does not use it); with `record_changes`, each entity whose
+  // projection changes gets a change feed record (a rebuild's catch-up
+  // re-derives projections and records none).
+  IngestTxn(StoreImpl* store, const Generations& gens, uint32_t routing_epoch,
+            const Profile* profile, bool record_changes)
       : store_(store),
-        gen_(gen),
+        gens_(gens),
         routing_epoch_(routing_epoch),
         profile_(profile),
         record_changes_(record_changes) {}
+
+  // For a rebuild's catch-up into a projection generation that shares the
+  // live logs: the events from `seq` on are already in those logs (and in
+  // their index of unrouted events), put there by the ingests that stored
+  // them, but not yet folded into this transaction's projections. Project
+  // and MarkUnrouted then write no log entries or index entries, and the
+  // folds see only the logged events below `seq` and those Project staged.
+  void SetLogsHoldFrom(uint64_t seq) { logs_hold_from_ = seq; }
 
   // Stages one decoded delivery (its event is moved into the staged log
   // entry) and sets its outcome; a read error fails the whole transaction
@@ -48,8 +57,8 @@ class IngestTxn {
                IngestResult* result);
 
   // Stages only the projection half for an event already stored as `seq`:
-  // its log entry, snapshots and projection in this transaction's
-  // generation. A rebuild uses it to catch up with events ingested meanwhile.
+  // its log entry (see SetLogsHoldFrom), snapshots and projection in this
+  // transaction's generations. A rebuild uses it to catch up with events ingested meanwhile.
   Status Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq, int64_t received_at);
 
   // The other half for an event stored as `seq` that no entity routes: its
@@ -85,7 +94,8 @@ class IngestTxn {
   Result<EntityState*> LoadEntity(const EntityRef& ref);
 
   StoreImpl* store_;
-  uint32_t gen_;
+  Generations gens_;
+  std::optional<uint64_t> logs_hold_from_;
   uint32_t routing_epoch_;
   const Profile* profile_;
   bool record_changes_;

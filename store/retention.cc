@@ -132,7 +132,7 @@ Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSumma
   const int64_t cutoff = now - options.compact_after_micros;
   std::vector<CompactionCandidate> group;
   // The iterator's implicit snapshot is not disturbed by the compactions.
-  const std::string prefix = ProjectionScanPrefix(gen_, "");
+  const std::string prefix = ProjectionScanPrefix(gens_.projections, "");
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     std::optional<EntityRef> ref = ParseProjectionKey(View(it->key()));
@@ -142,7 +142,7 @@ Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSumma
     const EntityType* type = profile_->FindEntity(ref->entity);
     if (!type || !IsTerminal(*type, p->projection.state)) continue;
     CompactionCandidate c{std::move(*ref), {}};
-    Status st = ReadLog(db_.get(), gen_, c.ref, &c.log);
+    Status st = ReadLog(db_.get(), gens_.logs, c.ref, &c.log);
     if (!st.ok()) return st;
     if (c.log.empty()) continue;  // compacted, nothing since
     if (std::any_of(c.log.begin(), c.log.end(),
@@ -183,19 +183,19 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
   for (const CompactionCandidate& candidate : *group) {
     const EntityRef& ref = candidate.ref;
     std::vector<LoggedAt> log;
-    Status st = ReadLog(db_.get(), gen_, ref, &log);
+    Status st = ReadLog(db_.get(), gens_.logs, ref, &log);
     if (!st.ok()) return st;
     if (!std::equal(log.begin(), log.end(), candidate.log.begin(), candidate.log.end(),
                     [](const LoggedAt& a, const LoggedAt& b) { return a.key == b.key; })) {
       continue;  // an event arrived meanwhile: the next pass decides
     }
     std::string value;
-    const std::string pkey = ProjectionKey(gen_, ref);
+    const std::string pkey = ProjectionKey(gens_.projections, ref);
     st = FromLevelDb(db_->Get(leveldb::ReadOptions(), pkey, &value), "reading projection");
     if (!st.ok()) return st;
     // Whole: the fold of everything dropped becomes the entity's snapshot.
     Result<ProjectionState> state =
-        ProjectionReader(db_.get(), leveldb::ReadOptions(), gen_, *profile_).Read(pkey, value);
+        ProjectionReader(db_.get(), leveldb::ReadOptions(), gens_, *profile_).Read(pkey, value);
     if (!state.ok()) return state.status();
     CompactionEntry c;
     const std::string ckey = CompactionKey(ref);
@@ -218,7 +218,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
                     l.entry.seq, ev.type, ev.occurred_at, ref, routing_epoch_, until, {}}));
       c.tombstones.push_back(ev.event_id);
     }
-    const std::string snaps = SnapshotPrefix(gen_, ref);
+    const std::string snaps = SnapshotPrefix(gens_.projections, ref);
     for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
       batch.Delete(it->key());
     }
@@ -228,7 +228,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
     state->last = CompactionPoint();
     state->snapshots = ProjectionState::Snapshots::kSome;  // the one written below
     const std::string snapshot = EncodeProjection(*state);
-    batch.Put(SnapshotKey(gen_, ref, CompactionPoint()), snapshot);
+    batch.Put(SnapshotKey(gens_.projections, ref, CompactionPoint()), snapshot);
     batch.Put(pkey, snapshot);
     c.snapshot = std::move(*state);
     c.compacted_at = now;

@@ -64,8 +64,9 @@ class Salvage {
   // The store's metadata: the format and routing epoch get their first
   // values back when lost (epoch 1 with routing epoch 0 in restored dedup
   // entries makes the store re-route as needed). A lost generation number
-  // leaves the derived records unattributable: they all go, generation 1
-  // is recorded, and the rebuild after the salvage derives them again. A
+  // (of the projections or of the logs) leaves the derived records
+  // unattributable: they all go, generation 1 is recorded for both, and the
+  // rebuild after the salvage derives them again. A
   // lost profile is recreated by Store::Open (options.profile, else the
   // built-in one) and reported.
   Status Meta() {
@@ -98,8 +99,17 @@ class Salvage {
     }
     if (missing("format")) restore("format", "1");
     if (missing("routing_epoch")) restore("routing_epoch", "1");
-    if (missing("generation")) {
-      restore("generation", "1");
+    const bool lost_projections = missing("generation");
+    const bool lost_logs = missing("log_generation");
+    if (lost_projections || lost_logs) {
+      for (auto [name, lost] :
+           {std::pair{"generation", lost_projections}, std::pair{"log_generation", lost_logs}}) {
+        if (lost) {
+          restore(name, "1");
+        } else {
+          storage::PutText(&batch, storage::MetaKey(name), "1");
+        }
+      }
       batch.Delete(storage::MetaKey("unrouted_index"));  // its index goes with the rest
       std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
       const std::string prefix(storage::kGenerationPrefix);

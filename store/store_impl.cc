@@ -42,8 +42,10 @@ namespace {
 // records that are whole: later formats read both as they are (a whole
 // projection is replaced by its cursor at the entity's next event). Formats
 // 1 and 2 keep m/ and k/ values as bare text, which the upgrade frames.
+// Format 4 differs from 5 only in having no m/log_generation: its logs are
+// under m/generation, which the upgrade records as the log generation.
 bool IsUpgradableFormat(std::string_view format) {
-  return format == "1" || format == "2" || format == "3";
+  return format == "1" || format == "2" || format == "3" || format == "4";
 }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
@@ -162,9 +164,10 @@ Status StoreImpl::LoadOrCreateMeta() {
     leveldb::WriteBatch batch;
     PutText(&batch, MetaKey("format"), kFormatVersion);
     PutText(&batch, MetaKey("profile"), profile_->ToJson());
-    PutNumber(&batch, MetaKey("generation"), gen_);
+    PutNumber(&batch, MetaKey("generation"), gens_.projections);
+    PutNumber(&batch, MetaKey("log_generation"), gens_.logs);
     PutNumber(&batch, MetaKey("routing_epoch"), routing_epoch_);
-    PutNumber(&batch, MetaKey("unrouted_index"), gen_);
+    PutNumber(&batch, MetaKey("unrouted_index"), gens_.logs);
     return FromLevelDb(db_->Write(Synced(), &batch), "creating store");
   }
   if (!s.ok()) return FromLevelDb(s, "reading the store's profile");
@@ -184,12 +187,27 @@ Status StoreImpl::LoadOrCreateMeta() {
           std::string(kFormatVersion) + "; upgrade it with: eventfold migrate --data " + path_ +
           " (a build that reads only format " + raw + " cannot open it afterwards)");
     }
-    // The m/ and k/ values framed (those of formats 1 and 2), and the new
-    // format, in one synced write: either it happened or the store is still
-    // the intact older format.
+    // The m/ and k/ values framed (those of formats 1 and 2), the log
+    // generation (before format 5 always the projection generation), and
+    // the new format, in one synced write: either it happened or the store
+    // is still the intact older format.
     leveldb::WriteBatch batch;
     Result<uint64_t> framed = FrameLegacyText(db_.get(), &batch);
     if (!framed.ok()) return framed.status().WithContext("upgrading the store's format");
+    // (A salvage that restored a lost m/format keeps a log generation.)
+    std::string gen;
+    s = db_->Get(leveldb::ReadOptions(), MetaKey("log_generation"), &gen);
+    if (s.IsNotFound()) {
+      s = db_->Get(leveldb::ReadOptions(), MetaKey("generation"), &gen);
+      if (!s.ok()) return FromLevelDb(s, "reading the store's generation");
+      if (Result<std::string> text = DecodeText(MetaKey("generation"), gen); text.ok()) {
+        gen = std::move(*text);  // framed since format 3
+      }
+      if (!ParseU32(gen)) return Status::Corruption("m/generation is out of range");
+      PutText(&batch, MetaKey("log_generation"), gen);
+    } else if (!s.ok()) {
+      return FromLevelDb(s, "reading the store's log generation");
+    }
     PutText(&batch, MetaKey("format"), kFormatVersion);
     s = db_->Write(Synced(), &batch);
     if (!s.ok()) return FromLevelDb(s, "upgrading the store's format");
@@ -211,7 +229,8 @@ Status StoreImpl::LoadOrCreateMeta() {
   }
   SetProfile(std::move(*recorded));
   for (auto [name, field] :
-       {std::pair{"generation", &gen_}, std::pair{"routing_epoch", &routing_epoch_}}) {
+       {std::pair{"generation", &gens_.projections}, std::pair{"log_generation", &gens_.logs},
+        std::pair{"routing_epoch", &routing_epoch_}}) {
     Result<std::optional<uint64_t>> v =
         ReadNumber(db_.get(), leveldb::ReadOptions(), MetaKey(name));
     if (!v.ok()) return v.status();
@@ -225,9 +244,9 @@ Status StoreImpl::LoadOrCreateMeta() {
 
 Status StoreImpl::AbandonInterruptedRebuild() {
   // A rebuild that did not reach its switch left a partial generation beside
-  // the live one; one that stopped after its switch (a crash while dropping
-  // the old generation, or a failed drop) left the old one. Only the live
-  // generation stays.
+  // the live ones; one that stopped after its switch (a crash while dropping
+  // the old generation, or a failed drop) left the old one, or the old
+  // projections beside the logs it kept. Only the live families stay.
   Result<std::optional<std::string>> marker =
       ReadText(db_.get(), leveldb::ReadOptions(), MetaKey("rebuild"));
   if (!marker.ok()) return marker.status();
@@ -235,7 +254,7 @@ Status StoreImpl::AbandonInterruptedRebuild() {
   if (marked && !ParseU32((*marker)->substr(0, (*marker)->find('\n')))) {
     return Status::Corruption("m/rebuild is malformed");
   }
-  std::vector<uint32_t> others;
+  std::vector<uint32_t> present;
   {
     // One seek per generation present: "g/" be32(gen) "/".
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
@@ -249,13 +268,13 @@ Status StoreImpl::AbandonInterruptedRebuild() {
       for (size_t i = 0; i < 4; ++i) {
         gen = gen << 8 | static_cast<unsigned char>(key[family.size() + i]);
       }
-      if (gen != gen_) others.push_back(gen);
+      present.push_back(gen);
       it->Seek(PrefixEnd(GenerationPrefix(gen)));
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "scanning generations");
   }
-  for (uint32_t gen : others) {
-    Status st = DropGeneration(db_.get(), gen);
+  for (uint32_t gen : present) {
+    Status st = DropDeadFamilies(db_.get(), gen, gens_);
     if (!st.ok()) return st.WithContext("removing a generation left by an interrupted rebuild");
   }
   Status st =
@@ -419,7 +438,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       }
     }
     LockTable::Guard guard(&locks_, std::move(stripes));
-    IngestTxn txn(this, gen_, routing_epoch_, profile_.get(), /*record_changes=*/true);
+    IngestTxn txn(this, gens_, routing_epoch_, profile_.get(), /*record_changes=*/true);
     for (auto& [i, decoded] : items) {
       st = txn.Stage(std::move(decoded), *deliveries[i], digests[i], &results[i]);
       if (!st.ok()) break;
@@ -474,7 +493,8 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
 
 Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) {
   ReaderLock guard(&rebuild_mu_);
-  const std::string key = ProjectionKey(gen_, EntityRef{std::string(entity), std::string(id)});
+  const std::string key =
+      ProjectionKey(gens_.projections, EntityRef{std::string(entity), std::string(id)});
   // The cursor, snapshots and log as of one moment (storage/projection_read.h).
   SnapshotGuard snapshot(db_.get());
   leveldb::ReadOptions ro;
@@ -485,7 +505,7 @@ Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) 
     return Status::NotFound("no events for " + std::string(entity) + "/" + std::string(id));
   }
   if (!s.ok()) return FromLevelDb(s, "reading projection");
-  Result<ProjectionState> p = ProjectionReader(db_.get(), ro, gen_, *profile_).Read(key, value);
+  Result<ProjectionState> p = ProjectionReader(db_.get(), ro, gens_, *profile_).Read(key, value);
   if (!p.ok()) return p.status();
   return std::move(p->projection);
 }
@@ -503,12 +523,12 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
     // and the reader folds through its own iterator, making no new use.
     ReaderLock guard(&rebuild_mu_);
     profile = profile_;
-    prefix = ProjectionScanPrefix(gen_, entity);
+    prefix = ProjectionScanPrefix(gens_.projections, entity);
     snapshot = SnapshotGuard(db_.get());
     it.reset(db_->NewIterator(ScanOptions(snapshot.get())));
     leveldb::ReadOptions folds = ScanOptions(snapshot.get());
     folds.fill_cache = true;  // neighbouring entities' logs share blocks
-    reader.emplace(std::unique_ptr<leveldb::Iterator>(db_->NewIterator(folds)), gen_, *profile);
+    reader.emplace(std::unique_ptr<leveldb::Iterator>(db_->NewIterator(folds)), gens_, *profile);
   }
   Status st;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -530,7 +550,7 @@ Result<ProjectionCounts> StoreImpl::CountProjections() {
   {
     // Made under the lock, as List's (a reopen waits for the snapshot's use).
     ReaderLock guard(&rebuild_mu_);
-    prefix = ProjectionScanPrefix(gen_, "");
+    prefix = ProjectionScanPrefix(gens_.projections, "");
     snapshot = SnapshotGuard(db_.get());
     it.reset(db_->NewIterator(ScanOptions(snapshot.get())));
   }
@@ -557,7 +577,7 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   EntityLog log;
   log.ref = ref;
   std::vector<RankedEvent> ranked;
-  const std::string prefix = LogPrefix(gen_, ref);
+  const std::string prefix = LogPrefix(gens_.logs, ref);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
@@ -574,7 +594,7 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading entity log");
   // A compacted entity's remaining events fold on from its snapshot.
   std::string value;
-  const std::string compacted = SnapshotKey(gen_, ref, CompactionPoint());
+  const std::string compacted = SnapshotKey(gens_.projections, ref, CompactionPoint());
   leveldb::Status s = db_->Get(leveldb::ReadOptions(), compacted, &value);
   if (!s.ok() && !s.IsNotFound()) return FromLevelDb(s, "reading a compaction snapshot");
   if (ranked.empty() && !s.ok()) {
@@ -650,7 +670,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   if (!options.id.empty()) {
     refs.push_back(EntityRef{options.entity, options.id});
   } else {
-    const std::string prefix = ProjectionScanPrefix(gen_, options.entity);
+    const std::string prefix = ProjectionScanPrefix(gens_.projections, options.entity);
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       if (auto ref = ParseProjectionKey(View(it->key()))) refs.push_back(std::move(*ref));
@@ -663,8 +683,8 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     LockTable::Guard lock(&locks_, {LockTable::StripeOf(StableHash(ref.entity, ref.id))});
     leveldb::WriteBatch batch;
     std::vector<RankedEvent> events;
-    const std::string log = LogPrefix(gen_, ref);
-    const std::string snaps = SnapshotPrefix(gen_, ref);
+    const std::string log = LogPrefix(gens_.logs, ref);
+    const std::string snaps = SnapshotPrefix(gens_.projections, ref);
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
     for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
       Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
@@ -675,7 +695,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     }
     // A compacted entity folds on from its compaction snapshot, which stays.
     ProjectionState state;
-    const std::string compacted = SnapshotKey(gen_, ref, CompactionPoint());
+    const std::string compacted = SnapshotKey(gens_.projections, ref, CompactionPoint());
     for (it->Seek(snaps); it->Valid() && it->key().starts_with(snaps); it->Next()) {
       if (View(it->key()) != compacted) {
         batch.Delete(it->key());
@@ -694,9 +714,9 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     Status folded = FoldOnto(*type, ref, events, options_.snapshot_interval, &state, &snapshots);
     if (!folded.ok()) return folded.WithContext("re-folding " + ref.entity + "/" + ref.id);
     for (const ProjectionState& snap : snapshots) {
-      batch.Put(SnapshotKey(gen_, ref, snap.last), EncodeProjection(snap));
+      batch.Put(SnapshotKey(gens_.projections, ref, snap.last), EncodeProjection(snap));
     }
-    batch.Put(ProjectionKey(gen_, ref), EncodeProjectionCursor(state));
+    batch.Put(ProjectionKey(gens_.projections, ref), EncodeProjectionCursor(state));
     Status st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "writing projection");
     if (!st.ok()) return st;
     ++sum.entities;
@@ -728,17 +748,18 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   uint32_t next = 0;
   uint64_t boundary = 0;
   SnapshotGuard input;
-  std::optional<uint32_t> copy_logs_from;
+  // The generations the new projections go with: logs kept or routed anew.
+  Generations built;
+  bool keep_logs = false;
   {
     WriterLock guard(&rebuild_mu_);
     target = profile ? *profile : *profile_;
-    next = gen_ + 1;
-    // The live generation's logs and its index of unrouted events (complete
-    // since Open, see LoadUnroutedIndex) are what routing under the same
-    // profile gives.
-    if (!options.rederive_logs && target->Fingerprint() == profile_->Fingerprint()) {
-      copy_logs_from = gen_;
-    }
+    next = std::max(gens_.projections, gens_.logs) + 1;
+    // The live logs and their index of unrouted events (complete since
+    // Open, see LoadUnroutedIndex) are what routing under the same profile
+    // gives: the new projections share them.
+    keep_logs = !options.rederive_logs && target->Fingerprint() == profile_->Fingerprint();
+    built = Generations{next, keep_logs ? gens_.logs : next};
     Status st = FromLevelDb(
         db_->Put(Synced(), MetaKey("rebuild"), EncodeText(RebuildMarker(next, *target))),
         "marking rebuild");
@@ -759,7 +780,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   build.progress = options.progress;
   build.scratch_path = path_ + ".rebuild";
   build.env = options_.env;
-  build.copy_logs_from = copy_logs_from;
+  if (keep_logs) build.logs_from = built.logs;
   Result<RebuildSummary> summary = BuildGeneration(db_.get(), input.get(), *target, build);
   input.Release();
   if (!summary.ok()) return summary;
@@ -769,29 +790,31 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   // events. A round's upper end is read under a momentary exclusive lock:
   // every ingest holds the lock shared from taking its seq to its commit, so
   // every event below that seq is stored by then.
-  st = CatchUpInRounds(&boundary, next, *target, &*summary);
+  st = CatchUpInRounds(&boundary, built, keep_logs, *target, &*summary);
   if (!st.ok()) return st;
 
   // 4. Briefly stop ingest: fold in the last few arrivals, then switch.
-  uint32_t old = 0;
+  Generations old;
   {
     WriterLock guard(&rebuild_mu_);
     const int64_t paused_at = clock_->NowMicros();
     const uint64_t before = summary->events;
-    st = CatchUp(boundary, /*to_seq=*/0, next, *target, &*summary);
+    st = CatchUp(boundary, /*to_seq=*/0, built, keep_logs, *target, &*summary);
     if (!st.ok()) return st;
     summary->events_caught_up_paused = summary->events - before;
     const bool rerouted = target->Fingerprint() != profile_->Fingerprint();
     leveldb::WriteBatch flip;
     PutText(&flip, MetaKey("profile"), target->ToJson());
-    PutNumber(&flip, MetaKey("generation"), next);
-    PutNumber(&flip, MetaKey("unrouted_index"), next);  // the build and catch-up wrote it
+    PutNumber(&flip, MetaKey("generation"), built.projections);
+    PutNumber(&flip, MetaKey("log_generation"), built.logs);
+    // Kept, or written whole by the build and catch-up.
+    PutNumber(&flip, MetaKey("unrouted_index"), built.logs);
     if (rerouted) PutNumber(&flip, MetaKey("routing_epoch"), routing_epoch_ + 1);
     flip.Delete(MetaKey("rebuild"));
     st = FromLevelDb(db_->Write(Synced(), &flip), "switching to the rebuilt generation");
     if (!st.ok()) return st;
-    old = gen_;
-    gen_ = next;
+    old = gens_;
+    gens_ = built;
     if (rerouted) ++routing_epoch_;
     recent_.Clear();  // their entities may be routed anew
     SetProfile(std::move(*target));
@@ -799,14 +822,18 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     summary->pause_seconds = static_cast<double>(clock_->NowMicros() - paused_at) / 1e6;
   }
 
-  // 5. Nobody reads the old generation any more (open snapshots keep theirs).
-  st = DropGeneration(db_.get(), old);
-  if (!st.ok()) return st.WithContext("rebuilt, but dropping the old generation failed");
+  // 5. Nobody reads the old generations' families any more (open snapshots
+  // keep theirs), except logs the new projections kept.
+  for (uint32_t gen : {old.projections, old.logs}) {
+    st = DropDeadFamilies(db_.get(), gen, built);
+    if (!st.ok()) return st.WithContext("rebuilt, but dropping the old generation failed");
+    if (old.logs == old.projections) break;
+  }
   return summary;
 }
 
-Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profile& profile,
-                                  RebuildSummary* summary) {
+Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, const Generations& gens, bool kept_logs,
+                                  const Profile& profile, RebuildSummary* summary) {
   for (int round = 0; round < kMaxCatchUpRounds; ++round) {
     uint64_t to_seq = 0;
     {
@@ -815,7 +842,7 @@ Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profil
     }
     if (to_seq - *from_seq <= kPausedCatchUpEvents) return Status::OK();
     const uint64_t before = summary->events;
-    Status st = CatchUp(*from_seq, to_seq, gen, profile, summary);
+    Status st = CatchUp(*from_seq, to_seq, gens, kept_logs, profile, summary);
     if (!st.ok()) return st;
     summary->events_caught_up += summary->events - before;
     *from_seq = to_seq;
@@ -823,9 +850,10 @@ Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profil
   return Status::OK();  // ingest outpaces the rounds: the pause takes the rest
 }
 
-Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, const Profile& profile,
-                          RebuildSummary* summary) {
-  IngestTxn txn(this, gen, /*routing_epoch=*/0, &profile, /*record_changes=*/false);
+Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations& gens,
+                          bool kept_logs, const Profile& profile, RebuildSummary* summary) {
+  IngestTxn txn(this, gens, /*routing_epoch=*/0, &profile, /*record_changes=*/false);
+  if (kept_logs) txn.SetLogsHoldFrom(from_seq);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kEventPrefix);
   for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -867,7 +895,7 @@ Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn
     // drop cannot change what the snapshot shows.
     ReaderLock guard(&rebuild_mu_);
     profile = profile_;  // a snapshot: a later switch leaves it as it is
-    vo.live_gen = gen_;
+    vo.live = gens_;
     snapshot = SnapshotGuard(db_.get());
   }
   vo.snapshot = snapshot.get();
@@ -889,7 +917,7 @@ Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
     // before the snapshot must all be in it.
     ReaderLock guard(&rebuild_mu_);
     profile = profile_;  // a snapshot: a later switch leaves it as it is
-    co.live_gen = gen_;
+    co.live = gens_;
     co.last_change_seq = commit_queue_->last_seq();
     snapshot = SnapshotGuard(db_.get());
   }
@@ -906,7 +934,7 @@ StoreStats StoreImpl::Stats() {
     ReaderLock guard(&rebuild_mu_);
     s.profile_name = profile_->name();
     s.profile_fingerprint = profile_->Fingerprint();
-    s.generation = gen_;
+    s.generation = gens_.projections;
   }
   if (options_.profile) {
     const std::string requested = options_.profile->Fingerprint();

@@ -40,6 +40,7 @@
 #include "core/thread_annotations.h"
 #include "eventfold/store.h"
 #include "storage/guarded_db.h"
+#include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "store/lock_table.h"
 #include "store/quarantine_log.h"
@@ -125,7 +126,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status RecoverSequence();
   Status RecoverFeed();
   Status AbandonInterruptedRebuild() REQUIRES(rebuild_mu_);
-  // Counts the live generation's index of unrouted events into
+  // Counts the live log generation's index of unrouted events into
   // unrouted_stored_; writes the index first when the store has none for
   // it (a store from before the index: one scan of the stored events).
   Status LoadUnroutedIndex() REQUIRES(rebuild_mu_);
@@ -134,15 +135,17 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Rebuild with filters: re-folds the matching entities in place.
   Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options) EXCLUDES(rebuild_mu_);
   // Projects the events stored with from_seq <= seq < to_seq (to_seq 0: all
-  // from from_seq on) into generation `gen`.
-  Status CatchUp(uint64_t from_seq, uint64_t to_seq, uint32_t gen, const Profile& profile,
-                 RebuildSummary* summary);
+  // from from_seq on) into the generations `gens`: when their logs are the
+  // live ones (a rebuild that keeps the logs), ingest already logged those
+  // events and only the projections are caught up.
+  Status CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations& gens, bool kept_logs,
+                 const Profile& profile, RebuildSummary* summary);
   // Catches up in rounds without holding `rebuild_mu_` (each round's end is
   // read under a momentary exclusive lock) until at most
   // kPausedCatchUpEvents events remain or kMaxCatchUpRounds have run;
   // advances *from_seq past what it projected.
-  Status CatchUpInRounds(uint64_t* from_seq, uint32_t gen, const Profile& profile,
-                         RebuildSummary* summary);
+  Status CatchUpInRounds(uint64_t* from_seq, const Generations& gens, bool kept_logs,
+                         const Profile& profile, RebuildSummary* summary);
   // What the rebuild's switch may re-decode while ingest is stopped: at a
   // few µs an event, 256 events keep the pause to about a millisecond.
   static constexpr uint64_t kPausedCatchUpEvents = 256;
@@ -219,13 +222,13 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // compaction, a switch of generation, a recovery's reopen.
   RecentEvents recent_;
   std::atomic<uint64_t> next_seq_{1};
-  // The live projection generation (g/<gen>/), and the routing epoch that
-  // dedup entries' identities were computed under; both change only under
+  // The live generations (storage/key_codec.h), and the routing epoch that
+  // dedup entries' identities were computed under; they change only under
   // `rebuild_mu_` held exclusively.
-  uint32_t gen_ GUARDED_BY(rebuild_mu_) = 1;
+  Generations gens_ GUARDED_BY(rebuild_mu_);
   uint32_t routing_epoch_ GUARDED_BY(rebuild_mu_) = 1;
   std::atomic<bool> rebuilding_{false};
-  // Entries of the live generation's unrouted index (g/<gen>/u/): counted
+  // Entries of the live unrouted index (g/<log gen>/u/): counted
   // at Open, added to by each ingest's commit under `rebuild_mu_` shared,
   // set by a rebuild's switch under it exclusively.
   std::atomic<uint64_t> unrouted_stored_{0};

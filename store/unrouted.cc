@@ -62,17 +62,17 @@ Status StoreImpl::LoadUnroutedIndex() {
       ReadNumber(db_.get(), leveldb::ReadOptions(), MetaKey("unrouted_index"));
   if (!marker.ok()) return marker.status();
   uint64_t n = 0;
-  if (*marker == std::optional<uint64_t>(gen_)) {
-    const std::string prefix = UnroutedFamilyPrefix(gen_);
+  if (*marker == std::optional<uint64_t>(gens_.logs)) {
+    const std::string prefix = UnroutedFamilyPrefix(gens_.logs);
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
     Status st = FromLevelDb(it->status(), "counting unrouted events");
     if (!st.ok()) return st;
   } else {
     // A store written before the index (or whose derived records a repair
-    // dropped): index the live generation once. Nothing else runs yet.
+    // dropped): index the live log generation once. Nothing else runs yet.
     leveldb::WriteBatch batch;
-    const uint32_t gen = gen_;  // read here: the analysis cannot see the lock in the lambda
+    const uint32_t gen = gens_.logs;  // read here: the analysis cannot see the lock in the lambda
     Status st = ScanUnrouted(db_.get(), nullptr, *profile_,
                              [&](StoredEvent stored, const Result<DecodedEvent>&) {
                                batch.Put(UnroutedKey(gen, stored.seq), "");
@@ -80,7 +80,7 @@ Status StoreImpl::LoadUnroutedIndex() {
                                return true;
                              });
     if (!st.ok()) return st;
-    PutNumber(&batch, MetaKey("unrouted_index"), gen_);
+    PutNumber(&batch, MetaKey("unrouted_index"), gens_.logs);
     st = FromLevelDb(db_->Write(Synced(), &batch), "writing the index of unrouted events");
     if (!st.ok()) return st;
   }
@@ -97,7 +97,7 @@ Status StoreImpl::ListUnrouted(const Profile* profile,
     // The generation, its profile and the snapshot agree (as in Verify).
     ReaderLock guard(&rebuild_mu_);
     live = profile_;
-    gen = gen_;
+    gen = gens_.logs;
     snapshot = SnapshotGuard(db_.get());
   }
   if (profile != nullptr && profile->Fingerprint() != live->Fingerprint()) {

@@ -100,8 +100,15 @@ TEST(ClusterProcessTest, KilledWorkerHandsOverAndAnEmptyWorkerRestoresByReplay) 
       },
       90))
       << c->Log();
-  b->Signal(SIGTERM);
-  c->Signal(SIGTERM);
+  // Both stop at once: a worker that stops gives its leases up, and the
+  // other, still running, would take its partitions over (leaving two
+  // unmarked copies of them) if it rebalanced before its own stop: stopped
+  // one after the other, the second ran through the first's whole stop.
+  // Frozen first and woken together, both stop within moments.
+  for (Child* w : {b.get(), c.get()}) w->Send(SIGSTOP);
+  for (Child* w : {b.get(), c.get()}) w->Send(SIGTERM);
+  for (Child* w : {b.get(), c.get()}) w->Send(SIGCONT);
+  for (Child* w : {b.get(), c.get()}) w->WaitExit();
   p.serve->Signal(SIGTERM);
 
   TempDir ref_dir("reference");

@@ -66,8 +66,16 @@ class Child {
 
   // Sends `sig` and waits (polling, at most 30 s) for the exit.
   void Signal(int sig) {
+    Send(sig);
+    WaitExit();
+  }
+  // Sends `sig` only (SIGSTOP, SIGCONT, or a stop awaited with WaitExit).
+  void Send(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  // Waits (polling, at most 30 s) for the exit.
+  void WaitExit() {
     if (pid_ <= 0) return;
-    ::kill(pid_, sig);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < until) {
       if (::waitpid(pid_, nullptr, WNOHANG) == pid_) break;

@@ -323,7 +323,7 @@ TEST_F(CheckTest, FeedGapStrayGenerationAndUnknownKeysAreReported) {
     ASSERT_TRUE(db->Put(leveldb::WriteOptions(), "z/what", "junk").ok());
     CheckOptions co;
     co.profile = &Profile::ReceiptRoller();
-    co.live_gen = 1;
+    co.live = storage::Generations{1, 1};
     co.scratch_path = scratch.path();
     std::vector<CheckProblem> problems;
     Result<CheckSummary> r =

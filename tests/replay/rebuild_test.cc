@@ -85,15 +85,20 @@ std::unique_ptr<leveldb::DB> RawOpen(leveldb::Env* env, const std::string& path)
   return std::unique_ptr<leveldb::DB>(raw);
 }
 
-// The live generation, as recorded in m/generation (framed decimal text).
-uint32_t LiveGeneration(leveldb::DB* db) {
+// A live generation, as recorded in m/<name> (framed decimal text).
+uint32_t LiveGeneration(leveldb::DB* db, const char* name = "generation") {
   std::string gen;
-  leveldb::Status s = db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen);
+  leveldb::Status s = db->Get(leveldb::ReadOptions(), storage::MetaKey(name), &gen);
   EXPECT_TRUE(s.ok()) << s.ToString();
   if (!s.ok()) return 0;
-  Result<std::string> text = storage::DecodeText(storage::MetaKey("generation"), gen);
+  Result<std::string> text = storage::DecodeText(storage::MetaKey(name), gen);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? static_cast<uint32_t>(std::stoul(*text)) : 0;
+}
+
+// Both live generations: projections (m/generation), logs (m/log_generation).
+storage::Generations LiveGenerations(leveldb::DB* db) {
+  return storage::Generations{LiveGeneration(db), LiveGeneration(db, "log_generation")};
 }
 
 // Projections keyed by entity and id, as docs/SPEC.md §5.4 JSON.
@@ -234,19 +239,30 @@ TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
   EXPECT_GT(rebuilt_entities, kSeeds * 3 * 5);
 }
 
-// Every derived record of the live generation, keyed without the generation
-// (so two generations compare equal when they hold the same records). The
-// store is closed meanwhile and opened again.
-std::map<std::string, std::string> LiveGenerationRecords(MemStore* store) {
+// Every live derived record (logs and unrouted index of the log
+// generation, projections and snapshots of the projection generation),
+// keyed without the generation (so two stores compare equal when they hold
+// the same records), and the live generations. The store is closed
+// meanwhile and opened again.
+std::map<std::string, std::string> LiveGenerationRecords(MemStore* store,
+                                                         storage::Generations* gens = nullptr) {
   std::map<std::string, std::string> out;
   store->Close();
   {
     std::unique_ptr<leveldb::DB> db = RawOpen(store->env(), MemStore::kPath);
     if (!db) return out;
-    const std::string prefix = storage::GenerationPrefix(LiveGeneration(db.get()));
+    const storage::Generations live = LiveGenerations(db.get());
+    if (gens) *gens = live;
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-      out.emplace(it->key().ToString().substr(prefix.size()), it->value().ToString());
+    for (std::string_view family : {storage::kLogFamily, storage::kProjectionFamily,
+                                    storage::kSnapshotFamily, storage::kUnroutedFamily}) {
+      const uint32_t gen =
+          storage::IsLiveFamily(live, live.logs, family) ? live.logs : live.projections;
+      const std::string prefix = storage::GenerationPrefix(gen);
+      const std::string from = storage::FamilyPrefix(gen, family);
+      for (it->Seek(from); it->Valid() && it->key().starts_with(from); it->Next()) {
+        out.emplace(it->key().ToString().substr(prefix.size()), it->value().ToString());
+      }
     }
     EXPECT_TRUE(it->status().ok()) << it->status().ToString();
   }
@@ -254,14 +270,15 @@ std::map<std::string, std::string> LiveGenerationRecords(MemStore* store) {
   return out;
 }
 
-// A rebuild under the store's own profile copies the live logs and folds
-// them, reading event data only for snapshots; one with rederive_logs routes
-// every stored event anew. On seeded random histories, with snapshot
-// intervals from every event to never and 1 or 2 threads, both write the
-// very same records (logs, cursors, snapshots, unrouted index) and count
-// the same.
-TEST(Rebuild, CopiedLogsBuildTheSameGenerationAsRederivedOnes) {
-  const uint64_t base = TestSeed("Rebuild.CopiedLogsBuildTheSameGenerationAsRederivedOnes", 3);
+// A rebuild under the store's own profile keeps the live logs and folds
+// them into new projections, reading event data only for snapshots; one
+// with rederive_logs routes every stored event anew into logs of its own
+// generation. On seeded random histories, with snapshot intervals from
+// every event to never and 1 or 2 threads, both leave the very same live
+// records (logs, cursors, snapshots, unrouted index) and count the same;
+// the kept logs stay where they were, and nothing else is left behind.
+TEST(Rebuild, KeptLogsBuildTheSameGenerationAsRederivedOnes) {
+  const uint64_t base = TestSeed("Rebuild.KeptLogsBuildTheSameGenerationAsRederivedOnes", 3);
   constexpr uint64_t kSeeds = 40;
   size_t records = 0, snapshots = 0;
   ForEachSeededStore(base, kSeeds, [&](uint64_t seed, const sim::History& h, MemStore& store) {
@@ -271,28 +288,55 @@ TEST(Rebuild, CopiedLogsBuildTheSameGenerationAsRederivedOnes) {
     rederive.rederive_logs = true;
     Result<RebuildSummary> derived = store->maintenance().Rebuild(rederive);
     ASSERT_TRUE(derived.ok()) << derived.status().ToString();
-    const std::map<std::string, std::string> want = LiveGenerationRecords(&store);
-    RebuildOptions copy;
-    copy.threads = threads;
-    Result<RebuildSummary> copied = store->maintenance().Rebuild(copy);
-    ASSERT_TRUE(copied.ok()) << copied.status().ToString();
-    const std::map<std::string, std::string> got = LiveGenerationRecords(&store);
+    storage::Generations derived_gens, kept_gens;
+    const std::map<std::string, std::string> want = LiveGenerationRecords(&store, &derived_gens);
+    EXPECT_EQ(derived_gens.logs, derived_gens.projections) << "rederived logs are the build's own";
+    RebuildOptions keep;
+    keep.threads = threads;
+    Result<RebuildSummary> kept = store->maintenance().Rebuild(keep);
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    const std::map<std::string, std::string> got = LiveGenerationRecords(&store, &kept_gens);
+    EXPECT_EQ(kept_gens.projections, derived_gens.projections + 1);
+    EXPECT_EQ(kept_gens.logs, derived_gens.logs) << "the logs stay where they were";
+    auto check_clean = [&] {
+      std::vector<CheckProblem> problems;
+      Result<CheckSummary> check =
+          store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
+      ASSERT_TRUE(check.ok()) << check.status().ToString();
+      for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+    };
+    check_clean();
     EXPECT_EQ(got.size(), want.size());
     for (const auto& [key, value] : want) {
       auto it = got.find(key);
       if (it == got.end()) {
-        ADD_FAILURE() << "the copying rebuild lacks " << ::testing::PrintToString(key);
+        ADD_FAILURE() << "the rebuild keeping the logs lacks " << ::testing::PrintToString(key);
       } else if (it->second != value) {
-        ADD_FAILURE() << "the copying rebuild wrote another value under "
+        ADD_FAILURE() << "the rebuild keeping the logs has another value under "
                       << ::testing::PrintToString(key);
       }
     }
-    EXPECT_EQ(copied->events, derived->events);
-    EXPECT_EQ(copied->entities, derived->entities);
-    EXPECT_EQ(copied->applied, derived->applied);
-    EXPECT_EQ(copied->rejected, derived->rejected);
-    EXPECT_EQ(copied->unrouted, derived->unrouted);
-    EXPECT_EQ(ListAll(store.get()), ReferenceModel(h.deliveries).list);
+    EXPECT_EQ(kept->events, derived->events);
+    EXPECT_EQ(kept->entities, derived->entities);
+    EXPECT_EQ(kept->applied, derived->applied);
+    EXPECT_EQ(kept->rejected, derived->rejected);
+    EXPECT_EQ(kept->unrouted, derived->unrouted);
+    const std::string reference = ReferenceModel(h.deliveries).list;
+    EXPECT_EQ(ListAll(store.get()), reference);
+    // Again, keeping the same logs (the old projections of a generation
+    // that holds no logs go whole), then deriving them anew (the kept logs
+    // and the projections beside them go): the same live records each time.
+    ASSERT_TRUE(store->maintenance().Rebuild(keep).ok());
+    EXPECT_EQ(LiveGenerationRecords(&store, &kept_gens), want);
+    EXPECT_EQ(kept_gens.projections, derived_gens.projections + 2);
+    EXPECT_EQ(kept_gens.logs, derived_gens.logs);
+    check_clean();
+    ASSERT_TRUE(store->maintenance().Rebuild(rederive).ok());
+    EXPECT_EQ(LiveGenerationRecords(&store, &kept_gens), want);
+    EXPECT_EQ(kept_gens.projections, derived_gens.projections + 3);
+    EXPECT_EQ(kept_gens.logs, kept_gens.projections);
+    check_clean();
+    EXPECT_EQ(ListAll(store.get()), reference);
     records += want.size();
     for (const auto& [key, value] : want) snapshots += key.starts_with("s/");
   });
@@ -300,8 +344,8 @@ TEST(Rebuild, CopiedLogsBuildTheSameGenerationAsRederivedOnes) {
   EXPECT_GT(snapshots, kSeeds * 5) << "too few snapshots to exercise the whole fold";
 }
 
-// The copy takes the live logs as they are: a log record lost behind the
-// store's back stays lost in a copying rebuild (and `check` reports it),
+// A rebuild keeps the live logs as they are: a log record lost behind the
+// store's back stays lost in it (and `check` reports it),
 // while a rebuild that derives the logs anew restores it.
 TEST(Rebuild, ACopyKeepsALostLogRecordAndRederivingRestoresIt) {
   MemStore store(1000);
@@ -328,7 +372,7 @@ TEST(Rebuild, ACopyKeepsALostLogRecordAndRederivingRestoresIt) {
 
   Result<RebuildSummary> copied = store->maintenance().Rebuild(RebuildOptions{});
   ASSERT_TRUE(copied.ok()) << copied.status().ToString();
-  EXPECT_EQ(copied->events, 2u) << "the copy read the logs, not the stored events";
+  EXPECT_EQ(copied->events, 2u) << "the rebuild read the logs, not the stored events";
   EXPECT_EQ(store->Get("receipt", "r1")->state, "issued");
   Result<CheckSummary> check = store->maintenance().Check([](const CheckProblem&) {});
   ASSERT_TRUE(check.ok()) << check.status().ToString();

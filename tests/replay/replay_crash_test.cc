@@ -3,7 +3,7 @@
 // while it builds the new generation, around the switch, while it drops the
 // old generation. After each kill the store must open, serve exactly what it
 // served before (the old generation, or the completed new one), verify clean,
-// hold no key of any generation but the live one, have no rebuild marker
+// hold no key of any family but the live ones, have no rebuild marker
 // left, and rebuild again. With a profile change the store is wholly under
 // the old profile or wholly under the new one, never a mix.
 //
@@ -230,8 +230,9 @@ std::string ListAll(Store* store) {
 // What the raw LevelDB of a closed store holds about generations.
 struct RawState {
   uint32_t live = 0;                   // m/generation
+  uint32_t live_logs = 0;              // m/log_generation
   bool marker = false;                 // m/rebuild present
-  std::map<uint32_t, uint64_t> other;  // keys of other generations, by gen
+  std::map<uint32_t, uint64_t> other;  // keys of families not live, by gen
   uint64_t live_keys = 0;
 };
 
@@ -244,26 +245,28 @@ RawState ReadRaw(const std::string& dir) {
   if (!s.ok()) return out;
   std::unique_ptr<leveldb::DB> db(raw);
   std::string value;
-  s = db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &value);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  if (s.ok()) {
-    Result<std::string> text = storage::DecodeText(storage::MetaKey("generation"), value);
+  for (auto [name, field] :
+       {std::pair{"generation", &out.live}, std::pair{"log_generation", &out.live_logs}}) {
+    s = db->Get(leveldb::ReadOptions(), storage::MetaKey(name), &value);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) continue;
+    Result<std::string> text = storage::DecodeText(storage::MetaKey(name), value);
     EXPECT_TRUE(text.ok()) << text.status().ToString();
-    if (text.ok()) out.live = static_cast<uint32_t>(std::stoul(*text));
+    if (text.ok()) *field = static_cast<uint32_t>(std::stoul(*text));
   }
+  const storage::Generations live{out.live, out.live_logs};
   out.marker = db->Get(leveldb::ReadOptions(), storage::MetaKey("rebuild"), &value).ok();
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   const std::string family(storage::kGenerationPrefix);
-  const std::string live_prefix = storage::GenerationPrefix(out.live);
   for (it->Seek(family); it->Valid() && it->key().starts_with(family); it->Next()) {
     const leveldb::Slice k = it->key();
-    if (k.size() < family.size() + 5) {
+    if (k.size() < family.size() + 7) {
       ++out.other[UINT32_MAX];
       continue;
     }
     uint32_t gen = 0;
     for (int i = 0; i < 4; ++i) gen = gen << 8 | static_cast<unsigned char>(k[family.size() + i]);
-    if (gen == out.live)
+    if (storage::IsLiveFamily(live, gen, std::string_view(k.data() + family.size() + 5, 2)))
       ++out.live_keys;
     else
       ++out.other[gen];

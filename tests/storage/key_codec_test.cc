@@ -243,28 +243,26 @@ TEST(storage_key_codec, GenerationsDoNotInterleave) {
   }
 }
 
-TEST(storage_key_codec, MoveToGenerationKeepsTheRestOfTheKey) {
+// Each family's keys start with its FamilyPrefix, and which families are
+// live follows the two generations: logs and unrouted index of the log
+// generation, projections and snapshots of the projection generation.
+TEST(storage_key_codec, FamiliesLiveUnderTheirGeneration) {
   const EntityRef ref{"receipt", "r/1"};
   const FoldKey fk{-5, 3, 1, "evt_1"};
-  const std::vector<uint32_t> gens = {1, 2, 255, 256, 65536, UINT32_MAX};
-  for (uint32_t from : gens) {
-    for (uint32_t to : gens) {
-      for (const std::string& key : {LogKey(from, ref, fk), ProjectionKey(from, ref),
-                                     SnapshotKey(from, ref, fk), UnroutedKey(from, 42)}) {
-        const std::string want = GenerationPrefix(to) + key.substr(GenerationPrefix(from).size());
-        std::string moved = key;
-        ASSERT_TRUE(MoveToGeneration(to, &moved));
-        EXPECT_EQ(moved, want) << from << " -> " << to;
-      }
-    }
+  EXPECT_TRUE(LogKey(7, ref, fk).starts_with(FamilyPrefix(7, kLogFamily)));
+  EXPECT_TRUE(ProjectionKey(7, ref).starts_with(FamilyPrefix(7, kProjectionFamily)));
+  EXPECT_TRUE(SnapshotKey(7, ref, fk).starts_with(FamilyPrefix(7, kSnapshotFamily)));
+  EXPECT_TRUE(UnroutedKey(7, 42).starts_with(FamilyPrefix(7, kUnroutedFamily)));
+  const Generations shared{3, 3}, split{5, 3};
+  for (std::string_view f : {kLogFamily, kProjectionFamily, kSnapshotFamily, kUnroutedFamily}) {
+    EXPECT_TRUE(IsLiveFamily(shared, 3, f)) << f;
+    EXPECT_FALSE(IsLiveFamily(shared, 4, f)) << f;
+    EXPECT_FALSE(IsLiveFamily(split, 4, f)) << f;
+    const bool logs = f == kLogFamily || f == kUnroutedFamily;
+    EXPECT_EQ(IsLiveFamily(split, 3, f), logs) << f;
+    EXPECT_EQ(IsLiveFamily(split, 5, f), !logs) << f;
   }
-  // Only keys under a generation: anything else is left as it is.
-  for (std::string key :
-       {EventKey(7), DedupKey("evt_1"), std::string("g/"), std::string("g/\0\0\0\1x", 7)}) {
-    const std::string before = key;
-    EXPECT_FALSE(MoveToGeneration(2, &key));
-    EXPECT_EQ(key, before);
-  }
+  EXPECT_FALSE(IsLiveFamily(shared, 3, "x/"));
 }
 
 TEST(storage_key_codec, ParseRoundTrips) {

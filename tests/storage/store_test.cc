@@ -556,11 +556,11 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
                : db->Delete({}, storage::MetaKey("format"));
     ASSERT_TRUE(s.ok()) << s.ToString();
   };
-  set_format("5");
+  set_format("6");
   Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
   ASSERT_FALSE(newer.ok());
   EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
-  EXPECT_NE(newer.status().message().find("store format 5 is not supported"), std::string::npos)
+  EXPECT_NE(newer.status().message().find("store format 6 is not supported"), std::string::npos)
       << newer.status().ToString();
   set_format(std::nullopt);
   Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
@@ -765,6 +765,87 @@ TEST_F(storage_store, UpgradesAFormat3StoreOnlyWhenAsked) {
   EXPECT_EQ(rcp3->applied, 1u);
   ASSERT_EQ(rcp3->rejected.size(), 1u) << "a refund before the issue is impossible";
   EXPECT_EQ(rcp3->rejected[0].event_id, "evt_6");
+}
+
+// A format 4 store keeps its logs under m/generation and has no
+// m/log_generation. Open refuses it and names the command; upgraded, the
+// log generation is recorded as that generation, the store reads as
+// before, and a rebuild under the same profile keeps those logs beside its
+// new projections. Check finds nothing either way.
+TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
+  std::map<std::string, std::string> before;
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_1", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_3", "rcp_2"));
+    // Logs and projections under generation 2, as format 4 kept them.
+    RebuildOptions rederive;
+    rederive.rederive_logs = true;
+    ASSERT_TRUE(store->maintenance().Rebuild(rederive).ok());
+    for (const char* id : {"rcp_1", "rcp_2"})
+      before[id] = ProjectionToJson(store->Get("receipt", id).value());
+  }
+  auto meta = [&](const char* name) -> std::optional<std::string> {
+    std::unique_ptr<leveldb::DB> db = RawDb();
+    std::string value;
+    if (!db || !db->Get({}, storage::MetaKey(name), &value).ok()) return std::nullopt;
+    return storage::DecodeText(storage::MetaKey(name), value).value();
+  };
+  ASSERT_EQ(meta("generation"), "2");
+  ASSERT_EQ(meta("log_generation"), "2");
+  {
+    std::unique_ptr<leveldb::DB> db = RawDb();
+    ASSERT_TRUE(db);
+    leveldb::WriteBatch batch;
+    batch.Delete(storage::MetaKey("log_generation"));
+    batch.Put(storage::MetaKey("format"), storage::EncodeText("4"));
+    ASSERT_TRUE(db->Write({}, &batch).ok());
+  }
+  Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("store format 4 is older"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(meta("format"), "4") << "a refusal writes nothing";
+  EXPECT_EQ(meta("log_generation"), std::nullopt) << "a refusal writes nothing";
+  auto check_clean = [](Store* store) {
+    std::vector<CheckProblem> problems;
+    Result<CheckSummary> c =
+        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+  };
+  {
+    Options o = Opts();
+    o.upgrade_format = true;
+    auto store = Open(o);
+    ASSERT_TRUE(store);
+    for (const auto& [id, json] : before) {
+      EXPECT_EQ(ProjectionToJson(store->Get("receipt", id).value()), json);
+    }
+    check_clean(store.get());
+  }
+  // (The raw database is read while the store is closed.)
+  EXPECT_EQ(meta("format"), std::string(storage::kFormatVersion));
+  EXPECT_EQ(meta("log_generation"), "2");
+  {
+    auto store = Open();
+    ASSERT_TRUE(store) << "an upgraded store opens without the option";
+    ASSERT_TRUE(store->maintenance().Rebuild(RebuildOptions{}).ok());
+    MustAccept(store.get(), Refunded("evt_4", "rcp_2"));
+    check_clean(store.get());
+  }
+  EXPECT_EQ(meta("generation"), "3");
+  EXPECT_EQ(meta("log_generation"), "2") << "the same profile keeps the logs";
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(ProjectionToJson(store->Get("receipt", "rcp_1").value()), before.at("rcp_1"));
+  EXPECT_EQ(store->Get("receipt", "rcp_2").value().state, "refunded");
+  check_clean(store.get());
 }
 
 TEST_F(storage_store, PersistsAcrossReopen) {
