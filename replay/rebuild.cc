@@ -215,6 +215,8 @@ Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
 // length. Projections and snapshots come out in key order too, but in other
 // key ranges than the logs: they go to run files, written to the database
 // after the logs, so that each range is one ascending sequence of writes.
+// When the logs are kept (nothing else is written), the projections go
+// straight to the database; the few snapshots still wait in a run file.
 //
 // An entry comes either as a run value (with its data) or as the log record
 // stored in the log generation being kept (without it). The cursor needs no
@@ -230,14 +232,20 @@ class EntityFolder {
     data_options_.fill_cache = false;
   }
 
-  Status Open(ScratchDir* scratch) {
-    Result<std::unique_ptr<RunWriter>> p =
-        RunWriter::Create(scratch->env(), scratch->NewFileName());
-    if (!p.ok()) return p.status();
+  // With `direct`, the projections go straight to the database (nothing
+  // else is written meanwhile: the logs are kept), else to a run file.
+  Status Open(ScratchDir* scratch, bool direct) {
+    if (direct) {
+      direct_.emplace(db_);
+    } else {
+      Result<std::unique_ptr<RunWriter>> p =
+          RunWriter::Create(scratch->env(), scratch->NewFileName());
+      if (!p.ok()) return p.status();
+      projections_ = std::move(*p);
+    }
     Result<std::unique_ptr<RunWriter>> s =
         RunWriter::Create(scratch->env(), scratch->NewFileName());
     if (!s.ok()) return s.status();
-    projections_ = std::move(*p);
     snapshots_ = std::move(*s);
     return Status::OK();
   }
@@ -279,10 +287,13 @@ class EntityFolder {
   // After the last Add: the run files to write, projections first.
   Result<std::vector<std::string>> Finish() {
     Status st = FinishEntity();
-    if (st.ok()) st = projections_->Close();
+    if (st.ok()) st = direct_ ? direct_->Flush() : projections_->Close();
     if (st.ok()) st = snapshots_->Close();
     if (!st.ok()) return st;
-    return std::vector<std::string>{projections_->name(), snapshots_->name()};
+    std::vector<std::string> runs;
+    if (projections_) runs.push_back(projections_->name());
+    runs.push_back(snapshots_->name());
+    return runs;
   }
 
  private:
@@ -318,8 +329,9 @@ class EntityFolder {
     shared_->entities_done.fetch_add(1, std::memory_order_relaxed);
     sum_->applied += state_.projection.applied;
     sum_->rejected += state_.projection.rejected.size();
-    return projections_->Add(storage::ProjectionKey(target_.gen, *current_),
-                             storage::EncodeProjectionCursor(state_));
+    const std::string key = storage::ProjectionKey(target_.gen, *current_);
+    const std::string cursor = storage::EncodeProjectionCursor(state_);
+    return direct_ ? direct_->Put(key, cursor) : projections_->Add(key, cursor);
   }
 
   leveldb::DB* db_;
@@ -329,6 +341,7 @@ class EntityFolder {
   Shared* shared_;
   RebuildSummary* sum_;
   std::unique_ptr<RunWriter> projections_, snapshots_;
+  std::optional<BatchWriter> direct_;
   std::optional<EntityRef> current_;
   const EntityType* type_ = nullptr;
   storage::ProjectionState state_;
@@ -418,7 +431,7 @@ Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const
                        Shared* shared, RebuildSummary* sum) {
   constexpr bool kStored = Logs::kStored;
   EntityFolder folder(db, snapshot, profile, target, shared, sum);
-  Status st = folder.Open(scratch);
+  Status st = folder.Open(scratch, /*direct=*/kStored);
   if (!st.ok()) return st;
   BatchWriter logs(db);
   // Routed entries are written as lean log records; kept ones are there.

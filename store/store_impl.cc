@@ -62,7 +62,8 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
       recent_(options.recent_events) {}
 
 StoreImpl::~StoreImpl() {
-  StopRecovery();  // first: an attempt holds rebuild_mu_ and reopens the database
+  AwaitDrop();     // it writes to the database
+  StopRecovery();  // first of the rest: an attempt holds rebuild_mu_ and reopens the database
   StopGc();
   quarantine_.reset();  // its writer counts into counters_, which goes first otherwise
 }
@@ -743,6 +744,8 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
 Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   const Profile* profile = options.profile;
 
+  AwaitDrop();  // the previous rebuild's
+
   // 1. Mark the rebuild and freeze its input: the events stored so far.
   std::optional<Profile> target;
   uint32_t next = 0;
@@ -823,13 +826,28 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   }
 
   // 5. Nobody reads the old generations' families any more (open snapshots
-  // keep theirs), except logs the new projections kept.
-  for (uint32_t gen : {old.projections, old.logs}) {
-    st = DropDeadFamilies(db_.get(), gen, built);
-    if (!st.ok()) return st.WithContext("rebuilt, but dropping the old generation failed");
-    if (old.logs == old.projections) break;
-  }
+  // keep theirs), except logs the new projections kept: they go in the
+  // background.
+  StartDrop(old, built);
   return summary;
+}
+
+void StoreImpl::StartDrop(const Generations& old, const Generations& live) {
+  MutexLock lock(&drop_mu_);
+  if (drop_thread_.joinable()) drop_thread_.join();
+  drop_thread_ = std::thread([this, old, live] {
+    for (uint32_t gen : {old.projections, old.logs}) {
+      // A failure leaves the rest to the next Open, which drops every
+      // family that is not live.
+      if (!DropDeadFamilies(db_.get(), gen, live).ok()) return;
+      if (old.logs == old.projections) return;
+    }
+  });
+}
+
+void StoreImpl::AwaitDrop() {
+  MutexLock lock(&drop_mu_);
+  if (drop_thread_.joinable()) drop_thread_.join();
 }
 
 Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, const Generations& gens, bool kept_logs,
@@ -905,6 +923,7 @@ Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn
 }
 
 Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
+  AwaitDrop();  // what it leaves would be reported
   CheckOptions co;
   co.scratch_path = path_ + ".check";
   co.env = options_.env;

@@ -150,6 +150,13 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // few µs an event, 256 events keep the pause to about a millisecond.
   static constexpr uint64_t kPausedCatchUpEvents = 256;
   static constexpr int kMaxCatchUpRounds = 16;
+  // After a rebuild's switch, the old generations' families that are no
+  // longer live are deleted on a thread of their own: the rebuild returns
+  // at the switch. The next rebuild, a Check and the store's close wait for
+  // that drop; one that fails (or a crash) leaves the families for the
+  // next Open to delete (AbandonInterruptedRebuild) and Check to report.
+  void StartDrop(const Generations& old, const Generations& live) EXCLUDES(drop_mu_);
+  void AwaitDrop() EXCLUDES(drop_mu_);
 
   // Ingest and IngestBatch: one transaction over n deliveries.
   std::vector<IngestResult> IngestAll(const Delivery* const* deliveries, size_t n);
@@ -228,6 +235,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Generations gens_ GUARDED_BY(rebuild_mu_);
   uint32_t routing_epoch_ GUARDED_BY(rebuild_mu_) = 1;
   std::atomic<bool> rebuilding_{false};
+  Mutex drop_mu_;
+  std::thread drop_thread_ GUARDED_BY(drop_mu_);
   // Entries of the live unrouted index (g/<log gen>/u/): counted
   // at Open, added to by each ingest's commit under `rebuild_mu_` shared,
   // set by a rebuild's switch under it exclusively.
