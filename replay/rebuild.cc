@@ -110,29 +110,6 @@ bool InRange(const leveldb::Iterator& it, const leveldb::Slice& prefix, const Ra
          (r.end.empty() || it.key().compare(Slice(r.end)) < 0);
 }
 
-// A log entry in the sort runs: be32(n), the lean record of n bytes that
-// goes into the database (format 2: no data), then the record with its
-// data, which the fold reads, so folding needs no second read of the body.
-std::string RunValue(const storage::LogEntry& entry) {
-  const std::string lean = storage::EncodeLog(entry);
-  const std::string full = storage::EncodeLogWithData(entry);
-  std::string out;
-  out.reserve(4 + lean.size() + full.size());
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>((lean.size() >> shift) & 0xFF));
-  }
-  return out.append(lean).append(full);
-}
-
-// The lean and the full record of a run value; nullopt when malformed.
-std::optional<std::pair<std::string_view, std::string_view>> SplitRunValue(std::string_view v) {
-  if (v.size() < 4) return std::nullopt;
-  size_t n = 0;
-  for (int i = 0; i < 4; ++i) n = n << 8 | static_cast<unsigned char>(v[i]);
-  if (n > v.size() - 4) return std::nullopt;
-  return std::make_pair(v.substr(4, n), v.substr(4 + n));
-}
-
 // Step 1 for one seq range: one log entry per routed event, into sorted
 // runs of at most `budget` bytes (all spilled but the last); an entry in
 // the generation's index of unrouted events for each other one, written
@@ -181,8 +158,10 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     const EntityRef& ref = *decoded->entity;
     storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank}, stored->seq,
                             stored->received_at};
+    // The run holds the log record as the database will (without the
+    // event's data): the fold reads data only where a snapshot needs it.
     buffer.Add(storage::LogKey(gen, ref, KeyOf(entry.ranked.event, entry.ranked.rank)),
-               RunValue(entry));
+               storage::EncodeLog(entry));
     if (buffer.bytes() >= budget) {
       Status st = spill();
       if (!st.ok()) return st;
@@ -218,9 +197,9 @@ Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
 // When the logs are kept (nothing else is written), the projections go
 // straight to the database; the few snapshots still wait in a run file.
 //
-// An entry comes either as a run value (with its data) or as the log record
-// stored in the log generation being kept (without it). The cursor needs no
-// data, so a stored entry's data is read from a/<seq> only once the entity
+// An entry comes as a log record, routed or kept, without the event's data.
+// The cursor needs no data, so an entry's data is read from a/<seq> (as of
+// the build's input snapshot) only once the entity
 // reaches a snapshot: its entries so far (fewer than one interval, kept for
 // this) are then folded again whole, and each later one is read as it comes.
 class EntityFolder {
@@ -250,17 +229,10 @@ class EntityFolder {
     return Status::OK();
   }
 
-  // `value` is a run value, or with `stored` a log record as stored.
-  Status Add(std::string_view key, std::string_view value, bool stored) {
+  // `value` is the log record stored (or to be stored) at `key`.
+  Status Add(std::string_view key, std::string_view value) {
     Status st = Enter(key);
     if (!st.ok()) return st;
-    if (!stored) {
-      auto parts = SplitRunValue(value);
-      if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
-      Result<storage::LogEntry> e = storage::DecodeLog(key, parts->second);
-      if (!e.ok()) return e.status();
-      return Apply(e->ranked);
-    }
     Result<storage::LogEntry> e = storage::DecodeLog(key, value);
     if (!e.ok()) return e.status();
     const uint64_t interval = target_.snapshot_interval;
@@ -396,9 +368,9 @@ class ChunkQueue {
 };
 
 // Step 2's input when the logs are routed: the merged sort runs, whose
-// values are run values.
+// values are the log records to write.
 struct RoutedLogs {
-  static constexpr bool kStored = false;
+  static constexpr bool kWrite = true;
   RunMerger* merged;
   bool Next() { return merged->Next(); }
   std::string_view key() const { return merged->key(); }
@@ -410,7 +382,7 @@ struct RoutedLogs {
 // input when the logs are kept.
 class StoredLogs {
  public:
-  static constexpr bool kStored = true;
+  static constexpr bool kWrite = false;
   StoredLogs(leveldb::DB* db, const leveldb::Snapshot* snapshot, uint32_t gen)
       : scan_(db, snapshot, storage::LogFamilyPrefix(gen), "reading the logs to fold") {}
   bool Next() { return scan_.Next(); }
@@ -429,27 +401,25 @@ template <typename Logs>
 Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
                        const RebuildTarget& target, Logs* input, ScratchDir* scratch,
                        Shared* shared, RebuildSummary* sum) {
-  constexpr bool kStored = Logs::kStored;
+  constexpr bool kWrite = Logs::kWrite;
   EntityFolder folder(db, snapshot, profile, target, shared, sum);
-  Status st = folder.Open(scratch, /*direct=*/kStored);
+  Status st = folder.Open(scratch, /*direct=*/!kWrite);
   if (!st.ok()) return st;
   BatchWriter logs(db);
-  // Routed entries are written as lean log records; kept ones are there.
+  // Routed entries are written; kept ones are there.
   auto put = [&](std::string_view key, std::string_view value) -> Status {
     shared->logs_written.fetch_add(1, std::memory_order_relaxed);
-    if constexpr (kStored) {
+    if constexpr (kWrite) {
+      return logs.Put(key, value);
+    } else {
       shared->events_done.fetch_add(1, std::memory_order_relaxed);
       return Status::OK();
-    } else {
-      auto parts = SplitRunValue(value);
-      if (!parts) return Status::Corruption("malformed log entry in a rebuild run");
-      return logs.Put(key, parts->first);
     }
   };
   if (target.threads < 2) {
     while (st.ok() && input->Next()) {
       st = put(input->key(), input->value());
-      if (st.ok()) st = folder.Add(input->key(), input->value(), kStored);
+      if (st.ok()) st = folder.Add(input->key(), input->value());
     }
   } else {
     ChunkQueue queue;
@@ -458,7 +428,7 @@ Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const
       RunBuffer chunk;
       while (fold_status.ok() && queue.Pop(&chunk)) {
         for (size_t i = 0; fold_status.ok() && i < chunk.size(); ++i) {
-          fold_status = folder.Add(chunk.key(i), chunk.value(i), kStored);
+          fold_status = folder.Add(chunk.key(i), chunk.value(i));
         }
       }
       queue.Stop();  // on an error: the writer stops too
