@@ -192,6 +192,10 @@ class Checker {
       if (!IsDecimal(value.substr(0, value.find('\n')))) {
         Problem(key, "rebuild marker is malformed");
       }
+    } else if (name == "drop") {
+      // A rebuild's drop of the old generations did not finish: what it
+      // left is reported below, and the next Open deletes it.
+      if (!value.empty()) Problem(key, "drop marker is malformed");
     } else {
       Problem(key, "unknown metadata name");
     }

@@ -29,7 +29,9 @@
 //
 //   m/<name>                        TextRecord: store metadata: "format", "profile",
 //                                   "generation", "log_generation",
-//                                   "routing_epoch", "rebuild",
+//                                   "routing_epoch", "rebuild", "drop" (the
+//                                   old generations' dead families may still
+//                                   be there: Open deletes them),
 //                                   "retired_seq" (highest seq compaction dropped),
 //                                   "unrouted_index" (the log generation whose
 //                                   u/ index is complete)

@@ -246,8 +246,12 @@ Status StoreImpl::LoadOrCreateMeta() {
 Status StoreImpl::AbandonInterruptedRebuild() {
   // A rebuild that did not reach its switch left a partial generation beside
   // the live ones; one that stopped after its switch (a crash while dropping
-  // the old generation, or a failed drop) left the old one, or the old
-  // projections beside the logs it kept. Only the live families stay.
+  // the old generation, or a failed drop: m/drop is still there) left the
+  // old one, or the old projections beside the logs it kept. Only the live
+  // families stay. Without m/drop, the live generations hold no dead
+  // family, and they are not searched: a dropped family's deleted keys stay
+  // in LevelDB until compaction, and a search for what is left would step
+  // over every one of them.
   Result<std::optional<std::string>> marker =
       ReadText(db_.get(), leveldb::ReadOptions(), MetaKey("rebuild"));
   if (!marker.ok()) return marker.status();
@@ -255,6 +259,10 @@ Status StoreImpl::AbandonInterruptedRebuild() {
   if (marked && !ParseU32((*marker)->substr(0, (*marker)->find('\n')))) {
     return Status::Corruption("m/rebuild is malformed");
   }
+  Result<std::optional<std::string>> drop =
+      ReadText(db_.get(), leveldb::ReadOptions(), MetaKey("drop"));
+  if (!drop.ok()) return drop.status();
+  const bool dropping = drop->has_value();
   std::vector<uint32_t> present;
   {
     // One seek per generation present: "g/" be32(gen) "/".
@@ -275,14 +283,19 @@ Status StoreImpl::AbandonInterruptedRebuild() {
     if (!it->status().ok()) return FromLevelDb(it->status(), "scanning generations");
   }
   for (uint32_t gen : present) {
+    const bool live = gen == gens_.projections || gen == gens_.logs;
+    if (live && !dropping) continue;
     Status st = DropDeadFamilies(db_.get(), gen, gens_);
     if (!st.ok()) return st.WithContext("removing a generation left by an interrupted rebuild");
   }
   Status st =
       RemoveScratchDir(options_.env ? options_.env : leveldb::Env::Default(), path_ + ".rebuild");
   if (!st.ok()) return st.WithContext("removing the run files of an interrupted rebuild");
-  if (!marked) return Status::OK();
-  return FromLevelDb(db_->Delete(Synced(), MetaKey("rebuild")), "clearing rebuild marker");
+  if (!marked && !dropping) return Status::OK();
+  leveldb::WriteBatch clear;
+  clear.Delete(MetaKey("rebuild"));
+  clear.Delete(MetaKey("drop"));
+  return FromLevelDb(db_->Write(Synced(), &clear), "clearing rebuild markers");
 }
 
 Status StoreImpl::RecoverSequence() {
@@ -814,6 +827,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     PutNumber(&flip, MetaKey("unrouted_index"), built.logs);
     if (rerouted) PutNumber(&flip, MetaKey("routing_epoch"), routing_epoch_ + 1);
     flip.Delete(MetaKey("rebuild"));
+    PutText(&flip, MetaKey("drop"), "");  // until the old families are gone
     st = FromLevelDb(db_->Write(Synced(), &flip), "switching to the rebuilt generation");
     if (!st.ok()) return st;
     old = gens_;
@@ -837,11 +851,13 @@ void StoreImpl::StartDrop(const Generations& old, const Generations& live) {
   if (drop_thread_.joinable()) drop_thread_.join();
   drop_thread_ = std::thread([this, old, live] {
     for (uint32_t gen : {old.projections, old.logs}) {
-      // A failure leaves the rest to the next Open, which drops every
-      // family that is not live.
+      // A failure leaves the rest, and m/drop, to the next Open, which
+      // drops every family that is not live.
       if (!DropDeadFamilies(db_.get(), gen, live).ok()) return;
-      if (old.logs == old.projections) return;
+      if (old.logs == old.projections) break;
     }
+    // Unsynced: lost in a crash, it costs the next Open one search.
+    (void)db_->Delete(leveldb::WriteOptions(), MetaKey("drop"));
   });
 }
 

@@ -407,6 +407,61 @@ TEST(Rebuild, KeptLogsCatchUpFoldsWhatArrivedDuringTheBuild) {
   EXPECT_GT(in_rounds, 0u) << "the catch-up never ran in rounds";
 }
 
+// After its switch a rebuild drops the old generations' families that are
+// no longer live in the background, under the m/drop marker. A drop that
+// did not finish (a crash) leaves the marker, and Open deletes every dead
+// family then; without the marker Open does not search the live
+// generations for dead families (their deleted keys would make it slow),
+// and Check reports any that someone left.
+TEST(Rebuild, AnUnfinishedDropIsFinishedByOpen) {
+  MemStore store(1000);
+  ASSERT_TRUE(store);
+  MustAcceptAll(store.get(), Deliveries({Issued("evt_1", "r1", kT0), Issued("evt_2", "r2", kT0 + 1),
+                                         Refunded("evt_3", "r1", kT0 + 2)}));
+  const std::string before = ListAll(store.get());
+  ASSERT_TRUE(store->maintenance().Rebuild(RebuildOptions{}).ok());
+  store.Close();
+  // What a crash during the drop leaves: an old projection beside the kept
+  // logs; with the marker, and then without it.
+  auto leave = [&](bool marker) {
+    std::unique_ptr<leveldb::DB> db = RawOpen(store.env(), MemStore::kPath);
+    ASSERT_TRUE(db);
+    const storage::Generations live = LiveGenerations(db.get());
+    ASSERT_NE(live.logs, live.projections) << "the rebuild kept the logs";
+    std::string drop;
+    EXPECT_TRUE(db->Get({}, storage::MetaKey("drop"), &drop).IsNotFound())
+        << "a finished drop clears its marker";
+    leveldb::WriteBatch b;
+    b.Put(storage::ProjectionKey(live.logs, EntityRef{"receipt", "r9"}), "stale");
+    if (marker) b.Put(storage::MetaKey("drop"), storage::EncodeText(""));
+    ASSERT_TRUE(db->Write({}, &b).ok());
+  };
+  auto stale_left = [&] {
+    std::unique_ptr<leveldb::DB> db = RawOpen(store.env(), MemStore::kPath);
+    const storage::Generations live = LiveGenerations(db.get());
+    std::string v;
+    return db->Get({}, storage::ProjectionKey(live.logs, EntityRef{"receipt", "r9"}), &v).ok();
+  };
+  leave(/*marker=*/true);
+  store.Reopen();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(ListAll(store.get()), before);
+  store.Close();
+  EXPECT_FALSE(stale_left()) << "Open finishes a drop its marker names";
+  leave(/*marker=*/false);
+  store.Reopen();
+  ASSERT_TRUE(store);
+  std::vector<CheckProblem> problems;
+  Result<CheckSummary> check =
+      store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("keys of family p/"), std::string::npos)
+      << problems[0].message;
+  store.Close();
+  EXPECT_TRUE(stale_left()) << "without the marker Open does not search the live generations";
+}
+
 // A rebuild keeps the live logs as they are: a log record lost behind the
 // store's back stays lost in it (and `check` reports it),
 // while a rebuild that derives the logs anew restores it.
