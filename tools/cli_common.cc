@@ -41,7 +41,7 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
   return std::move(*store);
 }
 
-std::vector<std::string> PartitionStoreDirs(const std::string& dir) {
+std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(fs::path(dir) / "CURRENT", ec)) return {};
@@ -53,6 +53,10 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir) {
     const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
     if (err != std::errc() || end != name.data() + name.size() || k < 0) continue;
     if (!fs::exists(e.path() / "CURRENT", ec)) continue;
+    if (behind_too) {
+      by_partition.emplace(k, e.path().string());
+      continue;
+    }
     if (fs::exists(e.path().string() + ".stale", ec)) {
       std::cerr << "eventfold: skipping " << e.path().string()
                 << ": stale (another worker took partition " << k << ")\n";

@@ -50,7 +50,9 @@ void PrintJson(const std::string& json, bool pretty);
 // away partition k, another worker has moved past it) or a standby copy
 // (DIR/p<k>.standby: kept warm, owned by another worker) is skipped, with a
 // note on stderr. Read commands given such a directory answer over the rest.
-std::vector<std::string> PartitionStoreDirs(const std::string& dir);
+// With `behind_too`, those are listed as well, without a note (a migration
+// must reach every store a worker may open again).
+std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too = false);
 
 // A line of one partition store's JSON answer with the partition named
 // first: `{"a":1}` from DIR/p3 becomes `{"partition":3,"a":1}`. The feed and

@@ -2,14 +2,19 @@
 // binary: exit codes, stdout JSON byte for byte, stderr diagnostics.
 
 #include <gtest/gtest.h>
+#include <leveldb/db.h>
+#include <leveldb/write_batch.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "storage/key_codec.h"
+#include "storage/record_codec.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/common/run_cli.h"
 
@@ -345,6 +350,57 @@ TEST_F(cli_e2e, ReplayKeepsListIdenticalAndVerifies) {
   EXPECT_NE(v.out.find("\"verified\":true"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("\"differences\":0"), std::string::npos) << v.out;
   EXPECT_EQ(Run({"list", "--data", data_}).out, before);
+}
+
+// Turns the store at `dir` (closed) back into format 4: logs under
+// m/generation, no m/log_generation.
+void MakeFormat4(const std::string& dir) {
+  leveldb::DB* raw = nullptr;
+  ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir, &raw).ok()) << dir;
+  std::unique_ptr<leveldb::DB> db(raw);
+  leveldb::WriteBatch batch;
+  batch.Delete(eventfold::storage::MetaKey("log_generation"));
+  batch.Put(eventfold::storage::MetaKey("format"), eventfold::storage::EncodeText("4"));
+  ASSERT_TRUE(db->Write(leveldb::WriteOptions(), &batch).ok());
+}
+
+// A store of the older format is refused with the command that upgrades
+// it; `migrate` upgrades it (and leaves a current one as it is), and so
+// every partition store of a fold worker's directory, stale copies
+// included, one line each.
+TEST_F(cli_e2e, MigrateUpgradesAStoreAndEveryPartitionStoreOfAWorker) {
+  IngestGood();
+  const std::string before = Run({"list", "--data", data_}).out;
+  MakeFormat4(data_);
+  CliResult refused = Run({"list", "--data", data_});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("eventfold migrate --data " + data_), std::string::npos)
+      << refused.err;
+  for (int i = 0; i < 2; ++i) {
+    CliResult m = Run({"migrate", "--data", data_});
+    ASSERT_EQ(m.exit_code, 0) << m.err;
+    EXPECT_EQ(m.out, "{\"format\":\"current\"}\n");
+  }
+  EXPECT_EQ(Run({"list", "--data", data_}).out, before);
+
+  const std::string worker = root_ + "/worker";
+  const std::string f = File("one.ndjson", {kIssue});
+  for (const char* p : {"p0", "p1"}) {
+    ASSERT_EQ(Run({"ingest", "--data", worker + "/" + p, f}).exit_code, 0);
+    MakeFormat4(worker + "/" + p);
+  }
+  WriteFile(worker + "/p1.stale", "partition 1 is owned by another worker\n");
+  CliResult m = Run({"migrate", "--data", worker});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(m.out,
+            "{\"partition\":0,\"format\":\"current\"}\n"
+            "{\"partition\":1,\"format\":\"current\"}\n");
+  for (const char* p : {"p0", "p1"}) {
+    EXPECT_EQ(Run({"list", "--data", worker + "/" + p}).exit_code, 0) << p;
+  }
+  CliResult none = Run({"migrate", "--data", root_ + "/nothing"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no store at"), std::string::npos) << none.err;
 }
 
 TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
