@@ -1,5 +1,6 @@
 #include "replay/check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -384,8 +385,8 @@ class Checker {
       return Status::OK();
     }
     const std::string_view family = std::string_view(key).substr(kGenHeaderBytes, 2);
-    if (family != storage::kLogFamily && family != storage::kProjectionFamily &&
-        family != storage::kSnapshotFamily && family != storage::kUnroutedFamily) {
+    if (std::find(storage::kGenerationFamilies.begin(), storage::kGenerationFamilies.end(),
+                  family) == storage::kGenerationFamilies.end()) {
       Problem(key, "unknown generation family");
       return Status::OK();
     }

@@ -20,9 +20,9 @@
 namespace eventfold {
 
 // Run after the logs of `gens` are folded into its projection generation
-// (which folded a compacted entity's remaining events from none): re-folds each compacted entity of
-// `snapshot` (the live store when null) from its compaction snapshot and
-// fixes `sum` to match. kInvalidArgument when `profile` lacks a compacted
+// (which folded a compacted entity's remaining events from none): re-folds
+// each compacted entity of `snapshot` (the live store when null) from its
+// compaction snapshot and fixes `sum` to match. kInvalidArgument when `profile` lacks a compacted
 // entity's type: its events are gone and cannot be routed anew.
 Status SeedCompacted(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
                      const storage::Generations& gens, uint64_t snapshot_interval,

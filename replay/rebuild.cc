@@ -625,8 +625,7 @@ Status DropGeneration(leveldb::DB* db, uint32_t gen) {
 
 Status DropDeadFamilies(leveldb::DB* db, uint32_t gen, const storage::Generations& live) {
   if (gen != live.projections && gen != live.logs) return DropGeneration(db, gen);
-  for (std::string_view family : {storage::kLogFamily, storage::kProjectionFamily,
-                                  storage::kSnapshotFamily, storage::kUnroutedFamily}) {
+  for (std::string_view family : storage::kGenerationFamilies) {
     if (storage::IsLiveFamily(live, gen, family)) continue;
     Status st = DropPrefix(db, storage::FamilyPrefix(gen, family));
     if (!st.ok()) return st;

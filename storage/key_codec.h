@@ -70,6 +70,7 @@
 #ifndef EVENTFOLD_STORAGE_KEY_CODEC_H_
 #define EVENTFOLD_STORAGE_KEY_CODEC_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -127,7 +128,6 @@ std::string GenerationPrefix(uint32_t gen);
 struct Generations {
   uint32_t projections = 1;
   uint32_t logs = 1;
-  bool operator==(const Generations&) const = default;
 };
 
 // The four families of a generation, as they follow GenerationPrefix.
@@ -136,6 +136,8 @@ inline constexpr std::string_view kLogFamily = "l/";
 inline constexpr std::string_view kProjectionFamily = "p/";
 inline constexpr std::string_view kSnapshotFamily = "s/";
 inline constexpr std::string_view kUnroutedFamily = "u/";
+inline constexpr std::array<std::string_view, 4> kGenerationFamilies = {
+    kLogFamily, kProjectionFamily, kSnapshotFamily, kUnroutedFamily};
 // "g/<gen>/<family>".
 std::string FamilyPrefix(uint32_t gen, std::string_view family);
 // Whether `family` of generation `gen` is live under `live`: l/ and u/ of

@@ -48,10 +48,10 @@ class ProjectionReader {
                    const Profile& profile);
 
   // The whole state of the projection stored as `value` at `key` (a
-  // g/<gen>/p/ key of gens.projections). On success cursor_only is false. Corruption naming the
-  // entity when the record does not decode, the log does not fold (an
-  // unknown entity type or rank, a missing body) or folds to another cursor
-  // than the stored one; a LevelDB error as its Status.
+  // g/<gen>/p/ key of gens.projections). On success cursor_only is false.
+  // Corruption naming the entity when the record does not decode, the log
+  // does not fold (an unknown entity type or rank, a missing body) or folds
+  // to another cursor than the stored one; a LevelDB error as its Status.
   [[nodiscard]] Result<ProjectionState> Read(std::string_view key, std::string_view value);
 
   // The same for a state already decoded from `key` (cursor_only or not).

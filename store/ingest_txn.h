@@ -58,7 +58,8 @@ class IngestTxn {
 
   // Stages only the projection half for an event already stored as `seq`:
   // its log entry (see SetLogsHoldFrom), snapshots and projection in this
-  // transaction's generations. A rebuild uses it to catch up with events ingested meanwhile.
+  // transaction's generations. A rebuild uses it to catch up with events
+  // ingested meanwhile.
   Status Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq, int64_t received_at);
 
   // The other half for an event stored as `seq` that no entity routes: its

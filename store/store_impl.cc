@@ -806,7 +806,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
   // events. A round's upper end is read under a momentary exclusive lock:
   // every ingest holds the lock shared from taking its seq to its commit, so
   // every event below that seq is stored by then.
-  st = CatchUpInRounds(&boundary, built, keep_logs, *target, &*summary);
+  st = CatchUpInRounds(&boundary, built, *target, &*summary);
   if (!st.ok()) return st;
 
   // 4. Briefly stop ingest: fold in the last few arrivals, then switch.
@@ -815,7 +815,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
     WriterLock guard(&rebuild_mu_);
     const int64_t paused_at = clock_->NowMicros();
     const uint64_t before = summary->events;
-    st = CatchUp(boundary, /*to_seq=*/0, built, keep_logs, *target, &*summary);
+    st = CatchUp(boundary, /*to_seq=*/0, built, *target, &*summary);
     if (!st.ok()) return st;
     summary->events_caught_up_paused = summary->events - before;
     const bool rerouted = target->Fingerprint() != profile_->Fingerprint();
@@ -866,7 +866,7 @@ void StoreImpl::AwaitDrop() {
   if (drop_thread_.joinable()) drop_thread_.join();
 }
 
-Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, const Generations& gens, bool kept_logs,
+Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, const Generations& gens,
                                   const Profile& profile, RebuildSummary* summary) {
   for (int round = 0; round < kMaxCatchUpRounds; ++round) {
     uint64_t to_seq = 0;
@@ -876,7 +876,7 @@ Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, const Generations& gens, b
     }
     if (to_seq - *from_seq <= kPausedCatchUpEvents) return Status::OK();
     const uint64_t before = summary->events;
-    Status st = CatchUp(*from_seq, to_seq, gens, kept_logs, profile, summary);
+    Status st = CatchUp(*from_seq, to_seq, gens, profile, summary);
     if (!st.ok()) return st;
     summary->events_caught_up += summary->events - before;
     *from_seq = to_seq;
@@ -885,9 +885,9 @@ Status StoreImpl::CatchUpInRounds(uint64_t* from_seq, const Generations& gens, b
 }
 
 Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations& gens,
-                          bool kept_logs, const Profile& profile, RebuildSummary* summary) {
+                          const Profile& profile, RebuildSummary* summary) {
   IngestTxn txn(this, gens, /*routing_epoch=*/0, &profile, /*record_changes=*/false);
-  if (kept_logs) txn.SetLogsHoldFrom(from_seq);
+  if (gens.logs != gens.projections) txn.SetLogsHoldFrom(from_seq);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kEventPrefix);
   for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {

@@ -135,17 +135,18 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Rebuild with filters: re-folds the matching entities in place.
   Result<RebuildSummary> RefoldInPlace(const RebuildOptions& options) EXCLUDES(rebuild_mu_);
   // Projects the events stored with from_seq <= seq < to_seq (to_seq 0: all
-  // from from_seq on) into the generations `gens`: when their logs are the
-  // live ones (a rebuild that keeps the logs), ingest already logged those
-  // events and only the projections are caught up.
-  Status CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations& gens, bool kept_logs,
+  // from from_seq on) into the generations `gens` a rebuild builds: when
+  // their logs are of another generation than their projections (the live
+  // logs, kept), ingest already logged those events and only the
+  // projections are caught up.
+  Status CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations& gens,
                  const Profile& profile, RebuildSummary* summary);
   // Catches up in rounds without holding `rebuild_mu_` (each round's end is
   // read under a momentary exclusive lock) until at most
   // kPausedCatchUpEvents events remain or kMaxCatchUpRounds have run;
   // advances *from_seq past what it projected.
-  Status CatchUpInRounds(uint64_t* from_seq, const Generations& gens, bool kept_logs,
-                         const Profile& profile, RebuildSummary* summary);
+  Status CatchUpInRounds(uint64_t* from_seq, const Generations& gens, const Profile& profile,
+                         RebuildSummary* summary);
   // What the rebuild's switch may re-decode while ingest is stopped: at a
   // few µs an event, 256 events keep the pause to about a millisecond.
   static constexpr uint64_t kPausedCatchUpEvents = 256;

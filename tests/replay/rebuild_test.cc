@@ -255,8 +255,7 @@ std::map<std::string, std::string> LiveGenerationRecords(MemStore* store,
     const storage::Generations live = LiveGenerations(db.get());
     if (gens) *gens = live;
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
-    for (std::string_view family : {storage::kLogFamily, storage::kProjectionFamily,
-                                    storage::kSnapshotFamily, storage::kUnroutedFamily}) {
+    for (std::string_view family : storage::kGenerationFamilies) {
       const uint32_t gen =
           storage::IsLiveFamily(live, live.logs, family) ? live.logs : live.projections;
       const std::string prefix = storage::GenerationPrefix(gen);

@@ -254,7 +254,7 @@ TEST(storage_key_codec, FamiliesLiveUnderTheirGeneration) {
   EXPECT_TRUE(SnapshotKey(7, ref, fk).starts_with(FamilyPrefix(7, kSnapshotFamily)));
   EXPECT_TRUE(UnroutedKey(7, 42).starts_with(FamilyPrefix(7, kUnroutedFamily)));
   const Generations shared{3, 3}, split{5, 3};
-  for (std::string_view f : {kLogFamily, kProjectionFamily, kSnapshotFamily, kUnroutedFamily}) {
+  for (std::string_view f : kGenerationFamilies) {
     EXPECT_TRUE(IsLiveFamily(shared, 3, f)) << f;
     EXPECT_FALSE(IsLiveFamily(shared, 4, f)) << f;
     EXPECT_FALSE(IsLiveFamily(split, 4, f)) << f;

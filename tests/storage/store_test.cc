@@ -76,6 +76,20 @@ class StoreTest : public ::testing::Test {
     return std::unique_ptr<leveldb::DB>(raw);
   }
 
+  // Open refuses the store as one of the older `format`, naming the
+  // command that upgrades it.
+  void ExpectRefusedAsOlder(const std::string& format) {
+    Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find("store format " + format + " is older"),
+              std::string::npos)
+        << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_),
+              std::string::npos)
+        << refused.status().ToString();
+  }
+
   IngestResult MustAccept(Store* store, const std::string& body) {
     IngestResult r = store->Ingest(body);
     EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message << "\n" << body;
@@ -614,11 +628,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     UnframeMetadata(db.get());
     ASSERT_TRUE(db->Put({}, storage::MetaKey("format"), "1").ok());
   }
-  Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
-  ASSERT_FALSE(refused.ok());
-  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
-      << refused.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder("1"));
   {
     std::unique_ptr<leveldb::DB> db = RawDb();
     std::string format;
@@ -718,13 +728,7 @@ TEST_F(storage_store, UpgradesAFormat3StoreOnlyWhenAsked) {
   }
   count_forms(&whole, &cursors);
   ASSERT_EQ(whole, 3);
-  Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
-  ASSERT_FALSE(refused.ok());
-  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("store format 3 is older"), std::string::npos)
-      << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
-      << refused.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder("3"));
   {
     Options o = Opts();
     o.snapshot_interval = 2;
@@ -803,13 +807,7 @@ TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
     batch.Put(storage::MetaKey("format"), storage::EncodeText("4"));
     ASSERT_TRUE(db->Write({}, &batch).ok());
   }
-  Result<std::unique_ptr<Store>> refused = Store::Open(path_, Opts());
-  ASSERT_FALSE(refused.ok());
-  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("store format 4 is older"), std::string::npos)
-      << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("eventfold migrate --data " + path_), std::string::npos)
-      << refused.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder("4"));
   EXPECT_EQ(meta("format"), "4") << "a refusal writes nothing";
   EXPECT_EQ(meta("log_generation"), std::nullopt) << "a refusal writes nothing";
   auto check_clean = [](Store* store) {
