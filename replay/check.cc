@@ -10,6 +10,7 @@
 #include "core/decode.h"
 #include "core/materializer.h"
 #include "core/parse_number.h"
+#include "core/sha256.h"
 #include "replay/verify.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -227,7 +228,8 @@ class Checker {
       if (d->seq != e->seq) {
         Problem(key, "event " + ev.event_id + " is stored twice or its dedup entry is wrong: " +
                          PrintableKey(dkey) + " names a/" + Seq(d->seq));
-      } else if (d->type != ev.type || d->occurred_at != ev.occurred_at) {
+      } else if (d->has_identity ? d->type != ev.type || d->occurred_at != ev.occurred_at
+                                 : !storage::DigestMatches(d->body_digest, Sha256(e->body))) {
         Problem(key, "event " + ev.event_id + " and its dedup entry disagree on its identity");
       }
     }

@@ -196,24 +196,44 @@ std::optional<EntityRef> ParseProjectionKey(std::string_view key) {
   return EntityRef{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1))};
 }
 
-std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key) {
+namespace {
+
+// A log or snapshot key cut in three: "<entity>", "<id>" and "<fold>" (still
+// encoded); false when it is not one.
+bool SplitLogKey(std::string_view key, std::string_view* entity, std::string_view* id,
+                 std::string_view* fold) {
   if (key.size() < kGenPrefixBytes + kFamilyBytes || key.substr(0, 2) != kGenerationPrefix) {
-    return std::nullopt;
+    return false;
   }
   if (const std::string_view family = key.substr(kGenPrefixBytes, kFamilyBytes);
-      family != "l/" && family != "s/") {
-    return std::nullopt;
+      family != kLogFamily && family != kSnapshotFamily) {
+    return false;
   }
   key.remove_prefix(kGenPrefixBytes + kFamilyBytes);
   const size_t nul1 = key.find('\0');
-  if (nul1 == std::string_view::npos) return std::nullopt;
+  if (nul1 == std::string_view::npos) return false;
   const size_t nul2 = key.find('\0', nul1 + 1);
-  if (nul2 == std::string_view::npos) return std::nullopt;
-  std::optional<FoldKey> fold = DecodeFoldKey(key.substr(nul2 + 1));
+  if (nul2 == std::string_view::npos) return false;
+  *entity = key.substr(0, nul1);
+  *id = key.substr(nul1 + 1, nul2 - nul1 - 1);
+  *fold = key.substr(nul2 + 1);
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key) {
+  std::string_view entity, id, encoded;
+  if (!SplitLogKey(key, &entity, &id, &encoded)) return std::nullopt;
+  std::optional<FoldKey> fold = DecodeFoldKey(encoded);
   if (!fold) return std::nullopt;
-  return std::make_pair(EntityRef{std::string(key.substr(0, nul1)),
-                                  std::string(key.substr(nul1 + 1, nul2 - nul1 - 1))},
-                        std::move(*fold));
+  return std::make_pair(EntityRef{std::string(entity), std::string(id)}, std::move(*fold));
+}
+
+std::optional<FoldKey> ParseLogKeyFold(std::string_view key) {
+  std::string_view entity, id, encoded;
+  if (!SplitLogKey(key, &entity, &id, &encoded)) return std::nullopt;
+  return DecodeFoldKey(encoded);
 }
 
 std::string PrefixEnd(std::string_view prefix) {

@@ -11,10 +11,14 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "5" (kFormatVersion). Format 5 keeps the logs and the index
-// of unrouted events (g/l/, g/u/) under a generation of their own,
-// m/log_generation, which a rebuild under an unchanged routing leaves as it
-// is: it folds the existing logs into a new projection generation
+// m/format is "6" (kFormatVersion). Format 6 leans two values on their
+// keys: a log record (g/l/) leaves out the fold position its key holds
+// (event_id, occurred_at, version, rank), and the dedup entry of a stored
+// event (d/) keeps 16 bytes of its body's SHA-256 and its route, not its
+// type and time (a/<seq> has them); format 5 records read as they are.
+// Format 5 keeps the logs and the index of unrouted events (g/l/, g/u/)
+// under a generation of their own, m/log_generation, which a rebuild under
+// an unchanged routing leaves as it is: it folds the existing logs into a new projection generation
 // (m/generation) and writes only projections and snapshots (g/p/, g/s/).
 // Format 4 kept all four families under m/generation; a format 4 store is
 // one whose log generation equals it. Format 4 stores a projection (g/p/) as
@@ -36,8 +40,11 @@
 //                                   "unrouted_index" (the log generation whose
 //                                   u/ index is complete)
 //   a/<seq>                         EventRecord: accepted event, verbatim body
-//   d/<event_id>                    DedupRecord: event_id -> seq and identity;
-//                                   after compaction a tombstone (expires_at)
+//   d/<event_id>                    DedupRecord: event_id -> seq, route and
+//                                   body digest (identity, since format 6,
+//                                   only in tombstones and entries without a
+//                                   digest); after compaction a tombstone
+//                                   (expires_at)
 //   c/<seq>                         ConflictRecord: refused conflicting delivery
 //   q/<seq>                         QuarantineRecord: refused delivery (bounded)
 //   f/<seq>                         ChangeRecord: the change feed, gap-free
@@ -48,7 +55,9 @@
 //   g/<gen>/l/<entity>\0<id>\0<fold>  LogRecord: the entity's log, fold order;
 //                                   since format 2 without the event's data
 //                                   (the fold reads it from a/<seq>, whose
-//                                   body is the one stored copy)
+//                                   body is the one stored copy), since
+//                                   format 6 without the fold position the
+//                                   key holds: type, seq and received_at
 //   g/<gen>/p/<entity>\0<id>        ProjectionRecord: current projection;
 //                                   since format 4 the fold's cursor only
 //                                   (cursor_only), before it whole
@@ -84,7 +93,7 @@ namespace eventfold::storage {
 
 // The value of m/format this build writes and reads (older ones it upgrades
 // on request). Persistent: bump it with every change of a record's meaning.
-inline constexpr std::string_view kFormatVersion = "5";
+inline constexpr std::string_view kFormatVersion = "6";
 
 // Key family prefixes. Persistent: never change.
 inline constexpr std::string_view kMetaPrefix = "m/";
@@ -166,6 +175,8 @@ std::optional<uint64_t> ParseSeqKey(std::string_view key, std::string_view prefi
 std::optional<EntityRef> ParseProjectionKey(std::string_view key);
 // A log or snapshot key: its entity and the fold key it holds.
 std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key);
+// The fold key alone, without copying the entity and id out.
+std::optional<FoldKey> ParseLogKeyFold(std::string_view key);
 
 // The smallest key greater than every key starting with `prefix`.
 std::string PrefixEnd(std::string_view prefix);

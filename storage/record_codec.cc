@@ -180,13 +180,18 @@ namespace {
 std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
   const Event& ev = e.ranked.event;
   fbs::FlatBufferBuilder& b = Builder();
-  auto id = b.CreateString(ev.event_id);
   auto type = b.CreateString(ev.type);
   // Left out (null), not empty: a reader tells a lean record by it.
   fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> data;
   if (with_data) data = EncodeFields(b, ev.data);
-  b.Finish(fb::CreateLogRecord(b, id, type, ev.occurred_at, ev.version.has_value(),
-                               ev.version.value_or(0), e.ranked.rank, e.received_at, data, e.seq));
+  // Since format 6 the fold position (event_id, occurred_at, version, rank)
+  // is left out: the key holds it (see DecodeLog).
+  fb::LogRecordBuilder r(b);
+  r.add_seq(e.seq);
+  r.add_received_at(e.received_at);
+  if (with_data) r.add_data(data);
+  r.add_type(type);
+  b.Finish(r.Finish());
   return Finish(b);
 }
 
@@ -203,30 +208,54 @@ Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   if (!r) return error;
   LogEntry e;
   Event& ev = e.ranked.event;
-  ev.event_id = View(r->event_id());
+  if (r->event_id() != nullptr) {
+    // Written before format 6: the record repeats its fold position.
+    ev.event_id = View(r->event_id());
+    ev.occurred_at = r->occurred_at();
+    ev.version = Optional(r->has_version(), r->version());
+    e.ranked.rank = r->rank();
+  } else {
+    std::optional<FoldKey> fold = ParseLogKeyFold(key);
+    if (!fold) {
+      return Status::Corruption("log record at key \"" + Printable(key) +
+                                "\": the key holds no fold position");
+    }
+    ev.event_id = std::move(fold->event_id);
+    ev.occurred_at = fold->occurred_at;
+    ev.version = fold->version;
+    e.ranked.rank = fold->rank;
+  }
   ev.type = View(r->type());
-  ev.occurred_at = r->occurred_at();
-  ev.version = Optional(r->has_version(), r->version());
   e.has_data = r->data() != nullptr;
   ev.data = DecodeFields(r->data());
-  e.ranked.rank = r->rank();
   e.received_at = r->received_at();
   e.seq = r->seq();
   return e;
 }
 
+bool DigestMatches(std::string_view stored, std::string_view sha256) {
+  return stored.size() >= kDedupDigestBytes && sha256.starts_with(stored);
+}
+
 std::string EncodeDedup(const DedupEntry& e) {
   fbs::FlatBufferBuilder& b = Builder();
-  auto type = b.CreateString(e.type);
+  // Since format 6 the entry of a stored event with a digest is lean: the
+  // digest stands for its identity (the same bytes are the same event), and
+  // the type and time a different body must be compared with are read from
+  // a/<seq>. Tombstones (their event is gone) and entries without a digest
+  // keep them.
+  const bool lean = e.expires_at == 0 && e.body_digest.size() >= kDedupDigestBytes;
+  fbs::Offset<fbs::String> type;
+  if (!lean) type = b.CreateString(e.type);
   auto entity = b.CreateString(e.entity ? e.entity->entity : "");
   auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
   fbs::Offset<fbs::Vector<uint8_t>> digest;
   if (!e.body_digest.empty()) {
-    digest = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body_digest.data()),
-                            e.body_digest.size());
+    const size_t n = lean ? kDedupDigestBytes : e.body_digest.size();
+    digest = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body_digest.data()), n);
   }
-  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id, e.routing_epoch,
-                                 e.expires_at, digest));
+  b.Finish(fb::CreateDedupRecord(b, e.seq, type, lean ? 0 : e.occurred_at, entity, entity_id,
+                                 e.routing_epoch, e.expires_at, digest));
   return Finish(b);
 }
 
@@ -237,6 +266,7 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   if (!r) return error;
   DedupEntry e;
   e.seq = r->seq();
+  e.has_identity = r->type() != nullptr;
   e.type = View(r->type());
   e.occurred_at = r->occurred_at();
   e.entity = RefOf(r->entity(), r->entity_id());
@@ -244,6 +274,10 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   e.expires_at = r->expires_at();
   if (const auto* digest = r->body_digest()) {
     e.body_digest.assign(reinterpret_cast<const char*>(digest->data()), digest->size());
+  }
+  if (!e.has_identity && (e.expires_at != 0 || e.body_digest.size() < kDedupDigestBytes)) {
+    return Status::Corruption("dedup record at key \"" + Printable(key) +
+                              "\" has neither its event's identity nor its digest");
   }
   return e;
 }

@@ -59,10 +59,24 @@ struct DedupEntry {
   // event, kept until this time (Clock micros); `entity` is then where it
   // was compacted, whatever the routing epoch.
   int64_t expires_at = 0;
-  // SHA-256 of the body stored at a/<seq> (32 bytes), or empty: not recorded
-  // (tombstones, entries written before the field existed).
+  // SHA-256 of the body stored at a/<seq>, or empty: not recorded
+  // (tombstones, entries written before the field existed). Stored as its
+  // first kDedupDigestBytes since format 6 (32 bytes before): compare with
+  // DigestMatches.
   std::string body_digest;
+  // Decoded: `type` and `occurred_at` came with the record. Since format 6
+  // the entry of a stored event with a digest leaves them out (EncodeDedup
+  // does; they are then read from a/<seq>). Tombstones always have them.
+  bool has_identity = true;
 };
+
+// How much of a body's SHA-256 a dedup entry keeps (since format 6): 128
+// bits keep a collision, even a chosen one, out of reach.
+inline constexpr size_t kDedupDigestBytes = 16;
+
+// Whether a dedup entry's stored digest (16 or 32 bytes) is that of the body
+// whose SHA-256 is `sha256`; false when none was stored.
+bool DigestMatches(std::string_view stored, std::string_view sha256);
 
 // g/<gen>/p/<entity>\0<id>, and snapshots under g/<gen>/s/: the fold state
 // of core/fold.h.

@@ -121,6 +121,20 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
   return std::optional<DedupEntry>(std::move(*d));
 }
 
+Status IngestTxn::LoadIdentity(DedupEntry* d) {
+  if (d->has_identity) return Status::OK();
+  std::string value;
+  const std::string key = EventKey(d->seq);
+  leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
+  if (!s.ok()) return FromLevelDb(s, "reading the stored event of a dedup entry");
+  Result<StoredEvent> stored = DecodeStoredEvent(key, value);
+  if (!stored.ok()) return stored.status();
+  d->type = std::move(stored->event.type);
+  d->occurred_at = stored->event.occurred_at;
+  d->has_identity = true;
+  return Status::OK();
+}
+
 Result<std::optional<EntityRef>> IngestTxn::CurrentRoute(const DedupEntry& d) {
   // A tombstone's event is gone: it answers with the entity it was compacted in.
   if (d.routing_epoch == routing_epoch_ || d.expires_at != 0) return d.entity;
@@ -161,10 +175,20 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
   const std::optional<EntityRef>& ref = decoded.entity;
   const int64_t now = delivery.received_at > 0 ? delivery.received_at : store_->clock_->NowMicros();
 
+  // The body's SHA-256: the caller's, or computed once here.
+  const std::string computed = body_digest.empty() ? Sha256(delivery.body) : std::string();
+  const std::string_view digest = body_digest.empty() ? computed : body_digest;
+
   Result<std::optional<DedupEntry>> existing = FindDedup(ev.event_id);
   if (!existing.ok()) return existing.status();
   if (*existing) {
-    const DedupEntry& first = **existing;
+    DedupEntry& first = **existing;
+    // The same bytes are the same event, routed the same under one profile.
+    if (DigestMatches(first.body_digest, digest)) {
+      result->outcome = Outcome::kDuplicate;
+      return Status::OK();
+    }
+    if (Status st = LoadIdentity(&first); !st.ok()) return st;
     bool same = first.type == ev.type && first.occurred_at == ev.occurred_at;
     if (same) {
       Result<std::optional<EntityRef>> route = CurrentRoute(first);
@@ -210,7 +234,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
                    ref,
                    routing_epoch_,
                    /*expires_at=*/0,
-                   body_digest.empty() ? Sha256(delivery.body) : std::string(body_digest)};
+                   std::string(digest)};
   batch_.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
   dedup_.emplace(ev.event_id, std::move(dedup));
   result->outcome = Outcome::kAccepted;

@@ -92,6 +92,8 @@ class IngestTxn {
   Result<std::optional<DedupEntry>> FindDedup(const std::string& event_id);
   // The identity of stored event `d` under the store's current profile.
   Result<std::optional<EntityRef>> CurrentRoute(const DedupEntry& d);
+  // Fills a lean entry's type and occurred_at from its stored event.
+  Status LoadIdentity(DedupEntry* d);
   Result<EntityState*> LoadEntity(const EntityRef& ref);
 
   StoreImpl* store_;

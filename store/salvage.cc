@@ -3,6 +3,7 @@
 #include <leveldb/write_batch.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -126,6 +127,25 @@ class Salvage {
     return Apply(&batch);
   }
 
+  // Fills a lean dedup entry's type and time from its event's log entry,
+  // when the event was routed and that entry is still readable.
+  void IdentityFromLog(std::string_view event_id, storage::DedupEntry* d) {
+    if (!d->entity) return;
+    Result<std::optional<uint64_t>> gen =
+        storage::ReadNumber(db_, leveldb::ReadOptions(), storage::MetaKey("log_generation"));
+    if (!gen.ok() || !*gen || **gen > UINT32_MAX) return;
+    const std::string prefix = storage::LogPrefix(static_cast<uint32_t>(**gen), *d->entity);
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      Result<storage::LogEntry> e =
+          storage::DecodeLog(storage::View(it->key()), storage::View(it->value()));
+      if (!e.ok() || e->seq != d->seq || e->ranked.event.event_id != event_id) continue;
+      d->type = e->ranked.event.type;
+      d->occurred_at = e->ranked.event.occurred_at;
+      return;
+    }
+  }
+
   // A dedup entry whose event is gone names a lost event: report it and
   // delete the entry so the sender's resend is accepted, not a "duplicate".
   Status Dedup() {
@@ -145,6 +165,9 @@ class Salvage {
       if (ev && ev->event.event_id == id) continue;
       batch.Delete(key);
       ++sum_->lost_events;
+      // Since format 6 a stored event's dedup entry holds its digest and
+      // route, not its type and time: its entity's log entry has them.
+      if (!d->has_identity) IdentityFromLog(id, &*d);
       LostData l;
       l.kind = LostData::Kind::kEvent;
       l.event_id = id;

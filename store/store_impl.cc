@@ -45,7 +45,7 @@ namespace {
 // Format 4 differs from 5 only in having no m/log_generation: its logs are
 // under m/generation, which the upgrade records as the log generation.
 bool IsUpgradableFormat(std::string_view format) {
-  return format == "1" || format == "2" || format == "3" || format == "4";
+  return format == "1" || format == "2" || format == "3" || format == "4" || format == "5";
 }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
@@ -394,7 +394,7 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, std::string* digest, IngestRes
     // slow path re-routes. The same bytes decode to the same event, route and
     // header check under the same profile, so the answer is the slow path's.
     if (!first.ok() || first->expires_at != 0 || first->routing_epoch != routing_epoch_ ||
-        first->body_digest != *digest) {
+        !DigestMatches(first->body_digest, *digest)) {
       return false;
     }
     entity = std::move(first->entity);

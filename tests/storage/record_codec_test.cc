@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "storage/key_codec.h"
+#include "tests/storage/format5_records.h"
 
 namespace eventfold::storage {
 namespace {
@@ -55,15 +56,19 @@ TEST(storage_record_codec, StoredEventRoundTrips) {
   EXPECT_EQ(d->body, "");
 }
 
+using storage_test::EncodeFormat5Log;
+
 TEST(storage_record_codec, LogEntryRoundTrips) {
   LogEntry e;
   e.ranked.event = SampleEvent();
   e.ranked.rank = 3;
   e.seq = 42;
   e.received_at = 1795941330999999;
-  const std::string key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(e.ranked.event, 3));
-  // With its data (format 1, and a rebuild's sort runs): everything.
-  Result<LogEntry> d = DecodeLog(key, EncodeLogWithData(e));
+  auto key_of = [&] {
+    return LogKey(1, {"receipt", "rcp_1"}, KeyOf(e.ranked.event, e.ranked.rank));
+  };
+  // With its data (format 1): everything.
+  Result<LogEntry> d = DecodeLog(key_of(), EncodeLogWithData(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->ranked.event, e.ranked.event);
   EXPECT_TRUE(d->has_data);
@@ -71,32 +76,51 @@ TEST(storage_record_codec, LogEntryRoundTrips) {
   EXPECT_EQ(d->seq, 42u);  // kept in the record: the key holds the fold key
   EXPECT_EQ(d->received_at, e.received_at);
 
-  // Lean (format 2): all but the data, which stays in the body at a/<seq>.
+  // Lean: all but the data, which stays in the body at a/<seq>, and (since
+  // format 6) the fold position, which the key holds.
   ASSERT_FALSE(e.ranked.event.data.empty());
   const std::string lean = EncodeLog(e);
   EXPECT_LT(lean.size(), EncodeLogWithData(e).size());
-  d = DecodeLog(key, lean);
+  EXPECT_LT(lean.size(), EncodeFormat5Log(e).size());
+  EXPECT_EQ(lean.find(e.ranked.event.event_id), std::string::npos) << "the key holds it";
+  d = DecodeLog(key_of(), lean);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_FALSE(d->has_data);
   EXPECT_TRUE(d->ranked.event.data.empty());
   Event without_data = e.ranked.event;
   without_data.data.clear();
   EXPECT_EQ(d->ranked.event, without_data);
+  EXPECT_EQ(d->ranked.rank, 3u);
   EXPECT_EQ(d->seq, 42u);
+  EXPECT_EQ(d->received_at, e.received_at);
+  // A format 5 record reads the same.
+  d = DecodeLog(key_of(), EncodeFormat5Log(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->ranked.event, without_data);
+  EXPECT_EQ(d->ranked.rank, 3u);
+  // A lean record under a key without a fold position is corruption, not an
+  // event without an id.
+  d = DecodeLog(ProjectionKey(1, {"receipt", "rcp_1"}), lean);
+  ASSERT_FALSE(d.ok());
+  EXPECT_TRUE(d.status().IsCorruption()) << d.status().ToString();
 
   // Version 0 is a version, not an absent one; empty data stays empty and
   // still counts as carried.
   e.ranked.event.version = 0;
   e.ranked.event.data.clear();
-  d = DecodeLog(key, EncodeLogWithData(e));
+  d = DecodeLog(key_of(), EncodeLogWithData(e));
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE(d->ranked.event.version.has_value());
   EXPECT_EQ(*d->ranked.event.version, 0);
   EXPECT_TRUE(d->ranked.event.data.empty());
   EXPECT_TRUE(d->has_data);
+  d = DecodeLog(key_of(), EncodeLog(e));
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->ranked.event.version.has_value());
+  EXPECT_EQ(*d->ranked.event.version, 0);
 
   e.ranked.event.version.reset();
-  d = DecodeLog(key, EncodeLog(e));
+  d = DecodeLog(key_of(), EncodeLog(e));
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->ranked.event.version.has_value());
 }
@@ -112,18 +136,45 @@ TEST(storage_record_codec, DedupEntryRoundTrips) {
   Result<DedupEntry> d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->seq, e.seq);
+  EXPECT_TRUE(d->has_identity);  // no digest to stand for it
   EXPECT_EQ(d->type, e.type);
   EXPECT_EQ(d->occurred_at, e.occurred_at);
   EXPECT_EQ(d->entity, e.entity);
   EXPECT_EQ(d->routing_epoch, 7u);
   EXPECT_TRUE(d->body_digest.empty());  // not recorded
+  EXPECT_FALSE(DigestMatches(d->body_digest, std::string(32, '\xab')));
 
+  // A stored event with its digest (format 6): the route and 16 bytes of
+  // the digest, not the type and time.
+  const std::string with_identity =
+      EncodeDedup(DedupEntry{e.seq, e.type, e.occurred_at, e.entity, 7, /*expires_at=*/1, {}});
   e.entity.reset();  // unrouted
   e.body_digest = std::string(31, '\xab') + '\0';
-  d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
+  const std::string lean = EncodeDedup(e);
+  EXPECT_LT(lean.size(), with_identity.size());
+  d = DecodeDedup(DedupKey("evt_1"), lean);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->entity.has_value());
+  EXPECT_FALSE(d->has_identity);
+  EXPECT_TRUE(d->type.empty());
+  EXPECT_EQ(d->body_digest, e.body_digest.substr(0, kDedupDigestBytes));
+  EXPECT_TRUE(DigestMatches(d->body_digest, e.body_digest));
+  EXPECT_FALSE(DigestMatches(d->body_digest, std::string(32, '\xac')));
+  // A format 5 entry: its identity and all 32 bytes of the digest.
+  d = DecodeDedup(DedupKey("evt_1"), storage_test::EncodeFormat5Dedup(e));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->has_identity);
+  EXPECT_EQ(d->type, e.type);
   EXPECT_EQ(d->body_digest, e.body_digest);
+  EXPECT_TRUE(DigestMatches(d->body_digest, e.body_digest));
+
+  // A tombstone keeps its identity: its event is gone.
+  e.expires_at = 99;
+  d = DecodeDedup(DedupKey("evt_1"), EncodeDedup(e));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->has_identity);
+  EXPECT_EQ(d->type, e.type);
+  EXPECT_EQ(d->occurred_at, e.occurred_at);
 }
 
 TEST(storage_record_codec, ProjectionRoundTrips) {

@@ -22,9 +22,12 @@
 #include <vector>
 
 #include "core/decode.h"
+#include "core/sha256.h"
 #include "storage/key_codec.h"
+#include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
 #include "tests/common/invoice_profile.h"
+#include "tests/storage/format5_records.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace eventfold {
@@ -570,11 +573,11 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
                : db->Delete({}, storage::MetaKey("format"));
     ASSERT_TRUE(s.ok()) << s.ToString();
   };
-  set_format("6");
+  set_format("7");
   Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
   ASSERT_FALSE(newer.ok());
   EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
-  EXPECT_NE(newer.status().message().find("store format 6 is not supported"), std::string::npos)
+  EXPECT_NE(newer.status().message().find("store format 7 is not supported"), std::string::npos)
       << newer.status().ToString();
   set_format(std::nullopt);
   Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
@@ -844,6 +847,96 @@ TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
   EXPECT_EQ(ProjectionToJson(store->Get("receipt", "rcp_1").value()), before.at("rcp_1"));
   EXPECT_EQ(store->Get("receipt", "rcp_2").value().state, "refunded");
   check_clean(store.get());
+}
+
+// A format 5 store: its log records repeat their fold position, its dedup
+// entries keep their event's type and time and a 32-byte digest. Open
+// refuses it and names the command; upgraded, nothing is rewritten and
+// every record reads as before: the projections, and redeliveries against
+// the old entries and the lean ones written since, after a reopen (so from
+// the database, not the memory of recent bodies): the same bytes and other
+// bytes of the same event are duplicates, another type is a conflict that
+// names the stored one.
+TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
+  const std::string issued = Issued("evt_1", "rcp_1");
+  std::map<std::string, std::string> before;
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    MustAccept(store.get(), issued);
+    MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
+    MustAccept(store.get(), Issued("evt_3", "rcp_2"));
+    for (const char* id : {"rcp_1", "rcp_2"})
+      before[id] = ProjectionToJson(store->Get("receipt", id).value());
+  }
+  int rewritten_logs = 0, rewritten_dedup = 0;
+  {
+    std::unique_ptr<leveldb::DB> db = RawDb();
+    ASSERT_TRUE(db);
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+    const std::string logs = storage::LogFamilyPrefix(1);
+    for (it->Seek(logs); it->Valid() && it->key().starts_with(logs); it->Next()) {
+      Result<storage::LogEntry> e =
+          storage::DecodeLog(storage::View(it->key()), storage::View(it->value()));
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      batch.Put(it->key(), storage_test::EncodeFormat5Log(*e));
+      ++rewritten_logs;
+    }
+    const std::string dedup(storage::kDedupPrefix);
+    for (it->Seek(dedup); it->Valid() && it->key().starts_with(dedup); it->Next()) {
+      const std::string key = it->key().ToString();
+      Result<storage::DedupEntry> d = storage::DecodeDedup(key, storage::View(it->value()));
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      ASSERT_FALSE(d->has_identity) << "format 6 leaves it to a/<seq>";
+      std::string value;
+      ASSERT_TRUE(db->Get({}, storage::EventKey(d->seq), &value).ok());
+      Result<storage::StoredEvent> stored =
+          storage::DecodeStoredEvent(storage::EventKey(d->seq), value);
+      ASSERT_TRUE(stored.ok());
+      d->type = stored->event.type;
+      d->occurred_at = stored->event.occurred_at;
+      d->body_digest = Sha256(stored->body);
+      batch.Put(key, storage_test::EncodeFormat5Dedup(*d));
+      ++rewritten_dedup;
+    }
+    batch.Put(storage::MetaKey("format"), storage::EncodeText("5"));
+    ASSERT_TRUE(db->Write({}, &batch).ok());
+  }
+  ASSERT_EQ(rewritten_logs, 3);
+  ASSERT_EQ(rewritten_dedup, 3);
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder("5"));
+  auto redeliver = [&](Store* store) {
+    EXPECT_EQ(store->Ingest(issued).outcome, Outcome::kDuplicate);
+    EXPECT_EQ(store->Ingest(issued + " ").outcome, Outcome::kDuplicate) << "other bytes";
+    IngestResult c = store->Ingest(Refunded("evt_1", "rcp_1"));
+    EXPECT_EQ(c.outcome, Outcome::kConflict);
+    EXPECT_NE(c.message.find("receipt.issued"), std::string::npos) << c.message;
+  };
+  {
+    Options o = Opts();
+    o.upgrade_format = true;
+    auto store = Open(o);
+    ASSERT_TRUE(store);
+    for (const auto& [id, json] : before) {
+      EXPECT_EQ(ProjectionToJson(store->Get("receipt", id).value()), json);
+    }
+    redeliver(store.get());
+    MustAccept(store.get(), Refunded("evt_4", "rcp_2"));
+    std::vector<CheckProblem> problems;
+    Result<CheckSummary> c =
+        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+  }
+  auto store = Open();
+  ASSERT_TRUE(store) << "an upgraded store opens without the option";
+  redeliver(store.get());
+  EXPECT_EQ(store->Ingest(Refunded("evt_4", "rcp_2") + "\n").outcome, Outcome::kDuplicate);
+  IngestResult c = store->Ingest(Issued("evt_4", "rcp_2"));
+  EXPECT_EQ(c.outcome, Outcome::kConflict);
+  EXPECT_NE(c.message.find("receipt.refunded"), std::string::npos) << c.message;
+  EXPECT_EQ(store->Get("receipt", "rcp_2").value().state, "refunded");
 }
 
 TEST_F(storage_store, PersistsAcrossReopen) {
