@@ -970,6 +970,7 @@ StoreStats StoreImpl::Stats() {
     s.profile_name = profile_->name();
     s.profile_fingerprint = profile_->Fingerprint();
     s.generation = gens_.projections;
+    s.log_generation = gens_.logs;
   }
   if (options_.profile) {
     const std::string requested = options_.profile->Fingerprint();

@@ -28,6 +28,8 @@ Result<std::string> StatusView(Store& store) {
   w.EndObject()
       .Key("generation")
       .Uint(stats.generation)
+      .Key("log_generation")
+      .Uint(stats.log_generation)
       .Key("last_seq")
       .Uint(stats.last_seq)
       .Key("projections")

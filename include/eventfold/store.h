@@ -68,8 +68,11 @@ struct StoreStats {
   bool profile_stale = false;
   std::string requested_fingerprint;  // set when profile_stale
   uint32_t generation = 0;            // live projection generation
-  uint64_t last_seq = 0;              // highest arrival sequence used so far
-  uint64_t refused = 0;               // deliveries in the quarantine
+  // Live log generation: the projections' until a rebuild under the same
+  // profile builds new projections over the logs it keeps.
+  uint32_t log_generation = 0;
+  uint64_t last_seq = 0;  // highest arrival sequence used so far
+  uint64_t refused = 0;   // deliveries in the quarantine
   // Stored events the profile routes to no entity (UnroutedEvent): kept
   // current by ingest and rebuild, not counted by a scan.
   uint64_t unrouted = 0;

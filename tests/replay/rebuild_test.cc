@@ -213,6 +213,7 @@ TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
     ASSERT_EQ(before, ReferenceModel(h.deliveries).list) << "live projections are off";
     events += h.events.size();
     const uint32_t gen = store->Stats().generation;
+    const uint32_t log_gen = store->Stats().log_generation;
     uint32_t rebuilds = 0;
     for (int threads : {1, 2, 4}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
@@ -224,6 +225,7 @@ TEST(Rebuild, EqualsIncrementalMaterializationOnSeededHistories) {
       EXPECT_EQ(sum->events, h.events.size());
       EXPECT_EQ(sum->applied + sum->rejected + sum->unrouted, sum->events);
       EXPECT_EQ(store->Stats().generation, gen + rebuilds);
+      EXPECT_EQ(store->Stats().log_generation, log_gen) << "the same profile keeps the logs";
       EXPECT_EQ(ListAll(store.get()), before) << "a rebuild changed the projections";
       rebuilt_entities += sum->entities;
     }
