@@ -271,12 +271,14 @@ class EntityFolder {
  private:
   // Starts the entity of log key `key` unless it is the current one.
   Status Enter(std::string_view key) {
-    auto parsed = storage::ParseLogKey(key);
-    if (!parsed) return Status::Corruption("malformed log key");
-    if (parsed->first == current_) return Status::OK();
+    std::optional<storage::LogKeyView> parts = storage::SplitLogKey(key);
+    if (!parts) return Status::Corruption("malformed log key");
+    if (current_ && current_->entity == parts->entity && current_->id == parts->id) {
+      return Status::OK();
+    }
     Status st = FinishEntity();
     if (!st.ok()) return st;
-    current_ = std::move(parsed->first);
+    current_ = EntityRef{std::string(parts->entity), std::string(parts->id)};
     type_ = profile_.FindEntity(current_->entity);
     if (!type_) return Status::Corruption("log of unknown entity " + current_->entity);
     StartFromNone(*current_, &state_);

@@ -196,44 +196,35 @@ std::optional<EntityRef> ParseProjectionKey(std::string_view key) {
   return EntityRef{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1))};
 }
 
-namespace {
-
-// A log or snapshot key cut in three: "<entity>", "<id>" and "<fold>" (still
-// encoded); false when it is not one.
-bool SplitLogKey(std::string_view key, std::string_view* entity, std::string_view* id,
-                 std::string_view* fold) {
+std::optional<LogKeyView> SplitLogKey(std::string_view key) {
   if (key.size() < kGenPrefixBytes + kFamilyBytes || key.substr(0, 2) != kGenerationPrefix) {
-    return false;
+    return std::nullopt;
   }
   if (const std::string_view family = key.substr(kGenPrefixBytes, kFamilyBytes);
       family != kLogFamily && family != kSnapshotFamily) {
-    return false;
+    return std::nullopt;
   }
   key.remove_prefix(kGenPrefixBytes + kFamilyBytes);
   const size_t nul1 = key.find('\0');
-  if (nul1 == std::string_view::npos) return false;
+  if (nul1 == std::string_view::npos) return std::nullopt;
   const size_t nul2 = key.find('\0', nul1 + 1);
-  if (nul2 == std::string_view::npos) return false;
-  *entity = key.substr(0, nul1);
-  *id = key.substr(nul1 + 1, nul2 - nul1 - 1);
-  *fold = key.substr(nul2 + 1);
-  return true;
+  if (nul2 == std::string_view::npos) return std::nullopt;
+  return LogKeyView{key.substr(0, nul1), key.substr(nul1 + 1, nul2 - nul1 - 1),
+                    key.substr(nul2 + 1)};
 }
 
-}  // namespace
-
 std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key) {
-  std::string_view entity, id, encoded;
-  if (!SplitLogKey(key, &entity, &id, &encoded)) return std::nullopt;
-  std::optional<FoldKey> fold = DecodeFoldKey(encoded);
+  std::optional<LogKeyView> parts = SplitLogKey(key);
+  if (!parts) return std::nullopt;
+  std::optional<FoldKey> fold = DecodeFoldKey(parts->fold);
   if (!fold) return std::nullopt;
-  return std::make_pair(EntityRef{std::string(entity), std::string(id)}, std::move(*fold));
+  return std::make_pair(EntityRef{std::string(parts->entity), std::string(parts->id)},
+                        std::move(*fold));
 }
 
 std::optional<FoldKey> ParseLogKeyFold(std::string_view key) {
-  std::string_view entity, id, encoded;
-  if (!SplitLogKey(key, &entity, &id, &encoded)) return std::nullopt;
-  return DecodeFoldKey(encoded);
+  std::optional<LogKeyView> parts = SplitLogKey(key);
+  return parts ? DecodeFoldKey(parts->fold) : std::nullopt;
 }
 
 std::string PrefixEnd(std::string_view prefix) {

@@ -175,6 +175,14 @@ std::optional<uint64_t> ParseSeqKey(std::string_view key, std::string_view prefi
 std::optional<EntityRef> ParseProjectionKey(std::string_view key);
 // A log or snapshot key: its entity and the fold key it holds.
 std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key);
+// The same key's parts as views into it, the fold key still encoded; for
+// scans that only ask whether the entity changed.
+struct LogKeyView {
+  std::string_view entity;
+  std::string_view id;
+  std::string_view fold;
+};
+std::optional<LogKeyView> SplitLogKey(std::string_view key);
 // The fold key alone, without copying the entity and id out.
 std::optional<FoldKey> ParseLogKeyFold(std::string_view key);
 

@@ -316,6 +316,19 @@ TEST(storage_key_codec, ParseRefusesMalformedKeys) {
   EXPECT_FALSE(ParseLogKey(cut).has_value());
   EXPECT_FALSE(ParseLogKey(EventKey(1)).has_value());
   EXPECT_FALSE(ParseLogKey("").has_value());
+  EXPECT_FALSE(ParseLogKeyFold(cut).has_value());
+  EXPECT_FALSE(ParseLogKeyFold(ProjectionKey(1, ref)).has_value());
+  // The views of a log key: its entity, id and still encoded fold key.
+  const FoldKey fold{1, 2, 3, "evt_1"};
+  const std::string log = LogKey(7, ref, fold);
+  std::optional<LogKeyView> parts = SplitLogKey(log);
+  ASSERT_TRUE(parts.has_value());
+  EXPECT_EQ(parts->entity, "receipt");
+  EXPECT_EQ(parts->id, "r1");
+  EXPECT_EQ(parts->fold, EncodeFoldKey(fold));
+  EXPECT_EQ(ParseLogKeyFold(log), fold);
+  EXPECT_FALSE(SplitLogKey(ProjectionKey(1, ref) + std::string(20, '\0')).has_value());
+  EXPECT_FALSE(SplitLogKey(GenerationPrefix(1) + "l/receipt").has_value());  // no NUL
 }
 
 TEST(storage_key_codec, PrefixEnd) {
