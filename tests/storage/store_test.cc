@@ -25,6 +25,7 @@
 #include "core/sha256.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_util.h"
+#include "storage/meta_text.h"
 #include "storage/record_codec.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/storage/format5_records.h"
@@ -77,6 +78,15 @@ class StoreTest : public ::testing::Test {
     leveldb::DB* raw = nullptr;
     EXPECT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
     return std::unique_ptr<leveldb::DB>(raw);
+  }
+
+  // A generation recorded in m/<name> of the raw database ("generation",
+  // "log_generation"); 0 (and a failure) when it cannot be read.
+  static uint32_t RawGeneration(leveldb::DB* db, const char* name = "generation") {
+    Result<std::optional<uint64_t>> gen =
+        storage::ReadNumber(db, leveldb::ReadOptions(), storage::MetaKey(name));
+    EXPECT_TRUE(gen.ok() && gen->has_value()) << name;
+    return gen.ok() && gen->has_value() ? static_cast<uint32_t>(**gen) : 0;
   }
 
   // Open refuses the store as one of the older `format`, naming the
@@ -605,10 +615,8 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     // Rewrite it as format 1 wrote it: every log record with its data.
     std::unique_ptr<leveldb::DB> db = RawDb();
     ASSERT_TRUE(db);
-    std::string gen;
-    ASSERT_TRUE(db->Get({}, storage::MetaKey("generation"), &gen).ok());
-    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
-    const std::string prefix = storage::LogFamilyPrefix(static_cast<uint32_t>(std::stoul(gen)));
+    const uint32_t gen = RawGeneration(db.get());
+    const std::string prefix = storage::LogFamilyPrefix(gen);
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
     int rewritten = 0;
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
@@ -875,7 +883,7 @@ TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
     ASSERT_TRUE(db);
     leveldb::WriteBatch batch;
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
-    const std::string logs = storage::LogFamilyPrefix(1);
+    const std::string logs = storage::LogFamilyPrefix(RawGeneration(db.get(), "log_generation"));
     for (it->Seek(logs); it->Valid() && it->key().starts_with(logs); it->Next()) {
       Result<storage::LogEntry> e =
           storage::DecodeLog(storage::View(it->key()), storage::View(it->value()));
@@ -1318,15 +1326,10 @@ TEST_F(storage_store, AnInterruptedRebuildLeavesAConsistentStore) {
   // Simulate a crash in the middle of a rebuild to the same profile: its
   // marker is there, and a partial next generation with a bogus projection.
   {
-    leveldb::Options lo;
-    lo.env = env_.get();
-    leveldb::DB* raw = nullptr;
-    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
-    std::unique_ptr<leveldb::DB> db(raw);
-    std::string gen;
-    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
-    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
-    const uint32_t next = static_cast<uint32_t>(std::stoul(gen)) + 1;
+    std::unique_ptr<leveldb::DB> db = RawDb();
+    ASSERT_TRUE(db);
+    const uint32_t gen = RawGeneration(db.get());
+    const uint32_t next = gen + 1;
     ASSERT_TRUE(db->Put(leveldb::WriteOptions(), storage::MetaKey("rebuild"),
                         storage::EncodeText(std::to_string(next) + "\n" +
                                             Profile::ReceiptRoller().ToJson()))
@@ -1404,17 +1407,12 @@ TEST_F(storage_store, RefoldOneEntityOrOneTypeInPlace) {
   store.reset();
   // Damage two receipts' projections and the product's behind the store's back.
   {
-    leveldb::Options lo;
-    lo.env = env_.get();
-    leveldb::DB* raw = nullptr;
-    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
-    std::unique_ptr<leveldb::DB> db(raw);
-    std::string gen;
-    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
-    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
+    std::unique_ptr<leveldb::DB> db = RawDb();
+    ASSERT_TRUE(db);
+    const uint32_t gen = RawGeneration(db.get());
     for (const EntityRef& ref : {EntityRef{"receipt", "rcp_1"}, EntityRef{"receipt", "rcp_2"},
                                  EntityRef{"product", "p1"}}) {
-      const std::string key = storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), ref);
+      const std::string key = storage::ProjectionKey(gen, ref);
       std::string value;
       ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
       Result<storage::ProjectionState> st = storage::DecodeProjection(key, value);
@@ -1582,17 +1580,10 @@ TEST_F(storage_store, VerifyFindsNoDifferenceOnAHealthyStoreAndFindsTampering) {
   }
   // Tamper with one projection behind the store's back.
   {
-    leveldb::Options lo;
-    lo.env = env_.get();
-    leveldb::DB* raw = nullptr;
-    ASSERT_TRUE(leveldb::DB::Open(lo, path_, &raw).ok());
-    std::unique_ptr<leveldb::DB> db(raw);
-    // The live generation is recorded in m/generation (decimal).
-    std::string gen;
-    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("generation"), &gen).ok());
-    gen = storage::DecodeText(storage::MetaKey("generation"), gen).value();  // framed (format 3)
-    const std::string key =
-        storage::ProjectionKey(static_cast<uint32_t>(std::stoul(gen)), {"receipt", "rcp_tamper"});
+    std::unique_ptr<leveldb::DB> db = RawDb();
+    ASSERT_TRUE(db);
+    const uint32_t gen = RawGeneration(db.get());
+    const std::string key = storage::ProjectionKey(gen, {"receipt", "rcp_tamper"});
     std::string value;
     ASSERT_TRUE(db->Get(leveldb::ReadOptions(), key, &value).ok());
     Result<storage::ProjectionState> state = storage::DecodeProjection(key, value);
