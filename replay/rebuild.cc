@@ -199,9 +199,9 @@ Status WriteRun(leveldb::DB* db, ScratchDir* scratch, const std::string& name) {
 //
 // An entry comes as a log record, routed or kept, without the event's data.
 // The cursor needs no data, so an entry's data is read from a/<seq> (as of
-// the build's input snapshot) only once the entity
-// reaches a snapshot: its entries so far (fewer than one interval, kept for
-// this) are then folded again whole, and each later one is read as it comes.
+// the build's input snapshot) only once the entity reaches a snapshot: its
+// entries so far (fewer than one interval, kept for this) are then folded
+// again whole, and each later one is read as it comes.
 class EntityFolder {
  public:
   EntityFolder(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
@@ -397,8 +397,8 @@ class StoredLogs {
 };
 
 // Step 2: writes the routed logs in key order, or reads the kept ones, and
-// folds them. With two threads or
-// more, folding runs on a thread of its own beside the writer.
+// folds them. With two threads or more, folding runs on a thread of its own
+// beside the writer.
 template <typename Logs>
 Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Profile& profile,
                        const RebuildTarget& target, Logs* input, ScratchDir* scratch,

@@ -18,8 +18,9 @@
 // type and time (a/<seq> has them); format 5 records read as they are.
 // Format 5 keeps the logs and the index of unrouted events (g/l/, g/u/)
 // under a generation of their own, m/log_generation, which a rebuild under
-// an unchanged routing leaves as it is: it folds the existing logs into a new projection generation
-// (m/generation) and writes only projections and snapshots (g/p/, g/s/).
+// an unchanged routing leaves as it is: it folds the existing logs into a
+// new projection generation (m/generation) and writes only projections and
+// snapshots (g/p/, g/s/).
 // Format 4 kept all four families under m/generation; a format 4 store is
 // one whose log generation equals it. Format 4 stores a projection (g/p/) as
 // the fold's cursor, without its fields and rejections, which a read folds

@@ -121,13 +121,17 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
   return std::optional<DedupEntry>(std::move(*d));
 }
 
-Status IngestTxn::LoadIdentity(DedupEntry* d) {
-  if (d->has_identity) return Status::OK();
+Result<StoredEvent> IngestTxn::ReadStored(uint64_t seq) {
   std::string value;
-  const std::string key = EventKey(d->seq);
+  const std::string key = EventKey(seq);
   leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
   if (!s.ok()) return FromLevelDb(s, "reading the stored event of a dedup entry");
-  Result<StoredEvent> stored = DecodeStoredEvent(key, value);
+  return DecodeStoredEvent(key, value);
+}
+
+Status IngestTxn::LoadIdentity(DedupEntry* d) {
+  if (d->has_identity) return Status::OK();
+  Result<StoredEvent> stored = ReadStored(d->seq);
   if (!stored.ok()) return stored.status();
   d->type = std::move(stored->event.type);
   d->occurred_at = stored->event.occurred_at;
@@ -139,11 +143,7 @@ Result<std::optional<EntityRef>> IngestTxn::CurrentRoute(const DedupEntry& d) {
   // A tombstone's event is gone: it answers with the entity it was compacted in.
   if (d.routing_epoch == routing_epoch_ || d.expires_at != 0) return d.entity;
   // Written under an older profile: route the stored body again.
-  std::string value;
-  const std::string key = EventKey(d.seq);
-  leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
-  if (!s.ok()) return FromLevelDb(s, "reading stored event");
-  Result<StoredEvent> stored = DecodeStoredEvent(key, value);
+  Result<StoredEvent> stored = ReadStored(d.seq);
   if (!stored.ok()) return stored.status();
   Result<DecodedEvent> decoded = DecodeEvent(stored->body, *profile_);
   if (!decoded.ok()) return std::optional<EntityRef>();

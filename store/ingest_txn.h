@@ -94,6 +94,8 @@ class IngestTxn {
   Result<std::optional<EntityRef>> CurrentRoute(const DedupEntry& d);
   // Fills a lean entry's type and occurred_at from its stored event.
   Status LoadIdentity(DedupEntry* d);
+  // The event stored at a/<seq>, which a dedup entry names.
+  Result<StoredEvent> ReadStored(uint64_t seq);
   Result<EntityState*> LoadEntity(const EntityRef& ref);
 
   StoreImpl* store_;
