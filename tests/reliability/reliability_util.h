@@ -33,6 +33,7 @@
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
+#include "tests/common/check_clean.h"
 #include "tests/common/own_thread_env.h"
 
 namespace eventfold::reliability {
@@ -158,17 +159,7 @@ inline void ExpectVerifyClean(Store* store) {
   EXPECT_EQ(v->differences, 0u);
 }
 
-inline CheckSummary ExpectCheckClean(Store* store) {
-  uint64_t shown = 0;
-  Result<CheckSummary> c = store->maintenance().Check([&](const CheckProblem& p) {
-    if (++shown <= 5) ADD_FAILURE() << "check: " << p.key << ": " << p.message;
-  });
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (!c.ok()) return {};
-  EXPECT_EQ(c->problems, 0u);
-  return *c;
-}
-
+using test_util::ExpectCheckClean;
 using test_util::OwnThreadEnv;
 
 }  // namespace eventfold::reliability

@@ -27,7 +27,9 @@
 
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
+#include "tests/common/check_clean.h"
 #include "tests/common/invoice_profile.h"
+#include "tests/common/raw_generations.h"
 #include "tests/replay/replay_util.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
@@ -46,6 +48,8 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int64_t kT0 = 1795000000000000;  // 2026-11-18, the history start
 
 using test_util::kInvoiceProfile;
+using test_util::RawGeneration;
+using test_util::RawGenerations;
 
 Options MemOptions(leveldb::Env* env, ManualClock* clock, uint64_t snapshot_interval) {
   Options o;
@@ -84,22 +88,6 @@ std::unique_ptr<leveldb::DB> RawOpen(leveldb::Env* env, const std::string& path)
   leveldb::Status s = leveldb::DB::Open(lo, path, &raw);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return std::unique_ptr<leveldb::DB>(raw);
-}
-
-// A live generation, as recorded in m/<name> (framed decimal text).
-uint32_t LiveGeneration(leveldb::DB* db, const char* name = "generation") {
-  std::string gen;
-  leveldb::Status s = db->Get(leveldb::ReadOptions(), storage::MetaKey(name), &gen);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  if (!s.ok()) return 0;
-  Result<std::string> text = storage::DecodeText(storage::MetaKey(name), gen);
-  EXPECT_TRUE(text.ok()) << text.status().ToString();
-  return text.ok() ? static_cast<uint32_t>(std::stoul(*text)) : 0;
-}
-
-// Both live generations: projections (m/generation), logs (m/log_generation).
-storage::Generations LiveGenerations(leveldb::DB* db) {
-  return storage::Generations{LiveGeneration(db), LiveGeneration(db, "log_generation")};
 }
 
 // Projections keyed by entity and id, as docs/SPEC.md §5.4 JSON.
@@ -254,7 +242,7 @@ std::map<std::string, std::string> LiveGenerationRecords(MemStore* store,
   {
     std::unique_ptr<leveldb::DB> db = RawOpen(store->env(), MemStore::kPath);
     if (!db) return out;
-    const storage::Generations live = LiveGenerations(db.get());
+    const storage::Generations live = RawGenerations(db.get());
     if (gens) *gens = live;
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
     for (std::string_view family : storage::kGenerationFamilies) {
@@ -300,14 +288,7 @@ TEST(Rebuild, KeptLogsBuildTheSameGenerationAsRederivedOnes) {
     const std::map<std::string, std::string> got = LiveGenerationRecords(&store, &kept_gens);
     EXPECT_EQ(kept_gens.projections, derived_gens.projections + 1);
     EXPECT_EQ(kept_gens.logs, derived_gens.logs) << "the logs stay where they were";
-    auto check_clean = [&] {
-      std::vector<CheckProblem> problems;
-      Result<CheckSummary> check =
-          store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
-      ASSERT_TRUE(check.ok()) << check.status().ToString();
-      for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
-    };
-    check_clean();
+    test_util::ExpectCheckClean(store.get());
     EXPECT_EQ(got.size(), want.size());
     for (const auto& [key, value] : want) {
       auto it = got.find(key);
@@ -332,12 +313,12 @@ TEST(Rebuild, KeptLogsBuildTheSameGenerationAsRederivedOnes) {
     EXPECT_EQ(LiveGenerationRecords(&store, &kept_gens), want);
     EXPECT_EQ(kept_gens.projections, derived_gens.projections + 2);
     EXPECT_EQ(kept_gens.logs, derived_gens.logs);
-    check_clean();
+    test_util::ExpectCheckClean(store.get());
     ASSERT_TRUE(store->maintenance().Rebuild(rederive).ok());
     EXPECT_EQ(LiveGenerationRecords(&store, &kept_gens), want);
     EXPECT_EQ(kept_gens.projections, derived_gens.projections + 3);
     EXPECT_EQ(kept_gens.logs, kept_gens.projections);
-    check_clean();
+    test_util::ExpectCheckClean(store.get());
     EXPECT_EQ(ListAll(store.get()), reference);
     records += want.size();
     for (const auto& [key, value] : want) snapshots += key.starts_with("s/");
@@ -391,11 +372,7 @@ TEST(Rebuild, KeptLogsCatchUpFoldsWhatArrivedDuringTheBuild) {
     in_rounds += sum->events_caught_up;
     EXPECT_EQ(ListAll(store.get()), ReferenceModel(arrival).list);
     EXPECT_EQ(VerifyDifferences(store.get()), 0u);
-    std::vector<CheckProblem> problems;
-    Result<CheckSummary> check =
-        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
-    ASSERT_TRUE(check.ok()) << check.status().ToString();
-    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+    test_util::ExpectCheckClean(store.get());
     // A reopen serves the same.
     store.Reopen();
     EXPECT_EQ(ListAll(store.get()), ReferenceModel(arrival).list);
@@ -427,7 +404,7 @@ TEST(Rebuild, AnUnfinishedDropIsFinishedByOpen) {
   auto leave = [&](bool marker) {
     std::unique_ptr<leveldb::DB> db = RawOpen(store.env(), MemStore::kPath);
     ASSERT_TRUE(db);
-    const storage::Generations live = LiveGenerations(db.get());
+    const storage::Generations live = RawGenerations(db.get());
     ASSERT_NE(live.logs, live.projections) << "the rebuild kept the logs";
     std::string drop;
     EXPECT_TRUE(db->Get({}, storage::MetaKey("drop"), &drop).IsNotFound())
@@ -439,7 +416,7 @@ TEST(Rebuild, AnUnfinishedDropIsFinishedByOpen) {
   };
   auto stale_left = [&] {
     std::unique_ptr<leveldb::DB> db = RawOpen(store.env(), MemStore::kPath);
-    const storage::Generations live = LiveGenerations(db.get());
+    const storage::Generations live = RawGenerations(db.get());
     std::string v;
     return db->Get({}, storage::ProjectionKey(live.logs, EntityRef{"receipt", "r9"}), &v).ok();
   };
@@ -477,8 +454,7 @@ TEST(Rebuild, ACopyKeepsALostLogRecordAndRederivingRestoresIt) {
   {
     std::unique_ptr<leveldb::DB> db = RawOpen(store.env(), MemStore::kPath);
     ASSERT_TRUE(db);
-    const std::string log =
-        storage::LogPrefix(LiveGeneration(db.get()), EntityRef{"receipt", "r1"});
+    const std::string log = storage::LogPrefix(RawGeneration(db.get()), EntityRef{"receipt", "r1"});
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
     it->Seek(log);
     ASSERT_TRUE(it->Valid() && it->key().starts_with(log));
@@ -791,7 +767,7 @@ TEST(Rebuild, FiltersRefoldInPlaceAndRepairTamperedProjections) {
   {
     std::unique_ptr<leveldb::DB> db = RawOpen(store.env(), MemStore::kPath);
     ASSERT_TRUE(db);
-    const uint32_t live = LiveGeneration(db.get());
+    const uint32_t live = RawGeneration(db.get());
     ASSERT_EQ(live, gen);
     for (const EntityRef& ref : tampered) {
       const std::string key = storage::ProjectionKey(live, ref);
@@ -980,7 +956,7 @@ TEST(Rebuild, SnapshotsAreOnlyACache) {
   {
     std::unique_ptr<leveldb::DB> db = RawOpen(lost.env(), MemStore::kPath);
     ASSERT_TRUE(db);
-    const std::string gen_prefix = storage::GenerationPrefix(LiveGeneration(db.get()));
+    const std::string gen_prefix = storage::GenerationPrefix(RawGeneration(db.get()));
     const std::string snaps = gen_prefix + "s/";
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
     leveldb::WriteBatch batch;

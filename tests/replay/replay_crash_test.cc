@@ -41,6 +41,7 @@
 #include "tests/common/fork_child.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/common/own_thread_env.h"
+#include "tests/common/raw_generations.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
 
@@ -244,17 +245,10 @@ RawState ReadRaw(const std::string& dir) {
   EXPECT_TRUE(s.ok()) << s.ToString();
   if (!s.ok()) return out;
   std::unique_ptr<leveldb::DB> db(raw);
+  const storage::Generations live = test_util::RawGenerations(db.get());
+  out.live = live.projections;
+  out.live_logs = live.logs;
   std::string value;
-  for (auto [name, field] :
-       {std::pair{"generation", &out.live}, std::pair{"log_generation", &out.live_logs}}) {
-    s = db->Get(leveldb::ReadOptions(), storage::MetaKey(name), &value);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    if (!s.ok()) continue;
-    Result<std::string> text = storage::DecodeText(storage::MetaKey(name), value);
-    EXPECT_TRUE(text.ok()) << text.status().ToString();
-    if (text.ok()) *field = static_cast<uint32_t>(std::stoul(*text));
-  }
-  const storage::Generations live{out.live, out.live_logs};
   out.marker = db->Get(leveldb::ReadOptions(), storage::MetaKey("rebuild"), &value).ok();
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   const std::string family(storage::kGenerationPrefix);

@@ -25,9 +25,10 @@
 #include "core/sha256.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_util.h"
-#include "storage/meta_text.h"
 #include "storage/record_codec.h"
+#include "tests/common/check_clean.h"
 #include "tests/common/invoice_profile.h"
+#include "tests/common/raw_generations.h"
 #include "tests/storage/format5_records.h"
 #include "tests/storage/storage_test_util.h"
 
@@ -45,6 +46,7 @@ using storage_test::TestSeed;
 constexpr int64_t kStart = 1795000000000000;  // ManualClock start
 
 using test_util::kInvoiceProfile;
+using test_util::RawGeneration;
 
 std::string InvoicePaid(const std::string& event_id, const std::string& invoice_id) {
   return Body(event_id, "invoice.paid", "2026-11-29T12:00:00Z",
@@ -68,6 +70,23 @@ class StoreTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
   std::unique_ptr<Store> Open() { return Open(Opts()); }
+  // Opened with Options::upgrade_format, as `eventfold migrate` opens it.
+  std::unique_ptr<Store> OpenUpgrading() {
+    Options o = Opts();
+    o.upgrade_format = true;
+    return Open(o);
+  }
+
+  // Receipts rcp_1 and rcp_2 as JSON, by id.
+  static std::map<std::string, std::string> ReceiptsJson(Store* store) {
+    std::map<std::string, std::string> out;
+    for (const char* id : {"rcp_1", "rcp_2"}) {
+      Result<Projection> p = store->Get("receipt", id);
+      EXPECT_TRUE(p.ok()) << id << ": " << p.status().ToString();
+      if (p.ok()) out[id] = ProjectionToJson(*p);
+    }
+    return out;
+  }
 
   // The store's LevelDB database itself (no Store may have it open), to
   // write records as an older format did; null (and a failure) if it does
@@ -80,13 +99,13 @@ class StoreTest : public ::testing::Test {
     return std::unique_ptr<leveldb::DB>(raw);
   }
 
-  // A generation recorded in m/<name> of the raw database ("generation",
-  // "log_generation"); 0 (and a failure) when it cannot be read.
-  static uint32_t RawGeneration(leveldb::DB* db, const char* name = "generation") {
-    Result<std::optional<uint64_t>> gen =
-        storage::ReadNumber(db, leveldb::ReadOptions(), storage::MetaKey(name));
-    EXPECT_TRUE(gen.ok() && gen->has_value()) << name;
-    return gen.ok() && gen->has_value() ? static_cast<uint32_t>(**gen) : 0;
+  // The event stored at a/<seq> of a raw database.
+  static void RawStoredEvent(leveldb::DB* db, uint64_t seq, storage::StoredEvent* out) {
+    std::string value;
+    ASSERT_TRUE(db->Get({}, storage::EventKey(seq), &value).ok()) << "a/" << seq;
+    Result<storage::StoredEvent> stored = storage::DecodeStoredEvent(storage::EventKey(seq), value);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    *out = std::move(*stored);
   }
 
   // Open refuses the store as one of the older `format`, naming the
@@ -624,12 +643,9 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
       Result<storage::LogEntry> e = storage::DecodeLog(key, it->value().ToString());
       ASSERT_TRUE(e.ok()) << e.status().ToString();
       ASSERT_FALSE(e->has_data) << "format 2 writes lean log records";
-      std::string body;
-      ASSERT_TRUE(db->Get({}, storage::EventKey(e->seq), &body).ok());
-      Result<storage::StoredEvent> stored =
-          storage::DecodeStoredEvent(storage::EventKey(e->seq), body);
-      ASSERT_TRUE(stored.ok());
-      Result<DecodedEvent> decoded = DecodeEvent(stored->body, Profile::ReceiptRoller());
+      storage::StoredEvent stored;
+      ASSERT_NO_FATAL_FAILURE(RawStoredEvent(db.get(), e->seq, &stored));
+      Result<DecodedEvent> decoded = DecodeEvent(stored.body, Profile::ReceiptRoller());
       ASSERT_TRUE(decoded.ok());
       e->ranked.event.data = decoded->event.data;
       ASSERT_TRUE(db->Put({}, key, storage::EncodeLogWithData(*e)).ok());
@@ -647,9 +663,7 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     EXPECT_EQ(format, "1") << "a refusal writes nothing";
   }
   {
-    Options o = Opts();
-    o.upgrade_format = true;
-    auto store = Open(o);
+    auto store = OpenUpgrading();
     ASSERT_TRUE(store);
     Result<Projection> p = store->Get("receipt", "rcp_1");
     ASSERT_TRUE(p.ok());
@@ -756,11 +770,7 @@ TEST_F(storage_store, UpgradesAFormat3StoreOnlyWhenAsked) {
     MustAccept(store.get(), Refunded("evt_6", "rcp_3", "2026-11-29T09:00:00Z"));
     MustAccept(store.get(), Body("evt_7", "receipt.refunded", "2026-11-30T10:00:00Z",
                                  "{\"receipt_id\":\"rcp_1\",\"note\":\"again\"}"));
-    std::vector<CheckProblem> problems;
-    Result<CheckSummary> c =
-        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+    test_util::ExpectCheckClean(store.get());
   }
   count_forms(&whole, &cursors);
   EXPECT_EQ(whole, 1) << "rcp_2 had no event since the upgrade";
@@ -799,8 +809,7 @@ TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
     RebuildOptions rederive;
     rederive.rederive_logs = true;
     ASSERT_TRUE(store->maintenance().Rebuild(rederive).ok());
-    for (const char* id : {"rcp_1", "rcp_2"})
-      before[id] = ProjectionToJson(store->Get("receipt", id).value());
+    before = ReceiptsJson(store.get());
   }
   auto meta = [&](const char* name) -> std::optional<std::string> {
     std::unique_ptr<leveldb::DB> db = RawDb();
@@ -821,22 +830,11 @@ TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
   ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder("4"));
   EXPECT_EQ(meta("format"), "4") << "a refusal writes nothing";
   EXPECT_EQ(meta("log_generation"), std::nullopt) << "a refusal writes nothing";
-  auto check_clean = [](Store* store) {
-    std::vector<CheckProblem> problems;
-    Result<CheckSummary> c =
-        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
-  };
   {
-    Options o = Opts();
-    o.upgrade_format = true;
-    auto store = Open(o);
+    auto store = OpenUpgrading();
     ASSERT_TRUE(store);
-    for (const auto& [id, json] : before) {
-      EXPECT_EQ(ProjectionToJson(store->Get("receipt", id).value()), json);
-    }
-    check_clean(store.get());
+    EXPECT_EQ(ReceiptsJson(store.get()), before);
+    test_util::ExpectCheckClean(store.get());
   }
   // (The raw database is read while the store is closed.)
   EXPECT_EQ(meta("format"), std::string(storage::kFormatVersion));
@@ -846,7 +844,7 @@ TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
     ASSERT_TRUE(store) << "an upgraded store opens without the option";
     ASSERT_TRUE(store->maintenance().Rebuild(RebuildOptions{}).ok());
     MustAccept(store.get(), Refunded("evt_4", "rcp_2"));
-    check_clean(store.get());
+    test_util::ExpectCheckClean(store.get());
   }
   EXPECT_EQ(meta("generation"), "3");
   EXPECT_EQ(meta("log_generation"), "2") << "the same profile keeps the logs";
@@ -854,7 +852,7 @@ TEST_F(storage_store, UpgradesAFormat4StoreOnlyWhenAsked) {
   ASSERT_TRUE(store);
   EXPECT_EQ(ProjectionToJson(store->Get("receipt", "rcp_1").value()), before.at("rcp_1"));
   EXPECT_EQ(store->Get("receipt", "rcp_2").value().state, "refunded");
-  check_clean(store.get());
+  test_util::ExpectCheckClean(store.get());
 }
 
 // A format 5 store: its log records repeat their fold position, its dedup
@@ -874,8 +872,7 @@ TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
     MustAccept(store.get(), issued);
     MustAccept(store.get(), Refunded("evt_2", "rcp_1"));
     MustAccept(store.get(), Issued("evt_3", "rcp_2"));
-    for (const char* id : {"rcp_1", "rcp_2"})
-      before[id] = ProjectionToJson(store->Get("receipt", id).value());
+    before = ReceiptsJson(store.get());
   }
   int rewritten_logs = 0, rewritten_dedup = 0;
   {
@@ -897,14 +894,11 @@ TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
       Result<storage::DedupEntry> d = storage::DecodeDedup(key, storage::View(it->value()));
       ASSERT_TRUE(d.ok()) << d.status().ToString();
       ASSERT_FALSE(d->has_identity) << "format 6 leaves it to a/<seq>";
-      std::string value;
-      ASSERT_TRUE(db->Get({}, storage::EventKey(d->seq), &value).ok());
-      Result<storage::StoredEvent> stored =
-          storage::DecodeStoredEvent(storage::EventKey(d->seq), value);
-      ASSERT_TRUE(stored.ok());
-      d->type = stored->event.type;
-      d->occurred_at = stored->event.occurred_at;
-      d->body_digest = Sha256(stored->body);
+      storage::StoredEvent stored;
+      ASSERT_NO_FATAL_FAILURE(RawStoredEvent(db.get(), d->seq, &stored));
+      d->type = stored.event.type;
+      d->occurred_at = stored.event.occurred_at;
+      d->body_digest = Sha256(stored.body);
       batch.Put(key, storage_test::EncodeFormat5Dedup(*d));
       ++rewritten_dedup;
     }
@@ -922,20 +916,12 @@ TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
     EXPECT_NE(c.message.find("receipt.issued"), std::string::npos) << c.message;
   };
   {
-    Options o = Opts();
-    o.upgrade_format = true;
-    auto store = Open(o);
+    auto store = OpenUpgrading();
     ASSERT_TRUE(store);
-    for (const auto& [id, json] : before) {
-      EXPECT_EQ(ProjectionToJson(store->Get("receipt", id).value()), json);
-    }
+    EXPECT_EQ(ReceiptsJson(store.get()), before);
     redeliver(store.get());
     MustAccept(store.get(), Refunded("evt_4", "rcp_2"));
-    std::vector<CheckProblem> problems;
-    Result<CheckSummary> c =
-        store->maintenance().Check([&](const CheckProblem& p) { problems.push_back(p); });
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    for (const CheckProblem& p : problems) ADD_FAILURE() << p.key << ": " << p.message;
+    test_util::ExpectCheckClean(store.get());
   }
   auto store = Open();
   ASSERT_TRUE(store) << "an upgraded store opens without the option";
