@@ -23,6 +23,7 @@ packages=(
   googletest
   libbenchmark-dev
   libcli11-dev
+  libxxhash-dev  # XXH3 (header only, inlined): the recent bodies' table (store/recent_events.cc)
   libboost-dev  # Boost.Beast and Asio: the HTTP front end (http/)
   libh2o-evloop-dev  # the h2o prototype the HTTP front end was measured against (bench/http/)
   libcpp-httplib-dev  # the simulated sender and the serve e2e tests' client

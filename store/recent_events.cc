@@ -1,24 +1,77 @@
 #include "store/recent_events.h"
 
+#include <sys/mman.h>
+#include <sys/random.h>
+
 #include <algorithm>
-#include <cstring>
+#include <chrono>
+#include <type_traits>
+
+// Inlined: the hash compiles into this file, so the library gains no link
+// dependency (xxHash is a header of Debian's libxxhash-dev).
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace eventfold::storage {
 
+namespace {
+
+// Fills `out` from the kernel's random source. Should that fail (a kernel
+// without getrandom), from the clock and an address: the table's answers do
+// not depend on the secret (see the header), only how hard a chosen
+// collision is.
+void FillSecret(unsigned char* out, size_t size) {
+  size_t filled = 0;
+  while (filled < size) {
+    const ssize_t n = getrandom(out + filled, size - filled, 0);
+    if (n <= 0) break;
+    filled += static_cast<size_t>(n);
+  }
+  if (filled == size) return;
+  uint64_t seed =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+      reinterpret_cast<uintptr_t>(out);
+  XXH3_generateSecret_fromSeed(out, seed);  // writes XXH3_SECRET_DEFAULT_SIZE bytes
+}
+
+}  // namespace
+
 RecentEvents::RecentEvents(size_t capacity)
     : sets_per_stripe_((capacity + kStripes * kWays - 1) / (kStripes * kWays)),
+      stripe_bytes_(sets_per_stripe_ * sizeof(Set)),
       stripes_(std::make_unique<Stripe[]>(kStripes)) {
-  static_assert(sizeof(Slot) <= 56, "Options::recent_events documents 56 bytes a body");
+  static_assert(sizeof(Set) == 96 * kWays, "Options::recent_events documents 96 bytes a body");
+  static_assert(kSecretBytes == XXH3_SECRET_DEFAULT_SIZE);
+  // All-zero bytes are a Set's initial value (free slots), and a Set is an
+  // aggregate of arrays of integers, so a fresh anonymous mapping (zero
+  // pages, page-aligned) holds valid empty sets without being written.
+  static_assert(std::is_aggregate_v<Set> && std::is_trivially_destructible_v<Set>);
+  static_assert(kEmpty == 0);
+  FillSecret(secret_.data(), secret_.size());
+  if (stripe_bytes_ == 0) return;
   for (size_t i = 0; i < kStripes; ++i) {
+    void* p =
+        mmap(nullptr, stripe_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     MutexLock lock(&stripes_[i].mu);
-    stripes_[i].sets.resize(sets_per_stripe_);
+    if (p != MAP_FAILED) stripes_[i].sets = static_cast<Set*>(p);
   }
 }
 
-std::pair<size_t, size_t> RecentEvents::Place(std::string_view digest) const {
-  uint64_t h = 0;
-  std::memcpy(&h, digest.data() + kDigestBytes, sizeof h);
-  return {h % kStripes, (h / kStripes) % sets_per_stripe_};
+RecentEvents::~RecentEvents() {
+  for (size_t i = 0; i < kStripes; ++i) {
+    MutexLock lock(&stripes_[i].mu);
+    if (stripes_[i].sets != nullptr) munmap(stripes_[i].sets, stripe_bytes_);
+  }
+}
+
+RecentEvents::Key RecentEvents::KeyOf(std::string_view body) const {
+  const XXH128_hash_t h =
+      XXH3_128bits_withSecret(body.data(), body.size(), secret_.data(), secret_.size());
+  return Key{h.low64, h.high64};
+}
+
+std::pair<size_t, size_t> RecentEvents::Place(const Key& key) const {
+  return {key.low % kStripes, (key.low / kStripes) % sets_per_stripe_};
 }
 
 std::optional<uint16_t> RecentEvents::TypeOf(const std::optional<EntityRef>& entity) {
@@ -39,56 +92,83 @@ std::optional<uint16_t> RecentEvents::TypeOf(const std::optional<EntityRef>& ent
   return static_cast<uint16_t>(count + 2);
 }
 
-void RecentEvents::Add(std::string_view digest, const std::optional<EntityRef>& entity,
-                       uint64_t epoch) {
-  if (sets_per_stripe_ == 0 || digest.size() != 2 * kDigestBytes) return;
+size_t RecentEvents::Set::Find(const Key& key, std::string_view event_id) const {
+  for (size_t i = 0; i < kWays; ++i) {
+    if (types[i] != kEmpty && keys[i].low == key.low && keys[i].high == key.high &&
+        this->event_id(i) == event_id) {
+      return i;
+    }
+  }
+  return kWays;
+}
+
+void RecentEvents::Add(const Key& key, std::string_view event_id,
+                       const std::optional<EntityRef>& entity, uint64_t epoch) {
+  const std::string_view id = entity ? std::string_view(entity->id) : std::string_view();
+  if (sets_per_stripe_ == 0 || event_id.size() + id.size() > kIdBytes) return;
   const std::optional<uint16_t> type = TypeOf(entity);
   if (!type) return;
-  const auto [stripe, set] = Place(digest);
+  const auto [stripe, set] = Place(key);
   Stripe& s = stripes_[stripe];
   MutexLock lock(&s.mu);
+  if (s.sets == nullptr) return;
   // Clear() counts first and then empties each stripe under its lock: an
   // Add that sees the old count here is emptied after it.
   if (epoch != epoch_.load(std::memory_order_acquire)) return;
   Set& ways = s.sets[set];
-  Slot* slot = nullptr;
-  for (Slot& e : ways.slots) {
-    if (e.type != kEmpty && std::equal(e.digest.begin(), e.digest.end(), digest.data())) {
-      slot = &e;  // known: refreshed in place
-      break;
-    }
-    if (e.type == kEmpty && slot == nullptr) slot = &e;
+  size_t slot = ways.Find(key, event_id);  // known: refreshed in place
+  if (slot == kWays) {
+    slot = static_cast<size_t>(std::find(ways.types.begin(), ways.types.end(), kEmpty) -
+                               ways.types.begin());
   }
-  if (slot == nullptr) {
-    slot = &ways.slots[ways.next];
+  if (slot == kWays) {
+    slot = ways.next;
     ways.next = static_cast<uint8_t>((ways.next + 1) % kWays);
   }
-  std::copy_n(digest.data(), kDigestBytes, slot->digest.begin());
-  slot->type = *type;
-  slot->id = entity ? entity->id : std::string();
+  ways.keys[slot] = key;
+  ways.types[slot] = *type;
+  ways.event_id_sizes[slot] = static_cast<uint8_t>(event_id.size());
+  ways.id_sizes[slot] = static_cast<uint8_t>(id.size());
+  // std::copy: an unrouted body's id is an empty view with no data, which
+  // memcpy may not be handed.
+  std::copy(event_id.begin(), event_id.end(), ways.ids[slot].begin());
+  std::copy(id.begin(), id.end(), ways.ids[slot].begin() + event_id.size());
 }
 
-bool RecentEvents::Find(std::string_view digest, std::optional<EntityRef>* entity) const {
-  if (sets_per_stripe_ == 0 || digest.size() != 2 * kDigestBytes) return false;
-  const auto [stripe, set] = Place(digest);
+bool RecentEvents::Find(const Key& key, std::string_view event_id,
+                        std::optional<EntityRef>* entity) const {
+  if (sets_per_stripe_ == 0) return false;
+  const auto [stripe, set] = Place(key);
   const Stripe& s = stripes_[stripe];
   MutexLock lock(&s.mu);
-  for (const Slot& e : s.sets[set].slots) {
-    if (e.type != kEmpty && std::equal(e.digest.begin(), e.digest.end(), digest.data())) {
-      // A type index in a slot was published before the slot was written.
-      *entity = e.type == kUnrouted ? std::nullopt
-                                    : std::optional<EntityRef>(EntityRef{types_[e.type - 2], e.id});
-      return true;
-    }
+  if (s.sets == nullptr) return false;
+  const Set& ways = s.sets[set];
+  // A set in a large table is rarely in cache: ask for all its lines at
+  // once, so the slot's ids arrive with its keys instead of after them.
+  for (size_t line = 0; line < sizeof(Set); line += 64) {
+    __builtin_prefetch(reinterpret_cast<const char*>(&ways) + line);
   }
-  return false;
+  const size_t slot = ways.Find(key, event_id);
+  if (slot == kWays) return false;
+  // A type index in a slot was published before the slot was written.
+  const uint16_t type = ways.types[slot];
+  *entity = type == kUnrouted
+                ? std::nullopt
+                : std::optional<EntityRef>(EntityRef{types_[type - 2], std::string(ways.id(slot))});
+  return true;
 }
 
 void RecentEvents::Clear() {
   epoch_.fetch_add(1, std::memory_order_acq_rel);
   for (size_t i = 0; i < kStripes; ++i) {
     MutexLock lock(&stripes_[i].mu);
-    for (Set& set : stripes_[i].sets) set = Set{};
+    Set* sets = stripes_[i].sets;
+    if (sets == nullptr) continue;
+    // Back to zero pages: empty sets, and the memory returned. Should the
+    // kernel refuse, emptied by hand.
+    if (madvise(sets, stripe_bytes_, MADV_DONTNEED) != 0) {
+      for (size_t j = 0; j < sets_per_stripe_; ++j) sets[j] = Set{};
+    }
   }
 }
 

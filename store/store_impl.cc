@@ -378,18 +378,20 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
   return true;
 }
 
-bool StoreImpl::KnownDuplicate(const Delivery& d, std::string* digest, IngestResult* result) {
+bool StoreImpl::KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Key>* key,
+                               std::string* digest, IngestResult* result) {
   if (d.body.size() > options_.max_body_bytes) return false;
   const std::optional<std::string_view> id = PeekEventId(d.body);
   if (!id || !CheckEventIdHeader(d.headers, *id).ok()) return false;
-  *digest = Sha256(d.body);
+  *key = recent_.KeyOf(d.body);
   std::optional<EntityRef> entity;
-  if (!recent_.Find(*digest, &entity)) {
+  if (!recent_.Find(**key, *id, &entity)) {
     const uint64_t epoch = recent_.epoch();
-    const std::string key = DedupKey(*id);
+    *digest = Sha256(d.body);
+    const std::string dedup_key = DedupKey(*id);
     std::string value;
-    if (!db_->Get(leveldb::ReadOptions(), key, &value).ok()) return false;
-    Result<DedupEntry> first = DecodeDedup(key, value);
+    if (!db_->Get(leveldb::ReadOptions(), dedup_key, &value).ok()) return false;
+    Result<DedupEntry> first = DecodeDedup(dedup_key, value);
     // A tombstone or an older routing epoch may answer differently now: the
     // slow path re-routes. The same bytes decode to the same event, route and
     // header check under the same profile, so the answer is the slow path's.
@@ -398,7 +400,7 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, std::string* digest, IngestRes
       return false;
     }
     entity = std::move(first->entity);
-    recent_.Add(*digest, entity, epoch);  // a retry storm over older events
+    recent_.Add(**key, *id, entity, epoch);  // a retry storm over older events
   }
   result->outcome = Outcome::kDuplicate;
   result->event_id = std::string(*id);
@@ -427,10 +429,11 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
   uint64_t known_duplicates = 0;
-  std::vector<std::string> digests(n);  // each body's SHA-256, once
+  std::vector<std::string> digests(n);                    // each body's SHA-256, once, if computed
+  std::vector<std::optional<RecentEvents::Key>> keys(n);  // and its key among recent_
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
-    if (KnownDuplicate(*deliveries[i], &digests[i], &results[i])) {
+    if (KnownDuplicate(*deliveries[i], &keys[i], &digests[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       items.emplace_back(i, std::move(decoded));
@@ -461,8 +464,8 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     if (st.ok()) st = txn.Commit(options_.durability == Durability::kSync);
     if (st.ok()) {
       for (const auto& [i, decoded] : items) {
-        if (results[i].outcome == Outcome::kAccepted && !digests[i].empty()) {
-          recent_.Add(digests[i], results[i].entity, recent_epoch);
+        if (results[i].outcome == Outcome::kAccepted && keys[i]) {
+          recent_.Add(*keys[i], results[i].event_id, results[i].entity, recent_epoch);
         }
       }
     }

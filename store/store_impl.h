@@ -166,11 +166,13 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
       REQUIRES_SHARED(rebuild_mu_);
   // The duplicate fast path: true (and `result` set) when `d` is byte for
   // byte the body of an event stored under the current routing epoch, found
-  // by its digest among the recent events or through a guessed event_id and
-  // compared by digest, without decoding it. False: decide the slow way;
-  // `digest` is then the body's SHA-256 when it was computed, else empty.
-  bool KnownDuplicate(const Delivery& d, std::string* digest, IngestResult* result)
-      REQUIRES_SHARED(rebuild_mu_);
+  // by its key and guessed event_id among the recent events, or through the
+  // guessed event_id's dedup entry and compared by SHA-256, without decoding
+  // it. False: decide the slow way; `key` is then the body's key among the
+  // recent events and `digest` its SHA-256 when they were computed, else
+  // nullopt and empty.
+  bool KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Key>* key, std::string* digest,
+                      IngestResult* result) REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
   // After a failed write the database refuses writes (GuardedDb) until it

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/decode.h"
 #include "core/rfc3339.h"
-#include "core/sha256.h"
 #include "eventfold/maintenance.h"
 #include "eventfold/store.h"
 #include "tests/common/invoice_profile.h"
@@ -29,22 +29,38 @@ namespace {
 using storage_test::Body;
 using storage_test::TestSeed;
 
-std::optional<EntityRef> Found(const RecentEvents& recent, const std::string& body) {
+// In these tests a body's event id is "e" and the body.
+std::string EventIdOf(const std::string& body) { return "e" + body; }
+
+void Remember(RecentEvents& recent, const std::string& body, const std::optional<EntityRef>& entity,
+              uint64_t epoch) {
+  recent.Add(recent.KeyOf(body), EventIdOf(body), entity, epoch);
+}
+
+std::optional<EntityRef> Found(const RecentEvents& recent, const std::string& body,
+                               const std::string& event_id) {
   std::optional<EntityRef> entity = EntityRef{"unset", "unset"};
-  if (!recent.Find(Sha256(body), &entity)) return EntityRef{"missing", ""};
+  if (!recent.Find(recent.KeyOf(body), event_id, &entity)) return EntityRef{"missing", ""};
   return entity;
+}
+
+std::optional<EntityRef> Found(const RecentEvents& recent, const std::string& body) {
+  return Found(recent, body, EventIdOf(body));
 }
 
 TEST(RecentEvents, FindsWhatWasAddedUntilCleared) {
   RecentEvents recent(1024);
   const EntityRef r1{"receipt", "r1"};
-  recent.Add(Sha256("a"), r1, recent.epoch());
-  recent.Add(Sha256("b"), std::nullopt, recent.epoch());
+  Remember(recent, "a", r1, recent.epoch());
+  Remember(recent, "b", std::nullopt, recent.epoch());
   EXPECT_EQ(Found(recent, "a"), std::optional<EntityRef>(r1));
   EXPECT_EQ(Found(recent, "b"), std::nullopt) << "an unrouted body is remembered as unrouted";
   EXPECT_EQ(Found(recent, "c"), (EntityRef{"missing", ""}));
-  recent.Add("short", r1, recent.epoch());  // not a SHA-256: ignored
-  EXPECT_FALSE(recent.Find("short", nullptr));
+  // The same bytes are found only under the event id they were added with:
+  // a colliding key never answers for another event.
+  EXPECT_EQ(Found(recent, "a", "eb"), (EntityRef{"missing", ""}));
+  EXPECT_EQ(Found(recent, "a", "e"), (EntityRef{"missing", ""}));
+  EXPECT_EQ(Found(recent, "a", "ea "), (EntityRef{"missing", ""}));
 
   const uint64_t before = recent.epoch();
   recent.Clear();
@@ -52,15 +68,15 @@ TEST(RecentEvents, FindsWhatWasAddedUntilCleared) {
   EXPECT_EQ(Found(recent, "a"), (EntityRef{"missing", ""}));
   // An Add that read the epoch before the Clear (its commit raced a
   // compaction) is dropped; one after is kept.
-  recent.Add(Sha256("a"), r1, before);
+  Remember(recent, "a", r1, before);
   EXPECT_EQ(Found(recent, "a"), (EntityRef{"missing", ""}));
-  recent.Add(Sha256("a"), r1, recent.epoch());
+  Remember(recent, "a", r1, recent.epoch());
   EXPECT_EQ(Found(recent, "a"), std::optional<EntityRef>(r1));
 }
 
 TEST(RecentEvents, HoldsAtMostItsCapacityAndNoneAtZero) {
   RecentEvents none(0);
-  none.Add(Sha256("a"), EntityRef{"receipt", "r1"}, none.epoch());
+  Remember(none, "a", EntityRef{"receipt", "r1"}, none.epoch());
   EXPECT_EQ(Found(none, "a"), (EntityRef{"missing", ""}));
 
   // 256 slots (one set of 4 per stripe) for 1,000 bodies: a newer body
@@ -68,7 +84,7 @@ TEST(RecentEvents, HoldsAtMostItsCapacityAndNoneAtZero) {
   // for that body.
   RecentEvents small(256);
   for (int i = 0; i < 1000; ++i) {
-    small.Add(Sha256(std::to_string(i)), EntityRef{"receipt", std::to_string(i)}, small.epoch());
+    Remember(small, std::to_string(i), EntityRef{"receipt", std::to_string(i)}, small.epoch());
   }
   int found = 0;
   for (int i = 0; i < 1000; ++i) {
@@ -92,7 +108,7 @@ TEST(RecentEvents, RemembersUpTo256EntityTypes) {
   RecentEvents recent(1 << 16);
   for (int i = 0; i < 300; ++i) {
     const std::string n = std::to_string(i);
-    recent.Add(Sha256(n), EntityRef{"type" + n, "id" + n}, recent.epoch());
+    Remember(recent, n, EntityRef{"type" + n, "id" + n}, recent.epoch());
   }
   for (int i = 0; i < 300; ++i) {
     const std::string n = std::to_string(i);
@@ -100,6 +116,38 @@ TEST(RecentEvents, RemembersUpTo256EntityTypes) {
                                         : std::optional<EntityRef>(EntityRef{"missing", ""}))
         << i;
   }
+}
+
+// The event id and the entity id are kept inline, 64 bytes together: a body
+// whose ids are longer is not remembered (its redelivery reads the
+// database); one at the limit is, and gives its ids back whole.
+TEST(RecentEvents, RemembersIdsUpTo64BytesTogether) {
+  RecentEvents recent(1024);
+  const std::string event_id(40, 'e');
+  const EntityRef fits{"receipt", std::string(24, 'r')};
+  const EntityRef too_long{"receipt", std::string(25, 'r')};
+  recent.Add(recent.KeyOf("fits"), event_id, fits, recent.epoch());
+  recent.Add(recent.KeyOf("too long"), event_id, too_long, recent.epoch());
+  EXPECT_EQ(Found(recent, "fits", event_id), std::optional<EntityRef>(fits));
+  EXPECT_EQ(Found(recent, "too long", event_id), (EntityRef{"missing", ""}));
+  const std::string long_id(kMaxEventIdBytes, 'x');  // unrouted: the event id alone
+  recent.Add(recent.KeyOf("long id"), long_id, std::nullopt, recent.epoch());
+  EXPECT_EQ(Found(recent, "long id", long_id), (EntityRef{"missing", ""}));
+}
+
+// Each table draws its own secret: the same bytes get other keys in
+// another table (so nobody can precompute a collision for a store).
+TEST(RecentEvents, EachTableKeysBodiesUnderItsOwnSecret) {
+  RecentEvents one(256), two(256);
+  int same = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string body = "body " + std::to_string(i);
+    const RecentEvents::Key a = one.KeyOf(body), b = two.KeyOf(body);
+    EXPECT_EQ(a.low, one.KeyOf(body).low) << "a table's key of a body is stable";
+    EXPECT_EQ(a.high, one.KeyOf(body).high);
+    if (a.low == b.low && a.high == b.high) ++same;
+  }
+  EXPECT_EQ(same, 0);
 }
 
 // Many threads adding, finding and clearing at once (for TSan): whatever is
@@ -116,12 +164,15 @@ TEST(RecentEvents, ConcurrentUseFindsOnlyWhatWasAdded) {
         // Types are added to the table's list of names concurrently too.
         const EntityRef ref{"type" + std::to_string(n % 40), "id" + body};
         if (i % 3 == 0) {
-          recent.Add(Sha256(body), ref, recent.epoch());
+          Remember(recent, body, ref, recent.epoch());
         } else if (i % 997 == 0) {
           recent.Clear();
         } else {
           std::optional<EntityRef> e;
-          if (recent.Find(Sha256(body), &e) && e != std::optional<EntityRef>(ref)) ++wrong;
+          if (recent.Find(recent.KeyOf(body), EventIdOf(body), &e) &&
+              e != std::optional<EntityRef>(ref)) {
+            ++wrong;
+          }
         }
       }
     });
