@@ -194,7 +194,10 @@ Throughput RunTimed(int threads, double seconds, uint64_t max_ops, Op op) {
 // Profiling: when the environment names this run in EVENTFOLD_BENCH_PROFILE
 // and the driver runs under `valgrind --tool=callgrind --instr-atstart=no`,
 // instrumentation is on exactly while the scope lives (all threads, the
-// store's background compaction included). A no-op otherwise.
+// store's background compaction included). Under perf, set
+// EVENTFOLD_BENCH_PERF_CTL to the FIFO of `perf record --control fifo:FIFO
+// -D -1`: the scope enables perf's counting and disables it at the end.
+// A no-op otherwise.
 class ProfileScope {
  public:
   explicit ProfileScope(const std::string& run);

@@ -74,7 +74,7 @@ void RunFileIngestFigure(Context& ctx) {
   res.Set("file_ingest_lines", n);
   res.Set("file_ingest_seconds", seconds);
   res.Set("file_ingest_cpu_us_per_line", cpu * 1e6 / n);
-  res.notes["file_ingest_command"] = "eventfold ingest --data DIR FILE (" + c.cli + ")";
+  res.notes["file_ingest_command"] = "eventfold ingest --data DIR FILE";
   Log("eventfold ingest FILE: %" PRIu64 " lines in %.2fs: %.0f lines/s, %.1f us CPU/line", lines,
       seconds, n / seconds, cpu * 1e6 / n);
   fs::remove_all(dir, ec);

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "bench/driver/driver.h"
@@ -110,7 +111,7 @@ void DescribeMachine(const Config& c, Results& res) {
   m["build_type"] = EVENTFOLD_BENCH_BUILD_TYPE;
   struct statfs sf {};
   if (::statfs(c.scratch.c_str(), &sf) == 0) m["scratch_fs"] = FsType(sf.f_type);
-  m["scratch_dir"] = c.scratch.string();
+  m["scratch_dir"] = "(a temporary directory)";  // runs are committed: no machine paths
   m["scratch_mount"] = MountOf(c.scratch);
   m["leveldb"] =
       std::to_string(leveldb::kMajorVersion) + "." + std::to_string(leveldb::kMinorVersion);
@@ -657,8 +658,28 @@ int Main(int argc, char** argv) {
   TempDir scratch(parent, "efbench-" + std::to_string(::getpid()));
   c.scratch = scratch.path();
 
+  // The command as run, minus this machine's paths: a run is committed to
+  // bench/runs/, so the value of each option that names a file or a
+  // directory is recorded as a placeholder.
   std::string command = "eventfold-bench";
-  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    static const std::map<std::string, std::string> kPathOptions = {{"--out", "FILE"},
+                                                                    {"--dir", "DIR"},
+                                                                    {"--wrk", "PATH"},
+                                                                    {"--cli", "PATH"},
+                                                                    {"--pg-bin", "DIR"}};
+    const size_t eq = arg.find('=');
+    const auto named = kPathOptions.find(arg.substr(0, eq));
+    if (named == kPathOptions.end()) {
+      command += " " + arg;
+    } else if (eq != std::string::npos) {
+      command += " " + named->first + "=" + named->second;
+    } else {
+      command += " " + arg + (i + 1 < argc ? " " + named->second : "");
+      ++i;
+    }
+  }
   const auto start = SteadyClock::now();
   Results res;
   DescribeMachine(c, res);

@@ -1,7 +1,9 @@
 // The driver's workload and helpers: the body pool, the per-event write
 // shape (read back from a store's write-ahead log), timing, formatting.
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <unordered_set>
 
 #if __has_include(<valgrind/callgrind.h>)
@@ -51,6 +54,27 @@ CpuTimes ProcessCpu() {
   return CpuTimes{secs(ru.ru_utime), secs(ru.ru_stime)};
 }
 
+namespace {
+
+// Sends `command` to perf's control FIFO when EVENTFOLD_BENCH_PERF_CTL names
+// one (`perf record --control fifo:FIFO -D -1`, which starts disabled).
+void TellPerf(const char* command) {
+  const char* fifo = std::getenv("EVENTFOLD_BENCH_PERF_CTL");
+  if (fifo == nullptr) return;
+  const int fd = ::open(fifo, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    Log("EVENTFOLD_BENCH_PERF_CTL: cannot open %s", fifo);
+    return;
+  }
+  const std::string line = std::string(command) + "\n";
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    Log("EVENTFOLD_BENCH_PERF_CTL: cannot write to %s", fifo);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
 ProfileScope::ProfileScope(const std::string& run) {
   const char* want = std::getenv("EVENTFOLD_BENCH_PROFILE");
   on_ = want != nullptr && run == want;
@@ -60,10 +84,14 @@ ProfileScope::ProfileScope(const std::string& run) {
     CALLGRIND_START_INSTRUMENTATION;
   }
 #endif
-  if (on_) Log("profiling %s", run.c_str());
+  if (on_) {
+    Log("profiling %s", run.c_str());
+    TellPerf("enable");
+  }
 }
 
 ProfileScope::~ProfileScope() {
+  if (on_) TellPerf("disable");
 #ifdef EVENTFOLD_BENCH_HAVE_CALLGRIND
   if (on_) {
     CALLGRIND_STOP_INSTRUMENTATION;
