@@ -89,12 +89,12 @@ struct Options {
   uint64_t snapshot_interval = 128;
 
   // Bodies of the most recently accepted events remembered in memory (a
-  // keyed hash, the event id and the entity, 96 bytes each: 24 MiB), so
-  // that a redelivery of the same bytes, a sender's retry, is answered as a
-  // duplicate without a database read. A redelivery of an older event reads
-  // its dedup entry instead and is remembered again. Events whose event id
-  // and entity id together pass 64 bytes are not remembered. 0: remember
-  // none.
+  // keyed hash, the event id and the entity, 96 bytes each: 24 MiB when
+  // full, taken as it fills), so that a redelivery of the same bytes, a
+  // sender's retry, is answered as a duplicate without a database read. A
+  // redelivery of an older event reads its dedup entry instead and is
+  // remembered again. Events whose event id and entity id together pass 64
+  // bytes are not remembered. 0: remember none.
   size_t recent_events = 1 << 18;
 
   // Refused deliveries kept for operators; the oldest go first when either
