@@ -109,8 +109,13 @@ class IngestTxn::OverlayView final : public LogView {
   EntityState* entity_;
 };
 
-Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_id) {
+Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_id,
+                                                       const std::optional<AbsentDedup>& absent) {
   if (auto it = dedup_.find(event_id); it != dedup_.end()) return {it->second};
+  if (absent && absent->event_id == event_id &&
+      store_->locks_.Releases(LockTable::StripeOf(StableHash(event_id))) == absent->releases) {
+    return std::optional<DedupEntry>();
+  }
   std::string value;
   const std::string key = DedupKey(event_id);
   leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
@@ -170,7 +175,8 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
 }
 
 Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
-                        std::string_view body_digest, IngestResult* result) {
+                        std::string_view body_digest, const std::optional<AbsentDedup>& absent,
+                        IngestResult* result) {
   const Event& ev = decoded.event;
   const std::optional<EntityRef>& ref = decoded.entity;
   const int64_t now = delivery.received_at > 0 ? delivery.received_at : store_->clock_->NowMicros();
@@ -179,7 +185,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
   const std::string computed = body_digest.empty() ? Sha256(delivery.body) : std::string();
   const std::string_view digest = body_digest.empty() ? computed : body_digest;
 
-  Result<std::optional<DedupEntry>> existing = FindDedup(ev.event_id);
+  Result<std::optional<DedupEntry>> existing = FindDedup(ev.event_id, absent);
   if (!existing.ok()) return existing.status();
   if (*existing) {
     DedupEntry& first = **existing;

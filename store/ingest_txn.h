@@ -12,9 +12,11 @@
 
 #include <leveldb/write_batch.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/decode.h"
@@ -25,6 +27,15 @@
 namespace eventfold::storage {
 
 class StoreImpl;
+
+// A dedup entry found absent by a lookup made without its event id's stripe
+// (StoreImpl::KnownDuplicate): the id looked up (a view of the delivery's
+// body) and the stripe's release count read before the lookup. Under the
+// stripe, an unchanged count means it is still absent (store/lock_table.h).
+struct AbsentDedup {
+  std::string_view event_id;
+  uint64_t releases = 0;
+};
 
 class IngestTxn {
  public:
@@ -52,9 +63,11 @@ class IngestTxn {
   // Stages one decoded delivery (its event is moved into the staged log
   // entry) and sets its outcome; a read error fails the whole transaction
   // (nothing is written). `body_digest` is the body's SHA-256 when the
-  // caller has it, else empty (computed here).
+  // caller has it, else empty (computed here). `absent`, when set, saves
+  // the read of the event's dedup entry if it still holds. The caller holds
+  // the event id's stripe.
   Status Stage(DecodedEvent&& decoded, const Delivery& delivery, std::string_view body_digest,
-               IngestResult* result);
+               const std::optional<AbsentDedup>& absent, IngestResult* result);
 
   // Stages only the projection half for an event already stored as `seq`:
   // its log entry (see SetLogsHoldFrom), snapshots and projection in this
@@ -89,7 +102,11 @@ class IngestTxn {
   };
   class OverlayView;
 
-  Result<std::optional<DedupEntry>> FindDedup(const std::string& event_id);
+  // The dedup entry of `event_id`: staged in this transaction, known absent
+  // (`absent` for this id with its stripe's release count unchanged), or
+  // read from the database.
+  Result<std::optional<DedupEntry>> FindDedup(const std::string& event_id,
+                                              const std::optional<AbsentDedup>& absent);
   // The identity of stored event `d` under the store's current profile.
   Result<std::optional<EntityRef>> CurrentRoute(const DedupEntry& d);
   // Fills a lean entry's type and occurred_at from its stored event.

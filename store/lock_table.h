@@ -3,13 +3,21 @@
 //
 // Keys hash (FNV-1a, deterministic across processes and builds) to one of a
 // fixed number of stripes; a caller locks every stripe it needs at once, in
-// ascending order, so two callers can never deadlock. Thread-safe.
+// ascending order, so two callers can never deadlock.
+//
+// Each stripe also counts its releases: whoever held a stripe may have
+// written what it guards, and counts the release after its writes and
+// before the unlock. So a reader that read a stripe's count, then found a
+// key absent without holding the stripe, knows the key is still absent if
+// the count is the same once it holds the stripe: nobody who could have
+// written the key held it in between (StoreImpl::KnownDuplicate). Thread-safe.
 
 #ifndef EVENTFOLD_STORE_LOCK_TABLE_H_
 #define EVENTFOLD_STORE_LOCK_TABLE_H_
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string_view>
@@ -37,6 +45,7 @@ class LockTable {
     }
     ~Guard() {
       for (auto it = stripes_.rbegin(); it != stripes_.rend(); ++it) {
+        table_->releases_[*it].fetch_add(1, std::memory_order_release);
         table_->mu_[*it].unlock();
       }
     }
@@ -50,8 +59,15 @@ class LockTable {
 
   static size_t StripeOf(uint64_t hash) { return hash % kStripes; }
 
+  // How often `stripe` has been released so far. Read it before a lookup
+  // made without the stripe, and compare once holding it (see above).
+  uint64_t Releases(size_t stripe) const {
+    return releases_[stripe].load(std::memory_order_acquire);
+  }
+
  private:
   std::array<std::mutex, kStripes> mu_;
+  std::array<std::atomic<uint64_t>, kStripes> releases_{};
 };
 
 }  // namespace eventfold::storage

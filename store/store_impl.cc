@@ -379,7 +379,8 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
 }
 
 bool StoreImpl::KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Key>* key,
-                               std::string* digest, IngestResult* result) {
+                               std::string* digest, std::optional<AbsentDedup>* absent,
+                               IngestResult* result) {
   if (d.body.size() > options_.max_body_bytes) return false;
   const std::optional<std::string_view> id = PeekEventId(d.body);
   if (!id || !CheckEventIdHeader(d.headers, *id).ok()) return false;
@@ -389,8 +390,13 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Ke
     const uint64_t epoch = recent_.epoch();
     *digest = Sha256(d.body);
     const std::string dedup_key = DedupKey(*id);
+    // Read before the lookup: if the entry is absent, the transaction that
+    // stores the event need not read it again (IngestTxn::FindDedup).
+    const uint64_t releases = locks_.Releases(LockTable::StripeOf(StableHash(*id)));
     std::string value;
-    if (!db_->Get(leveldb::ReadOptions(), dedup_key, &value).ok()) return false;
+    const leveldb::Status s = db_->Get(leveldb::ReadOptions(), dedup_key, &value);
+    if (s.IsNotFound()) *absent = AbsentDedup{*id, releases};
+    if (!s.ok()) return false;
     Result<DedupEntry> first = DecodeDedup(dedup_key, value);
     // A tombstone or an older routing epoch may answer differently now: the
     // slow path re-routes. The same bytes decode to the same event, route and
@@ -431,9 +437,10 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   uint64_t known_duplicates = 0;
   std::vector<std::string> digests(n);                    // each body's SHA-256, once, if computed
   std::vector<std::optional<RecentEvents::Key>> keys(n);  // and its key among recent_
+  std::vector<std::optional<AbsentDedup>> absent(n);      // dedup entries seen absent
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
-    if (KnownDuplicate(*deliveries[i], &keys[i], &digests[i], &results[i])) {
+    if (KnownDuplicate(*deliveries[i], &keys[i], &digests[i], &absent[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       items.emplace_back(i, std::move(decoded));
@@ -457,7 +464,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     LockTable::Guard guard(&locks_, std::move(stripes));
     IngestTxn txn(this, gens_, routing_epoch_, profile_.get(), /*record_changes=*/true);
     for (auto& [i, decoded] : items) {
-      st = txn.Stage(std::move(decoded), *deliveries[i], digests[i], &results[i]);
+      st = txn.Stage(std::move(decoded), *deliveries[i], digests[i], absent[i], &results[i]);
       if (!st.ok()) break;
     }
     const uint64_t recent_epoch = recent_.epoch();  // before the commit: see Add

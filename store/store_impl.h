@@ -50,6 +50,7 @@ namespace eventfold::storage {
 
 class CommitQueue;
 class IngestTxn;
+struct AbsentDedup;  // store/ingest_txn.h
 
 class StoreImpl final : public Store, public Maintenance, public ChangeFeed, public Quarantine {
  public:
@@ -170,9 +171,12 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // guessed event_id's dedup entry and compared by SHA-256, without decoding
   // it. False: decide the slow way; `key` is then the body's key among the
   // recent events and `digest` its SHA-256 when they were computed, else
-  // nullopt and empty.
+  // nullopt and empty, and `absent` is set when the guessed event_id's dedup
+  // entry was read and not found (so the transaction need not read it again
+  // while its stripe's release count holds: store/lock_table.h).
   bool KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Key>* key, std::string* digest,
-                      IngestResult* result) REQUIRES_SHARED(rebuild_mu_);
+                      std::optional<AbsentDedup>* absent, IngestResult* result)
+      REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
   // After a failed write the database refuses writes (GuardedDb) until it
