@@ -6,11 +6,12 @@
 // A fixed table of slots in sets of kWays, the set chosen by the body's key
 // (Key: 128 bits of XXH3 under a secret drawn from the kernel's random source
 // when the table is made); a slot holds the key, the event id and the entity
-// the event was routed to, inline (96 bytes a body, no allocation). A new body takes
-// a free slot of its set or, when none is free, the one filled longest ago
-// (so a set-associative table: bodies that share a set do not evict each
-// other while it has room). It therefore holds at most its capacity, and a
-// miss only means the caller asks the database (StoreImpl::KnownDuplicate).
+// the event was routed to, inline (96 bytes a body, no allocation). A new
+// body takes a free slot of its set or, when none is free, the one filled
+// longest ago (so a set-associative table: bodies that share a set do not
+// evict each other while it has room). It therefore holds at most its
+// capacity, and a miss only means the caller asks the database
+// (StoreImpl::KnownDuplicate).
 // An entry states: a body with this key and this event id is stored, routed
 // to this entity under the routing in force when it was added, and its dedup
 // entry is not a tombstone. Whatever can make that untrue — a compaction
