@@ -113,7 +113,7 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
                                                        const std::optional<AbsentDedup>& absent) {
   if (auto it = dedup_.find(event_id); it != dedup_.end()) return {it->second};
   if (absent && absent->event_id == event_id &&
-      store_->locks_.Releases(LockTable::StripeOf(StableHash(event_id))) == absent->releases) {
+      store_->locks_.Releases(absent->stripe) == absent->releases) {
     return std::optional<DedupEntry>();
   }
   std::string value;

@@ -30,10 +30,12 @@ class StoreImpl;
 
 // A dedup entry found absent by a lookup made without its event id's stripe
 // (StoreImpl::KnownDuplicate): the id looked up (a view of the delivery's
-// body) and the stripe's release count read before the lookup. Under the
-// stripe, an unchanged count means it is still absent (store/lock_table.h).
+// body), its stripe, and the stripe's release count read before the lookup.
+// Under the stripe, an unchanged count means it is still absent
+// (store/lock_table.h).
 struct AbsentDedup {
   std::string_view event_id;
+  size_t stripe = 0;
   uint64_t releases = 0;
 };
 

@@ -378,35 +378,45 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
   return true;
 }
 
-bool StoreImpl::KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Key>* key,
-                               std::string* digest, std::optional<AbsentDedup>* absent,
-                               IngestResult* result) {
+// What the duplicate fast path learned of a delivery's body, for the
+// transaction that stores it and the recent table it is added to.
+struct StoreImpl::FastPathFacts {
+  std::string digest;                    // its SHA-256, if computed (else empty)
+  std::optional<RecentEvents::Key> key;  // its key among recent_, if computed
+  // Its guessed event_id's dedup entry, read and not found: the transaction
+  // need not read it again while the stripe's release count holds.
+  std::optional<AbsentDedup> absent;
+};
+
+bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, IngestResult* result) {
   if (d.body.size() > options_.max_body_bytes) return false;
   const std::optional<std::string_view> id = PeekEventId(d.body);
   if (!id || !CheckEventIdHeader(d.headers, *id).ok()) return false;
-  *key = recent_.KeyOf(d.body);
+  learned->key = recent_.KeyOf(d.body);
+  const RecentEvents::Key& key = *learned->key;
   std::optional<EntityRef> entity;
-  if (!recent_.Find(**key, *id, &entity)) {
+  if (!recent_.Find(key, *id, &entity)) {
     const uint64_t epoch = recent_.epoch();
-    *digest = Sha256(d.body);
+    learned->digest = Sha256(d.body);
     const std::string dedup_key = DedupKey(*id);
     // Read before the lookup: if the entry is absent, the transaction that
     // stores the event need not read it again (IngestTxn::FindDedup).
-    const uint64_t releases = locks_.Releases(LockTable::StripeOf(StableHash(*id)));
+    const size_t stripe = LockTable::StripeOf(StableHash(*id));
+    const uint64_t releases = locks_.Releases(stripe);
     std::string value;
     const leveldb::Status s = db_->Get(leveldb::ReadOptions(), dedup_key, &value);
-    if (s.IsNotFound()) *absent = AbsentDedup{*id, releases};
+    if (s.IsNotFound()) learned->absent = AbsentDedup{*id, stripe, releases};
     if (!s.ok()) return false;
     Result<DedupEntry> first = DecodeDedup(dedup_key, value);
     // A tombstone or an older routing epoch may answer differently now: the
     // slow path re-routes. The same bytes decode to the same event, route and
     // header check under the same profile, so the answer is the slow path's.
     if (!first.ok() || first->expires_at != 0 || first->routing_epoch != routing_epoch_ ||
-        !DigestMatches(first->body_digest, *digest)) {
+        !DigestMatches(first->body_digest, learned->digest)) {
       return false;
     }
     entity = std::move(first->entity);
-    recent_.Add(**key, *id, entity, epoch);  // a retry storm over older events
+    recent_.Add(key, *id, entity, epoch);  // a retry storm over older events
   }
   result->outcome = Outcome::kDuplicate;
   result->event_id = std::string(*id);
@@ -435,12 +445,10 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
   uint64_t known_duplicates = 0;
-  std::vector<std::string> digests(n);                    // each body's SHA-256, once, if computed
-  std::vector<std::optional<RecentEvents::Key>> keys(n);  // and its key among recent_
-  std::vector<std::optional<AbsentDedup>> absent(n);      // dedup entries seen absent
+  std::vector<FastPathFacts> learned(n);  // each body's SHA-256 and key, once
   for (size_t i = 0; i < n; ++i) {
     DecodedEvent decoded;
-    if (KnownDuplicate(*deliveries[i], &keys[i], &digests[i], &absent[i], &results[i])) {
+    if (KnownDuplicate(*deliveries[i], &learned[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       items.emplace_back(i, std::move(decoded));
@@ -464,15 +472,16 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     LockTable::Guard guard(&locks_, std::move(stripes));
     IngestTxn txn(this, gens_, routing_epoch_, profile_.get(), /*record_changes=*/true);
     for (auto& [i, decoded] : items) {
-      st = txn.Stage(std::move(decoded), *deliveries[i], digests[i], absent[i], &results[i]);
+      st = txn.Stage(std::move(decoded), *deliveries[i], learned[i].digest, learned[i].absent,
+                     &results[i]);
       if (!st.ok()) break;
     }
     const uint64_t recent_epoch = recent_.epoch();  // before the commit: see Add
     if (st.ok()) st = txn.Commit(options_.durability == Durability::kSync);
     if (st.ok()) {
       for (const auto& [i, decoded] : items) {
-        if (results[i].outcome == Outcome::kAccepted && keys[i]) {
-          recent_.Add(*keys[i], results[i].event_id, results[i].entity, recent_epoch);
+        if (results[i].outcome == Outcome::kAccepted && learned[i].key) {
+          recent_.Add(*learned[i].key, results[i].event_id, results[i].entity, recent_epoch);
         }
       }
     }

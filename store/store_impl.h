@@ -50,7 +50,6 @@ namespace eventfold::storage {
 
 class CommitQueue;
 class IngestTxn;
-struct AbsentDedup;  // store/ingest_txn.h
 
 class StoreImpl final : public Store, public Maintenance, public ChangeFeed, public Quarantine {
  public:
@@ -169,13 +168,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // byte the body of an event stored under the current routing epoch, found
   // by its key and guessed event_id among the recent events, or through the
   // guessed event_id's dedup entry and compared by SHA-256, without decoding
-  // it. False: decide the slow way; `key` is then the body's key among the
-  // recent events and `digest` its SHA-256 when they were computed, else
-  // nullopt and empty, and `absent` is set when the guessed event_id's dedup
-  // entry was read and not found (so the transaction need not read it again
-  // while its stripe's release count holds: store/lock_table.h).
-  bool KnownDuplicate(const Delivery& d, std::optional<RecentEvents::Key>* key, std::string* digest,
-                      std::optional<AbsentDedup>* absent, IngestResult* result)
+  // it. False: decide the slow way, with what it learned in `learned`.
+  struct FastPathFacts;  // store_impl.cc
+  bool KnownDuplicate(const Delivery& d, FastPathFacts* learned, IngestResult* result)
       REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
