@@ -11,7 +11,13 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "6" (kFormatVersion). Format 6 leans two values on their
+// m/format is "7" (kFormatVersion). Format 7 writes the five values of
+// every accepted event (a/, d/, f/, g/l/, g/p/ and snapshots under g/s/) as
+// compact records (storage/compact_coding.h, layouts in record_codec.cc)
+// instead of FlatBuffers, whose offsets, vtables and padding cost about a
+// quarter of those values; a record of format 6 or before still reads as it
+// is (a compact record's first byte tells it apart), so the upgrade from 6
+// only writes m/format. Format 6 leans two values on their
 // keys: a log record (g/l/) leaves out the fold position its key holds
 // (event_id, occurred_at, version, rank), and the dedup entry of a stored
 // event (d/) keeps 16 bytes of its body's SHA-256 and its route, not its
@@ -94,7 +100,7 @@ namespace eventfold::storage {
 
 // The value of m/format this build writes and reads (older ones it upgrades
 // on request). Persistent: bump it with every change of a record's meaning.
-inline constexpr std::string_view kFormatVersion = "6";
+inline constexpr std::string_view kFormatVersion = "7";
 
 // Key family prefixes. Persistent: never change.
 inline constexpr std::string_view kMetaPrefix = "m/";

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/crc32c.h"
+#include "storage/compact_coding.h"
 #include "storage/key_codec.h"
 #include "storage/records_generated.h"
 
@@ -24,18 +25,22 @@ std::string_view View(const fbs::Vector<uint8_t>* v) {
            : std::string_view();
 }
 
-// Every value is the FlatBuffer followed by the masked CRC-32C of it,
-// little-endian: corruption that still parses is caught too.
+// Every value is its record (a FlatBuffer; since format 7, for the five
+// values of each event, a compact record) followed by the masked CRC-32C of
+// it, little-endian: corruption that still parses is caught too.
 constexpr size_t kCrcBytes = 4;
 
-std::string Finish(fbs::FlatBufferBuilder& b) {
-  const std::string_view record(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+std::string Framed(std::string_view record) {
   const uint32_t crc = MaskCrc(Crc32c(record));
   std::string out;
   out.reserve(record.size() + kCrcBytes);
   out.append(record);
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
   return out;
+}
+
+std::string Finish(fbs::FlatBufferBuilder& b) {
+  return Framed(std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
 }
 
 // This thread's builder, cleared: every record is encoded into one reused
@@ -76,21 +81,29 @@ class AlignedValue {
   std::string_view view_;
 };
 
-template <typename T>
-const T* Verified(std::string_view key, std::string_view value, Status* error) {
+// The value without its checksum, or null with `error` set when the value
+// is too short for one or the checksum does not match.
+bool Unframed(std::string_view key, std::string_view value, std::string_view* body, Status* error) {
   if (value.size() < kCrcBytes) {
     *error = Status::Corruption("record at key \"" + Printable(key) + "\" is truncated");
-    return nullptr;
+    return false;
   }
-  const std::string_view body = value.substr(0, value.size() - kCrcBytes);
+  *body = value.substr(0, value.size() - kCrcBytes);
   uint32_t stored = 0;
   for (int i = 3; i >= 0; --i) {
-    stored = (stored << 8) | static_cast<unsigned char>(value[body.size() + i]);
+    stored = (stored << 8) | static_cast<unsigned char>(value[body->size() + i]);
   }
-  if (stored != MaskCrc(Crc32c(body))) {
+  if (stored != MaskCrc(Crc32c(*body))) {
     *error = Status::Corruption("record at key \"" + Printable(key) + "\": checksum mismatch");
-    return nullptr;
+    return false;
   }
+  return true;
+}
+
+template <typename T>
+const T* Verified(std::string_view key, std::string_view value, Status* error) {
+  std::string_view body;
+  if (!Unframed(key, value, &body, error)) return nullptr;
   fbs::Verifier verifier(reinterpret_cast<const uint8_t*>(body.data()), body.size());
   if (!verifier.VerifyBuffer<T>(nullptr)) {
     *error = Status::Corruption("record at key \"" + Printable(key) + "\" failed verification");
@@ -99,14 +112,73 @@ const T* Verified(std::string_view key, std::string_view value, Status* error) {
   return fbs::GetRoot<T>(body.data());
 }
 
-fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> EncodeFields(
-    fbs::FlatBufferBuilder& b, const std::vector<Field>& fields) {
-  std::vector<fbs::Offset<fb::FieldRecord>> out;
-  out.reserve(fields.size());
-  for (const Field& f : fields) {
-    out.push_back(fb::CreateFieldRecord(b, b.CreateString(f.name), b.CreateString(f.json)));
+// Format 7's compact records (storage/compact_coding.h) open with a tag
+// naming their kind; a FlatBuffer's first byte, the low byte of its root
+// offset, is below 0x40 in every record this codec ever wrote, so the two
+// cannot be taken for each other. Persistent: never renumber.
+enum class CompactTag : uint8_t {
+  kEvent = 0xE1,
+  kLog = 0xE2,
+  kDedup = 0xE3,
+  kProjection = 0xE4,
+  kChange = 0xE5,
+};
+
+// A compact record's tag, then its fields (the caller appends them) in this
+// thread's reused buffer; Framed copies it out with its checksum.
+std::string& StartCompact(CompactTag tag) {
+  thread_local std::string out;
+  constexpr size_t kKeepBytes = 64 << 10;
+  if (out.capacity() > kKeepBytes) out = std::string();
+  out.clear();
+  out.push_back(static_cast<char>(tag));
+  return out;
+}
+
+// The checked body of a value when it is a compact record of kind `tag`;
+// nullopt when it is a FlatBuffer (a record written before format 7), with
+// `error` set when it is neither or its checksum fails.
+std::optional<std::string_view> CompactBody(std::string_view key, std::string_view value,
+                                            CompactTag tag, Status* error) {
+  // (A value of no more bytes than a checksum has no record: the FlatBuffer
+  // path reports it.)
+  if (value.size() <= kCrcBytes || static_cast<uint8_t>(value[0]) < 0xC0) return std::nullopt;
+  std::string_view body;
+  if (!Unframed(key, value, &body, error)) return std::string_view();
+  if (static_cast<uint8_t>(body[0]) != static_cast<uint8_t>(tag)) {
+    *error =
+        Status::Corruption("record at key \"" + Printable(key) + "\" is of another kind (tag " +
+                           std::to_string(static_cast<uint8_t>(body[0])) + ")");
   }
-  return b.CreateVector(out);
+  return body.substr(1);
+}
+
+// The error for a compact record that ended early or held a bad field.
+Status Malformed(std::string_view key, const CompactReader& r) {
+  if (r.failed()) {
+    return Status::Corruption("record at key \"" + Printable(key) + "\": field " +
+                              r.failed_field() + " is malformed or truncated");
+  }
+  return Status::Corruption("record at key \"" + Printable(key) +
+                            "\": bytes left after its last field");
+}
+
+void PutFields(std::string* out, const std::vector<Field>& fields) {
+  PutVarint(out, fields.size());
+  for (const Field& f : fields) {
+    PutString(out, f.name);
+    PutString(out, f.json);
+  }
+}
+
+bool GetFields(CompactReader* r, std::vector<Field>* fields) {
+  size_t n = 0;
+  if (!r->Count("data", 2, &n)) return false;
+  fields->resize(n);
+  for (Field& f : *fields) {
+    if (!r->String("data.name", &f.name) || !r->String("data.json", &f.json)) return false;
+  }
+  return true;
 }
 
 std::vector<Field> DecodeFields(const fbs::Vector<fbs::Offset<fb::FieldRecord>>* v) {
@@ -145,26 +217,50 @@ Result<std::string> DecodeText(std::string_view key, std::string_view value) {
   return std::string(View(r->text()));
 }
 
+// a/<seq>, compact: flags (bit 0 versioned, bit 1 routed), event_id, type,
+// occurred_at fixed64, [version zigzag], received_at fixed64, [entity,
+// entity_id], then the body: the rest of the value.
 std::string EncodeEvent(const StoredEvent& e) {
-  fbs::FlatBufferBuilder& b = Builder();
-  auto id = b.CreateString(e.event.event_id);
-  auto type = b.CreateString(e.event.type);
-  auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
-  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
-  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
-  b.Finish(fb::CreateEventRecord(b, id, type, e.event.occurred_at, e.event.version.has_value(),
-                                 e.event.version.value_or(0), e.received_at, body, entity,
-                                 entity_id));
-  return Finish(b);
+  std::string& out = StartCompact(CompactTag::kEvent);
+  const Event& ev = e.event;
+  out.push_back(static_cast<char>((ev.version ? 1 : 0) | (e.entity ? 2 : 0)));
+  PutString(&out, ev.event_id);
+  PutString(&out, ev.type);
+  PutFixed64(&out, ev.occurred_at);
+  if (ev.version) PutZigzag(&out, *ev.version);
+  PutFixed64(&out, e.received_at);
+  if (e.entity) {
+    PutString(&out, e.entity->entity);
+    PutString(&out, e.entity->id);
+  }
+  out.append(e.body);
+  return Framed(out);
 }
 
 Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value) {
   Status error;
+  StoredEvent e;
+  e.seq = ParseSeqKey(key, kEventPrefix).value_or(0);
+  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kEvent, &error)) {
+    if (!error.ok()) return error;
+    CompactReader r(*body);
+    uint8_t flags = 0;
+    int64_t version = 0;
+    r.Byte("flags", &flags) && r.String("event_id", &e.event.event_id) &&
+        r.String("type", &e.event.type) && r.Fixed64("occurred_at", &e.event.occurred_at);
+    if ((flags & 1) && r.Zigzag("version", &version)) e.event.version = version;
+    r.Fixed64("received_at", &e.received_at);
+    if ((flags & 2) && !r.failed()) {
+      e.entity.emplace();
+      r.String("entity", &e.entity->entity) && r.String("entity_id", &e.entity->id);
+    }
+    if (r.failed()) return Malformed(key, r);
+    e.body = r.Rest();
+    return e;
+  }
   const AlignedValue aligned(value);
   const auto* r = Verified<fb::EventRecord>(key, aligned.view(), &error);
   if (!r) return error;
-  StoredEvent e;
-  e.seq = ParseSeqKey(key, kEventPrefix).value_or(0);
   e.event.event_id = View(r->event_id());
   e.event.type = View(r->type());
   e.event.occurred_at = r->occurred_at();
@@ -175,24 +271,34 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
   return e;
 }
 
+// g/<gen>/l/, compact: flags (bit 0: with data), type, seq varint,
+// received_at fixed64, [data: count, then name and JSON of each field]. The
+// fold position (event_id, occurred_at, version, rank) is the key's.
 namespace {
 
 std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
-  const Event& ev = e.ranked.event;
-  fbs::FlatBufferBuilder& b = Builder();
-  auto type = b.CreateString(ev.type);
-  // Left out (null), not empty: a reader tells a lean record by it.
-  fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> data;
-  if (with_data) data = EncodeFields(b, ev.data);
-  // Since format 6 the fold position (event_id, occurred_at, version, rank)
-  // is left out: the key holds it (see DecodeLog).
-  fb::LogRecordBuilder r(b);
-  r.add_seq(e.seq);
-  r.add_received_at(e.received_at);
-  if (with_data) r.add_data(data);
-  r.add_type(type);
-  b.Finish(r.Finish());
-  return Finish(b);
+  std::string& out = StartCompact(CompactTag::kLog);
+  out.push_back(static_cast<char>(with_data ? 1 : 0));
+  PutString(&out, e.ranked.event.type);
+  PutVarint(&out, e.seq);
+  PutFixed64(&out, e.received_at);
+  if (with_data) PutFields(&out, e.ranked.event.data);
+  return Framed(out);
+}
+
+// The fold position the key of a lean record holds.
+Status FoldFromKey(std::string_view key, LogEntry* e) {
+  std::optional<FoldKey> fold = ParseLogKeyFold(key);
+  if (!fold) {
+    return Status::Corruption("log record at key \"" + Printable(key) +
+                              "\": the key holds no fold position");
+  }
+  Event& ev = e->ranked.event;
+  ev.event_id = std::move(fold->event_id);
+  ev.occurred_at = fold->occurred_at;
+  ev.version = fold->version;
+  e->ranked.rank = fold->rank;
+  return Status::OK();
 }
 
 }  // namespace
@@ -203,27 +309,31 @@ std::string EncodeLogWithData(const LogEntry& e) { return EncodeLogRecord(e, /*w
 
 Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   Status error;
+  LogEntry e;
+  Event& ev = e.ranked.event;
+  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kLog, &error)) {
+    if (!error.ok()) return error;
+    CompactReader r(*body);
+    uint8_t flags = 0;
+    r.Byte("flags", &flags) && r.String("type", &ev.type) && r.Varint("seq", &e.seq) &&
+        r.Fixed64("received_at", &e.received_at);
+    e.has_data = (flags & 1) != 0;
+    if (e.has_data) GetFields(&r, &ev.data);
+    if (!r.AtEnd()) return Malformed(key, r);
+    if (Status st = FoldFromKey(key, &e); !st.ok()) return st;
+    return e;
+  }
   const AlignedValue aligned(value);
   const auto* r = Verified<fb::LogRecord>(key, aligned.view(), &error);
   if (!r) return error;
-  LogEntry e;
-  Event& ev = e.ranked.event;
   if (r->event_id() != nullptr) {
     // Written before format 6: the record repeats its fold position.
     ev.event_id = View(r->event_id());
     ev.occurred_at = r->occurred_at();
     ev.version = Optional(r->has_version(), r->version());
     e.ranked.rank = r->rank();
-  } else {
-    std::optional<FoldKey> fold = ParseLogKeyFold(key);
-    if (!fold) {
-      return Status::Corruption("log record at key \"" + Printable(key) +
-                                "\": the key holds no fold position");
-    }
-    ev.event_id = std::move(fold->event_id);
-    ev.occurred_at = fold->occurred_at;
-    ev.version = fold->version;
-    e.ranked.rank = fold->rank;
+  } else if (Status st = FoldFromKey(key, &e); !st.ok()) {
+    return st;
   }
   ev.type = View(r->type());
   e.has_data = r->data() != nullptr;
@@ -237,43 +347,68 @@ bool DigestMatches(std::string_view stored, std::string_view sha256) {
   return stored.size() >= kDedupDigestBytes && sha256.starts_with(stored);
 }
 
+// d/<event_id>, compact: flags (bit 0 routed, bit 1 with identity, bit 2
+// tombstone), seq varint, routing_epoch varint, [entity, entity_id],
+// digest (a string, empty when none), [type, occurred_at fixed64],
+// [expires_at fixed64].
 std::string EncodeDedup(const DedupEntry& e) {
-  fbs::FlatBufferBuilder& b = Builder();
   // Since format 6 the entry of a stored event with a digest is lean: the
   // digest stands for its identity (the same bytes are the same event), and
   // the type and time a different body must be compared with are read from
   // a/<seq>. Tombstones (their event is gone) and entries without a digest
   // keep them.
   const bool lean = e.expires_at == 0 && e.body_digest.size() >= kDedupDigestBytes;
-  fbs::Offset<fbs::String> type;
-  if (!lean) type = b.CreateString(e.type);
-  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
-  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
-  fbs::Offset<fbs::Vector<uint8_t>> digest;
-  if (!e.body_digest.empty()) {
-    const size_t n = lean ? kDedupDigestBytes : e.body_digest.size();
-    digest = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body_digest.data()), n);
+  std::string& out = StartCompact(CompactTag::kDedup);
+  out.push_back(static_cast<char>((e.entity ? 1 : 0) | (lean ? 0 : 2) | (e.expires_at ? 4 : 0)));
+  PutVarint(&out, e.seq);
+  PutVarint(&out, e.routing_epoch);
+  if (e.entity) {
+    PutString(&out, e.entity->entity);
+    PutString(&out, e.entity->id);
   }
-  b.Finish(fb::CreateDedupRecord(b, e.seq, type, lean ? 0 : e.occurred_at, entity, entity_id,
-                                 e.routing_epoch, e.expires_at, digest));
-  return Finish(b);
+  PutString(
+      &out,
+      std::string_view(e.body_digest).substr(0, lean ? kDedupDigestBytes : e.body_digest.size()));
+  if (!lean) {
+    PutString(&out, e.type);
+    PutFixed64(&out, e.occurred_at);
+  }
+  if (e.expires_at) PutFixed64(&out, e.expires_at);
+  return Framed(out);
 }
 
 Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   Status error;
-  const AlignedValue aligned(value);
-  const auto* r = Verified<fb::DedupRecord>(key, aligned.view(), &error);
-  if (!r) return error;
   DedupEntry e;
-  e.seq = r->seq();
-  e.has_identity = r->type() != nullptr;
-  e.type = View(r->type());
-  e.occurred_at = r->occurred_at();
-  e.entity = RefOf(r->entity(), r->entity_id());
-  e.routing_epoch = r->routing_epoch();
-  e.expires_at = r->expires_at();
-  if (const auto* digest = r->body_digest()) {
-    e.body_digest.assign(reinterpret_cast<const char*>(digest->data()), digest->size());
+  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kDedup, &error)) {
+    if (!error.ok()) return error;
+    CompactReader r(*body);
+    uint8_t flags = 0;
+    r.Byte("flags", &flags) && r.Varint("seq", &e.seq) &&
+        r.Varint32("routing_epoch", &e.routing_epoch);
+    if ((flags & 1) && !r.failed()) {
+      e.entity.emplace();
+      r.String("entity", &e.entity->entity) && r.String("entity_id", &e.entity->id);
+    }
+    r.String("body_digest", &e.body_digest);
+    e.has_identity = (flags & 2) != 0;
+    if (e.has_identity) r.String("type", &e.type) && r.Fixed64("occurred_at", &e.occurred_at);
+    if (flags & 4) r.Fixed64("expires_at", &e.expires_at);
+    if (!r.AtEnd()) return Malformed(key, r);
+  } else {
+    const AlignedValue aligned(value);
+    const auto* r = Verified<fb::DedupRecord>(key, aligned.view(), &error);
+    if (!r) return error;
+    e.seq = r->seq();
+    e.has_identity = r->type() != nullptr;
+    e.type = View(r->type());
+    e.occurred_at = r->occurred_at();
+    e.entity = RefOf(r->entity(), r->entity_id());
+    e.routing_epoch = r->routing_epoch();
+    e.expires_at = r->expires_at();
+    if (const auto* digest = r->body_digest()) {
+      e.body_digest.assign(reinterpret_cast<const char*>(digest->data()), digest->size());
+    }
   }
   if (!e.has_identity && (e.expires_at != 0 || e.body_digest.size() < kDedupDigestBytes)) {
     return Status::Corruption("dedup record at key \"" + Printable(key) +
@@ -282,30 +417,77 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   return e;
 }
 
+// g/<gen>/p/ and g/<gen>/s/, compact: flags (bit 0 versioned, bit 1 with
+// occurred_at, bit 2 cursor versioned, bit 3 cursor only), snapshots byte,
+// state, [version zigzag], applied varint, [occurred_at fixed64], events
+// varint, the cursor (occurred_at fixed64, [version zigzag], rank varint,
+// event_id), then unless cursor only: the fields (count, name and JSON of
+// each) and the rejections (count, event_id, type and reason of each). The
+// entity and id are the key's.
 namespace {
 
 std::string EncodeProjectionRecord(const ProjectionState& s, bool cursor_only) {
   const Projection& p = s.projection;
-  fbs::FlatBufferBuilder& b = Builder();
-  auto state = b.CreateString(p.state);
-  fbs::Offset<fbs::Vector<fbs::Offset<fb::FieldRecord>>> fields;
-  fbs::Offset<fbs::Vector<fbs::Offset<fb::RejectionRecord>>> rejected_vec;
+  std::string& out = StartCompact(CompactTag::kProjection);
+  out.push_back(static_cast<char>((p.version ? 1 : 0) | (p.occurred_at ? 2 : 0) |
+                                  (s.last.version ? 4 : 0) | (cursor_only ? 8 : 0)));
+  out.push_back(static_cast<char>(s.snapshots));
+  PutString(&out, p.state);
+  if (p.version) PutZigzag(&out, *p.version);
+  PutVarint(&out, p.applied);
+  if (p.occurred_at) PutFixed64(&out, *p.occurred_at);
+  PutVarint(&out, s.events);
+  PutFixed64(&out, s.last.occurred_at);
+  if (s.last.version) PutZigzag(&out, *s.last.version);
+  PutVarint(&out, s.last.rank);
+  PutString(&out, s.last.event_id);
   if (!cursor_only) {
-    fields = EncodeFields(b, p.fields);
-    std::vector<fbs::Offset<fb::RejectionRecord>> rejected;
+    PutFields(&out, p.fields);
+    PutVarint(&out, p.rejected.size());
     for (const Rejection& r : p.rejected) {
-      rejected.push_back(fb::CreateRejectionRecord(
-          b, b.CreateString(r.event_id), b.CreateString(r.type), b.CreateString(r.reason)));
+      PutString(&out, r.event_id);
+      PutString(&out, r.type);
+      PutString(&out, r.reason);
     }
-    rejected_vec = b.CreateVector(rejected);
   }
-  auto last_id = b.CreateString(s.last.event_id);
-  b.Finish(fb::CreateProjectionRecord(
-      b, state, fields, p.version.has_value(), p.version.value_or(0), p.applied, rejected_vec,
-      p.occurred_at.has_value(), p.occurred_at.value_or(0), s.events, s.last.occurred_at,
-      s.last.version.has_value(), s.last.version.value_or(0), s.last.rank, last_id, cursor_only,
-      static_cast<uint8_t>(s.snapshots)));
-  return Finish(b);
+  return Framed(out);
+}
+
+// An unknown value (a later build's) reads as unknown: a read searches.
+ProjectionState::Snapshots SnapshotsOf(uint8_t stored) {
+  return stored <= static_cast<uint8_t>(ProjectionState::Snapshots::kSome)
+             ? static_cast<ProjectionState::Snapshots>(stored)
+             : ProjectionState::Snapshots::kUnknown;
+}
+
+Status DecodeCompactProjection(std::string_view key, std::string_view body, ProjectionState* s) {
+  Projection& p = s->projection;
+  CompactReader r(body);
+  uint8_t flags = 0, snapshots = 0;
+  int64_t v = 0;
+  r.Byte("flags", &flags) && r.Byte("snapshots", &snapshots) && r.String("state", &p.state);
+  if ((flags & 1) && r.Zigzag("version", &v)) p.version = v;
+  r.Varint("applied", &p.applied);
+  if ((flags & 2) && r.Fixed64("occurred_at", &v)) p.occurred_at = v;
+  r.Varint("events", &s->events) && r.Fixed64("last.occurred_at", &s->last.occurred_at);
+  if ((flags & 4) && r.Zigzag("last.version", &v)) s->last.version = v;
+  r.Varint32("last.rank", &s->last.rank) && r.String("last.event_id", &s->last.event_id);
+  s->cursor_only = (flags & 8) != 0;
+  s->snapshots = SnapshotsOf(snapshots);
+  if (!s->cursor_only && GetFields(&r, &p.fields)) {
+    size_t n = 0;
+    if (r.Count("rejected", 3, &n)) {
+      p.rejected.resize(n);
+      for (Rejection& rej : p.rejected) {
+        if (!r.String("rejected.event_id", &rej.event_id) ||
+            !r.String("rejected.type", &rej.type) || !r.String("rejected.reason", &rej.reason)) {
+          break;
+        }
+      }
+    }
+  }
+  if (!r.AtEnd()) return Malformed(key, r);
+  return Status::OK();
 }
 
 }  // namespace
@@ -321,15 +503,21 @@ std::string EncodeProjectionCursor(const ProjectionState& s) {
 
 Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view value) {
   Status error;
-  const AlignedValue aligned(value);
-  const auto* r = Verified<fb::ProjectionRecord>(key, aligned.view(), &error);
-  if (!r) return error;
   ProjectionState s;
   Projection& p = s.projection;
   if (auto ref = ParseProjectionKey(key)) {
     p.entity = std::move(ref->entity);
     p.id = std::move(ref->id);
   }
+  if (std::optional<std::string_view> body =
+          CompactBody(key, value, CompactTag::kProjection, &error)) {
+    if (!error.ok()) return error;
+    if (Status st = DecodeCompactProjection(key, *body, &s); !st.ok()) return st;
+    return s;
+  }
+  const AlignedValue aligned(value);
+  const auto* r = Verified<fb::ProjectionRecord>(key, aligned.view(), &error);
+  if (!r) return error;
   p.state = View(r->state());
   p.fields = DecodeFields(r->fields());
   p.version = Optional(r->has_version(), r->version());
@@ -346,10 +534,7 @@ Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view 
   s.last = FoldKey{r->last_occurred_at(), Optional(r->last_has_version(), r->last_version()),
                    r->last_rank(), std::string(View(r->last_event_id()))};
   s.cursor_only = r->cursor_only();
-  // An unknown value (a later build's) reads as unknown: a read searches.
-  if (r->snapshots() <= static_cast<uint8_t>(ProjectionState::Snapshots::kSome)) {
-    s.snapshots = static_cast<ProjectionState::Snapshots>(r->snapshots());
-  }
+  s.snapshots = SnapshotsOf(r->snapshots());
   return s;
 }
 
@@ -383,24 +568,43 @@ Result<ConflictEntry> DecodeConflict(std::string_view key, std::string_view valu
   return e;
 }
 
+// f/<seq>, compact: entity, id, state, previous_state, event_ids (count,
+// then each), changed_at fixed64. The seq is the key's.
 std::string EncodeChange(const Change& c) {
-  fbs::FlatBufferBuilder& b = Builder();
-  auto entity = b.CreateString(c.entity);
-  auto id = b.CreateString(c.id);
-  auto state = b.CreateString(c.state);
-  auto previous = b.CreateString(c.previous_state);
-  auto ids = b.CreateVectorOfStrings(c.event_ids);
-  b.Finish(fb::CreateChangeRecord(b, entity, id, state, previous, ids, c.changed_at));
-  return Finish(b);
+  std::string& out = StartCompact(CompactTag::kChange);
+  PutString(&out, c.entity);
+  PutString(&out, c.id);
+  PutString(&out, c.state);
+  PutString(&out, c.previous_state);
+  PutVarint(&out, c.event_ids.size());
+  for (const std::string& id : c.event_ids) PutString(&out, id);
+  PutFixed64(&out, c.changed_at);
+  return Framed(out);
 }
 
 Result<Change> DecodeChange(std::string_view key, std::string_view value) {
   Status error;
+  Change c;
+  c.seq = ParseSeqKey(key, kFeedPrefix).value_or(0);
+  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kChange, &error)) {
+    if (!error.ok()) return error;
+    CompactReader r(*body);
+    size_t n = 0;
+    r.String("entity", &c.entity) && r.String("id", &c.id) && r.String("state", &c.state) &&
+        r.String("previous_state", &c.previous_state) && r.Count("event_ids", 1, &n);
+    if (!r.failed()) {
+      c.event_ids.resize(n);
+      for (std::string& id : c.event_ids) {
+        if (!r.String("event_ids", &id)) break;
+      }
+    }
+    r.Fixed64("changed_at", &c.changed_at);
+    if (!r.AtEnd()) return Malformed(key, r);
+    return c;
+  }
   const AlignedValue aligned(value);
   const auto* r = Verified<fb::ChangeRecord>(key, aligned.view(), &error);
   if (!r) return error;
-  Change c;
-  c.seq = ParseSeqKey(key, kFeedPrefix).value_or(0);
   c.entity = View(r->entity());
   c.id = View(r->entity_id());
   c.state = View(r->state());

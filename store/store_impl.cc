@@ -44,8 +44,11 @@ namespace {
 // 1 and 2 keep m/ and k/ values as bare text, which the upgrade frames.
 // Format 4 differs from 5 only in having no m/log_generation: its logs are
 // under m/generation, which the upgrade records as the log generation.
+// Formats 5 and 6 differ from 7 only in how records are encoded, which the
+// decoders tell apart record by record.
 bool IsUpgradableFormat(std::string_view format) {
-  return format == "1" || format == "2" || format == "3" || format == "4" || format == "5";
+  return format == "1" || format == "2" || format == "3" || format == "4" || format == "5" ||
+         format == "6";
 }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "storage/key_codec.h"
-#include "tests/storage/format5_records.h"
+#include "tests/storage/legacy_records.h"
 
 namespace eventfold::storage {
 namespace {

@@ -1,0 +1,161 @@
+// Values as older stores hold them, for the tests that read or upgrade such
+// a store (this build writes format 7's compact records):
+// - format 6: the five values of an event as FlatBuffers;
+// - format 5: besides, the log record repeats the fold position its key
+//   holds, and the dedup entry keeps its event's type and time and the
+//   whole 32-byte digest.
+
+#ifndef EVENTFOLD_TESTS_STORAGE_LEGACY_RECORDS_H_
+#define EVENTFOLD_TESTS_STORAGE_LEGACY_RECORDS_H_
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/crc32c.h"
+#include "storage/record_codec.h"
+#include "storage/records_generated.h"
+
+namespace eventfold::storage_test {
+
+// A finished FlatBuffer framed as every stored value is: its masked
+// CRC-32C after it, little-endian.
+inline std::string Framed(const flatbuffers::FlatBufferBuilder& b) {
+  std::string out(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  const uint32_t crc = MaskCrc(Crc32c(out));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
+  return out;
+}
+
+inline std::string EncodeFormat5Log(const storage::LogEntry& e) {
+  namespace fb = storage::fb;
+  const Event& ev = e.ranked.event;
+  flatbuffers::FlatBufferBuilder b;
+  auto id = b.CreateString(ev.event_id);
+  auto type = b.CreateString(ev.type);
+  b.Finish(fb::CreateLogRecord(b, id, type, ev.occurred_at, ev.version.has_value(),
+                               ev.version.value_or(0), e.ranked.rank, e.received_at, 0, e.seq));
+  return Framed(b);
+}
+
+inline std::string EncodeFormat5Dedup(const storage::DedupEntry& e) {
+  namespace fb = storage::fb;
+  flatbuffers::FlatBufferBuilder b;
+  auto type = b.CreateString(e.type);
+  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
+  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> digest;
+  if (!e.body_digest.empty()) {
+    digest = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body_digest.data()),
+                            e.body_digest.size());
+  }
+  b.Finish(fb::CreateDedupRecord(b, e.seq, type, e.occurred_at, entity, entity_id, e.routing_epoch,
+                                 e.expires_at, digest));
+  return Framed(b);
+}
+
+// Format 6: a/<seq>.
+inline std::string EncodeFormat6Event(const storage::StoredEvent& e) {
+  namespace fb = storage::fb;
+  flatbuffers::FlatBufferBuilder b;
+  auto id = b.CreateString(e.event.event_id);
+  auto type = b.CreateString(e.event.type);
+  auto body = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body.data()), e.body.size());
+  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
+  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  b.Finish(fb::CreateEventRecord(b, id, type, e.event.occurred_at, e.event.version.has_value(),
+                                 e.event.version.value_or(0), e.received_at, body, entity,
+                                 entity_id));
+  return Framed(b);
+}
+
+inline flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<storage::fb::FieldRecord>>>
+Format6Fields(flatbuffers::FlatBufferBuilder& b, const std::vector<Field>& fields) {
+  std::vector<flatbuffers::Offset<storage::fb::FieldRecord>> out;
+  for (const Field& f : fields) {
+    out.push_back(
+        storage::fb::CreateFieldRecord(b, b.CreateString(f.name), b.CreateString(f.json)));
+  }
+  return b.CreateVector(out);
+}
+
+// Format 6: g/<gen>/l/, its fold position left to the key; `with_data` as
+// a format 1 record or a rebuild's sort run carries it.
+inline std::string EncodeFormat6Log(const storage::LogEntry& e, bool with_data = false) {
+  namespace fb = storage::fb;
+  flatbuffers::FlatBufferBuilder b;
+  auto type = b.CreateString(e.ranked.event.type);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::FieldRecord>>> data;
+  if (with_data) data = Format6Fields(b, e.ranked.event.data);
+  fb::LogRecordBuilder r(b);
+  r.add_seq(e.seq);
+  r.add_received_at(e.received_at);
+  if (with_data) r.add_data(data);
+  r.add_type(type);
+  b.Finish(r.Finish());
+  return Framed(b);
+}
+
+// Format 6: d/<event_id>, lean when it has a digest and is no tombstone.
+inline std::string EncodeFormat6Dedup(const storage::DedupEntry& e) {
+  namespace fb = storage::fb;
+  flatbuffers::FlatBufferBuilder b;
+  const bool lean = e.expires_at == 0 && e.body_digest.size() >= storage::kDedupDigestBytes;
+  flatbuffers::Offset<flatbuffers::String> type;
+  if (!lean) type = b.CreateString(e.type);
+  auto entity = b.CreateString(e.entity ? e.entity->entity : "");
+  auto entity_id = b.CreateString(e.entity ? e.entity->id : "");
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> digest;
+  if (!e.body_digest.empty()) {
+    const size_t n = lean ? storage::kDedupDigestBytes : e.body_digest.size();
+    digest = b.CreateVector(reinterpret_cast<const uint8_t*>(e.body_digest.data()), n);
+  }
+  b.Finish(fb::CreateDedupRecord(b, e.seq, type, lean ? 0 : e.occurred_at, entity, entity_id,
+                                 e.routing_epoch, e.expires_at, digest));
+  return Framed(b);
+}
+
+// Format 6: g/<gen>/p/ and g/<gen>/s/, whole or the cursor only.
+inline std::string EncodeFormat6Projection(const ProjectionState& s) {
+  namespace fb = storage::fb;
+  const Projection& p = s.projection;
+  flatbuffers::FlatBufferBuilder b;
+  auto state = b.CreateString(p.state);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::FieldRecord>>> fields;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::RejectionRecord>>> rejected_vec;
+  if (!s.cursor_only) {
+    fields = Format6Fields(b, p.fields);
+    std::vector<flatbuffers::Offset<fb::RejectionRecord>> rejected;
+    for (const Rejection& r : p.rejected) {
+      rejected.push_back(fb::CreateRejectionRecord(
+          b, b.CreateString(r.event_id), b.CreateString(r.type), b.CreateString(r.reason)));
+    }
+    rejected_vec = b.CreateVector(rejected);
+  }
+  auto last_id = b.CreateString(s.last.event_id);
+  b.Finish(fb::CreateProjectionRecord(
+      b, state, fields, p.version.has_value(), p.version.value_or(0), p.applied, rejected_vec,
+      p.occurred_at.has_value(), p.occurred_at.value_or(0), s.events, s.last.occurred_at,
+      s.last.version.has_value(), s.last.version.value_or(0), s.last.rank, last_id, s.cursor_only,
+      static_cast<uint8_t>(s.snapshots)));
+  return Framed(b);
+}
+
+// Format 6: f/<seq>.
+inline std::string EncodeFormat6Change(const Change& c) {
+  namespace fb = storage::fb;
+  flatbuffers::FlatBufferBuilder b;
+  auto entity = b.CreateString(c.entity);
+  auto id = b.CreateString(c.id);
+  auto state = b.CreateString(c.state);
+  auto previous = b.CreateString(c.previous_state);
+  auto ids = b.CreateVectorOfStrings(c.event_ids);
+  b.Finish(fb::CreateChangeRecord(b, entity, id, state, previous, ids, c.changed_at));
+  return Framed(b);
+}
+
+}  // namespace eventfold::storage_test
+
+#endif  // EVENTFOLD_TESTS_STORAGE_LEGACY_RECORDS_H_
