@@ -135,22 +135,25 @@ std::string& StartCompact(CompactTag tag) {
   return out;
 }
 
-// The checked body of a value when it is a compact record of kind `tag`;
-// nullopt when it is a FlatBuffer (a record written before format 7), with
-// `error` set when it is neither or its checksum fails.
-std::optional<std::string_view> CompactBody(std::string_view key, std::string_view value,
-                                            CompactTag tag, Status* error) {
+// The checked body of a value when it is a compact record of kind `tag`
+// (format 7); nullopt when it is a FlatBuffer (written before format 7),
+// which the caller verifies as one. Corruption when the checksum fails or
+// the record is of another kind.
+Result<std::optional<std::string_view>> CompactBody(std::string_view key, std::string_view value,
+                                                    CompactTag tag) {
   // (A value of no more bytes than a checksum has no record: the FlatBuffer
   // path reports it.)
-  if (value.size() <= kCrcBytes || static_cast<uint8_t>(value[0]) < 0xC0) return std::nullopt;
-  std::string_view body;
-  if (!Unframed(key, value, &body, error)) return std::string_view();
-  if (static_cast<uint8_t>(body[0]) != static_cast<uint8_t>(tag)) {
-    *error =
-        Status::Corruption("record at key \"" + Printable(key) + "\" is of another kind (tag " +
-                           std::to_string(static_cast<uint8_t>(body[0])) + ")");
+  if (value.size() <= kCrcBytes || static_cast<uint8_t>(value[0]) < 0xC0) {
+    return std::optional<std::string_view>();
   }
-  return body.substr(1);
+  std::string_view body;
+  Status error;
+  if (!Unframed(key, value, &body, &error)) return error;
+  if (static_cast<uint8_t>(body[0]) != static_cast<uint8_t>(tag)) {
+    return Status::Corruption("record at key \"" + Printable(key) + "\" is of another kind (tag " +
+                              std::to_string(static_cast<uint8_t>(body[0])) + ")");
+  }
+  return std::optional<std::string_view>(body.substr(1));
 }
 
 // The error for a compact record that ended early or held a bad field.
@@ -241,8 +244,9 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
   Status error;
   StoredEvent e;
   e.seq = ParseSeqKey(key, kEventPrefix).value_or(0);
-  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kEvent, &error)) {
-    if (!error.ok()) return error;
+  Result<std::optional<std::string_view>> compact = CompactBody(key, value, CompactTag::kEvent);
+  if (!compact.ok()) return compact.status();
+  if (const std::optional<std::string_view>& body = *compact) {
     CompactReader r(*body);
     uint8_t flags = 0;
     int64_t version = 0;
@@ -311,8 +315,9 @@ Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
   Status error;
   LogEntry e;
   Event& ev = e.ranked.event;
-  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kLog, &error)) {
-    if (!error.ok()) return error;
+  Result<std::optional<std::string_view>> compact = CompactBody(key, value, CompactTag::kLog);
+  if (!compact.ok()) return compact.status();
+  if (const std::optional<std::string_view>& body = *compact) {
     CompactReader r(*body);
     uint8_t flags = 0;
     r.Byte("flags", &flags) && r.String("type", &ev.type) && r.Varint("seq", &e.seq) &&
@@ -380,8 +385,9 @@ std::string EncodeDedup(const DedupEntry& e) {
 Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
   Status error;
   DedupEntry e;
-  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kDedup, &error)) {
-    if (!error.ok()) return error;
+  Result<std::optional<std::string_view>> compact = CompactBody(key, value, CompactTag::kDedup);
+  if (!compact.ok()) return compact.status();
+  if (const std::optional<std::string_view>& body = *compact) {
     CompactReader r(*body);
     uint8_t flags = 0;
     r.Byte("flags", &flags) && r.Varint("seq", &e.seq) &&
@@ -509,9 +515,10 @@ Result<ProjectionState> DecodeProjection(std::string_view key, std::string_view 
     p.entity = std::move(ref->entity);
     p.id = std::move(ref->id);
   }
-  if (std::optional<std::string_view> body =
-          CompactBody(key, value, CompactTag::kProjection, &error)) {
-    if (!error.ok()) return error;
+  Result<std::optional<std::string_view>> compact =
+      CompactBody(key, value, CompactTag::kProjection);
+  if (!compact.ok()) return compact.status();
+  if (const std::optional<std::string_view>& body = *compact) {
     if (Status st = DecodeCompactProjection(key, *body, &s); !st.ok()) return st;
     return s;
   }
@@ -586,8 +593,9 @@ Result<Change> DecodeChange(std::string_view key, std::string_view value) {
   Status error;
   Change c;
   c.seq = ParseSeqKey(key, kFeedPrefix).value_or(0);
-  if (std::optional<std::string_view> body = CompactBody(key, value, CompactTag::kChange, &error)) {
-    if (!error.ok()) return error;
+  Result<std::optional<std::string_view>> compact = CompactBody(key, value, CompactTag::kChange);
+  if (!compact.ok()) return compact.status();
+  if (const std::optional<std::string_view>& body = *compact) {
     CompactReader r(*body);
     size_t n = 0;
     r.String("entity", &c.entity) && r.String("id", &c.id) && r.String("state", &c.state) &&
