@@ -12,21 +12,13 @@
 #include <string>
 #include <string_view>
 
-#include "core/crc32c.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 
 namespace {
 
-using namespace eventfold;          // NOLINT(build/namespaces)
+using namespace eventfold;           // NOLINT(build/namespaces)
 using namespace eventfold::storage;  // NOLINT(build/namespaces)
-
-std::string Framed(std::string_view record) {
-  std::string out(record);
-  const uint32_t crc = MaskCrc(Crc32c(record));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
-  return out;
-}
 
 void Check(bool ok) {
   if (!ok) __builtin_trap();
@@ -50,16 +42,16 @@ void RoundTrip(const std::string& key, const std::string& value, Decode decode, 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string value =
-      Framed(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+      FrameRecord(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
   const FoldKey fold{1795941330123000, 3, 1, "evt_1"};
   switch (data[0] % 6) {
     case 0:
-      RoundTrip<StoredEvent>(
-          EventKey(7), value, DecodeStoredEvent, EncodeEvent,
-          [](const StoredEvent& a, const StoredEvent& b) {
-            return a.seq == b.seq && a.event == b.event && a.received_at == b.received_at &&
-                   a.body == b.body && a.entity == b.entity;
-          });
+      RoundTrip<StoredEvent>(EventKey(7), value, DecodeStoredEvent, EncodeEvent,
+                             [](const StoredEvent& a, const StoredEvent& b) {
+                               return a.seq == b.seq && a.event == b.event &&
+                                      a.received_at == b.received_at && a.body == b.body &&
+                                      a.entity == b.entity;
+                             });
       break;
     case 1:
       RoundTrip<LogEntry>(
@@ -102,8 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     default:
       // Under another kind's key: refused, never read as that kind.
       if (size > 1 && data[1] >= 0xC0) {
-        Check(!DecodeChange(ProjectionKey(1, {"receipt", "rcp_1"}), value).ok() ||
-              data[1] == 0xE5);
+        Check(!DecodeChange(ProjectionKey(1, {"receipt", "rcp_1"}), value).ok() || data[1] == 0xE5);
       }
       break;
   }

@@ -30,7 +30,9 @@ std::string_view View(const fbs::Vector<uint8_t>* v) {
 // it, little-endian: corruption that still parses is caught too.
 constexpr size_t kCrcBytes = 4;
 
-std::string Framed(std::string_view record) {
+}  // namespace
+
+std::string FrameRecord(std::string_view record) {
   const uint32_t crc = MaskCrc(Crc32c(record));
   std::string out;
   out.reserve(record.size() + kCrcBytes);
@@ -39,8 +41,11 @@ std::string Framed(std::string_view record) {
   return out;
 }
 
+namespace {
+
 std::string Finish(fbs::FlatBufferBuilder& b) {
-  return Framed(std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
+  return FrameRecord(
+      std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
 }
 
 // This thread's builder, cleared: every record is encoded into one reused
@@ -237,7 +242,7 @@ std::string EncodeEvent(const StoredEvent& e) {
     PutString(&out, e.entity->id);
   }
   out.append(e.body);
-  return Framed(out);
+  return FrameRecord(out);
 }
 
 Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value) {
@@ -287,7 +292,7 @@ std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
   PutVarint(&out, e.seq);
   PutFixed64(&out, e.received_at);
   if (with_data) PutFields(&out, e.ranked.event.data);
-  return Framed(out);
+  return FrameRecord(out);
 }
 
 // The fold position the key of a lean record holds.
@@ -379,7 +384,7 @@ std::string EncodeDedup(const DedupEntry& e) {
     PutFixed64(&out, e.occurred_at);
   }
   if (e.expires_at) PutFixed64(&out, e.expires_at);
-  return Framed(out);
+  return FrameRecord(out);
 }
 
 Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
@@ -456,7 +461,7 @@ std::string EncodeProjectionRecord(const ProjectionState& s, bool cursor_only) {
       PutString(&out, r.reason);
     }
   }
-  return Framed(out);
+  return FrameRecord(out);
 }
 
 // An unknown value (a later build's) reads as unknown: a read searches.
@@ -586,7 +591,7 @@ std::string EncodeChange(const Change& c) {
   PutVarint(&out, c.event_ids.size());
   for (const std::string& id : c.event_ids) PutString(&out, id);
   PutFixed64(&out, c.changed_at);
-  return Framed(out);
+  return FrameRecord(out);
 }
 
 Result<Change> DecodeChange(std::string_view key, std::string_view value) {

@@ -26,6 +26,11 @@ namespace eventfold::storage {
 // checksum or the buffer does not verify (a format 1/2 value, plain text,
 // does not: Open upgrades those before anything reads them).
 std::string EncodeText(std::string_view text);
+
+// A record as it is stored: the record's bytes followed by their masked
+// CRC-32C, little-endian. Every Encode* below returns its record so framed
+// (tests and fuzzers frame records of their own with it).
+std::string FrameRecord(std::string_view record);
 Result<std::string> DecodeText(std::string_view key, std::string_view value);
 
 // a/<seq>

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "core/crc32c.h"
 #include "storage/compact_coding.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
@@ -35,8 +34,9 @@ std::string RandomBytes(std::mt19937_64& rng, size_t typical) {
 }
 
 int64_t RandomInt(std::mt19937_64& rng) {
-  static const int64_t kEdges[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1, 127, 128,
-                                   1795947330123000, std::numeric_limits<int64_t>::max()};
+  static const int64_t kEdges[] = {
+      std::numeric_limits<int64_t>::min(), -1, 0, 1, 127, 128, 1795947330123000,
+      std::numeric_limits<int64_t>::max()};
   if (rng() % 3 == 0) return kEdges[rng() % 8];
   return static_cast<int64_t>(rng()) >> (rng() % 64);
 }
@@ -91,8 +91,7 @@ TEST(storage_compact_record, RandomRecordsRoundTrip) {
     log.received_at = RandomInt(rng);
     const std::string log_key = LogKey(rng() >> 32, {"receipt", "rcp_1"}, fold);
     const bool with_data = rng() % 2;
-    Result<LogEntry> l =
-        DecodeLog(log_key, with_data ? EncodeLogWithData(log) : EncodeLog(log));
+    Result<LogEntry> l = DecodeLog(log_key, with_data ? EncodeLogWithData(log) : EncodeLog(log));
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     if (!with_data) log.ranked.event.data.clear();
     EXPECT_EQ(l->ranked.event, log.ranked.event);
@@ -117,8 +116,8 @@ TEST(storage_compact_record, RandomRecordsRoundTrip) {
     EXPECT_EQ(d->routing_epoch, dedup.routing_epoch);
     EXPECT_EQ(d->expires_at, dedup.expires_at);
     EXPECT_EQ(d->has_identity, !lean);
-    EXPECT_EQ(d->body_digest, lean ? dedup.body_digest.substr(0, kDedupDigestBytes)
-                                   : dedup.body_digest);
+    EXPECT_EQ(d->body_digest,
+              lean ? dedup.body_digest.substr(0, kDedupDigestBytes) : dedup.body_digest);
     if (!lean) {
       EXPECT_EQ(d->type, dedup.type);
       EXPECT_EQ(d->occurred_at, dedup.occurred_at);
@@ -137,8 +136,8 @@ TEST(storage_compact_record, RandomRecordsRoundTrip) {
     }
     ps.projection.occurred_at = MaybeInt(rng);
     ps.events = rng();
-    ps.last = FoldKey{RandomInt(rng), MaybeInt(rng), static_cast<uint32_t>(rng()),
-                      RandomBytes(rng, 36)};
+    ps.last =
+        FoldKey{RandomInt(rng), MaybeInt(rng), static_cast<uint32_t>(rng()), RandomBytes(rng, 36)};
     ps.snapshots = static_cast<ProjectionState::Snapshots>(rng() % 3);
     const std::string p_key = ProjectionKey(1, {"receipt", "rcp_1"});
     Result<ProjectionState> p = DecodeProjection(p_key, EncodeProjection(ps));
@@ -172,13 +171,6 @@ TEST(storage_compact_record, RandomRecordsRoundTrip) {
   }
 }
 
-std::string Framed(std::string_view record) {
-  std::string out(record);
-  const uint32_t crc = MaskCrc(Crc32c(record));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
-  return out;
-}
-
 struct Kind {
   std::string name;
   std::string record;  // which of the five: one decoder and one tag each
@@ -194,7 +186,10 @@ std::function<Status(std::string_view, std::string_view)> StatusOf(Decode decode
 }
 
 Event SampleEvent() {
-  return Event{"evt_01HZX3K8", "receipt.issued", 1795941330123000, 7,
+  return Event{"evt_01HZX3K8",
+               "receipt.issued",
+               1795941330123000,
+               7,
                {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}}};
 }
 
@@ -210,11 +205,12 @@ std::vector<Kind> Kinds() {
   const std::string log_key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 2));
   out.push_back({"log", "l", log_key, EncodeLog(log), 0, StatusOf(DecodeLog)});
   out.push_back({"log with data", "l", log_key, EncodeLogWithData(log), 0, StatusOf(DecodeLog)});
-  DedupEntry dedup{9, "receipt.issued", 5, EntityRef{"receipt", "rcp_1"}, 2, 0,
-                   std::string(32, '\x5a')};
+  DedupEntry dedup{9, "receipt.issued",       5, EntityRef{"receipt", "rcp_1"}, 2,
+                   0, std::string(32, '\x5a')};
   out.push_back({"dedup", "d", DedupKey("evt_1"), EncodeDedup(dedup), 0, StatusOf(DecodeDedup)});
   dedup.expires_at = 77;
-  out.push_back({"tombstone", "d", DedupKey("evt_1"), EncodeDedup(dedup), 0, StatusOf(DecodeDedup)});
+  out.push_back(
+      {"tombstone", "d", DedupKey("evt_1"), EncodeDedup(dedup), 0, StatusOf(DecodeDedup)});
   ProjectionState ps;
   ps.projection.state = "issued";
   ps.projection.version = 3;
@@ -244,15 +240,15 @@ TEST(storage_compact_record, DamageBehindAValidChecksumIsRefusedNamingTheField) 
     // is a valid shorter body).
     const size_t cuts = k.fixed_bytes ? k.fixed_bytes - 4 : record.size();
     // Nothing but a checksum: whatever its first byte, no record.
-    EXPECT_TRUE(k.decode(k.key, Framed("")).IsCorruption());
+    EXPECT_TRUE(k.decode(k.key, FrameRecord("")).IsCorruption());
     for (size_t n = 1; n < cuts; ++n) {
-      const Status st = k.decode(k.key, Framed(record.substr(0, n)));
+      const Status st = k.decode(k.key, FrameRecord(record.substr(0, n)));
       ASSERT_FALSE(st.ok()) << "cut to " << n << " of " << record.size();
       EXPECT_TRUE(st.IsCorruption()) << st.ToString();
       EXPECT_NE(st.message().find("field "), std::string::npos) << st.message();
     }
     if (!k.fixed_bytes) {
-      const Status st = k.decode(k.key, Framed(std::string(record) + "x"));
+      const Status st = k.decode(k.key, FrameRecord(std::string(record) + "x"));
       EXPECT_TRUE(st.IsCorruption()) << st.ToString();
       EXPECT_NE(st.message().find("bytes left"), std::string::npos) << st.message();
     }
@@ -260,8 +256,10 @@ TEST(storage_compact_record, DamageBehindAValidChecksumIsRefusedNamingTheField) 
       for (char b : {'\x00', '\x7f', '\x80', '\xff'}) {
         std::string changed(record);
         changed[i] = b;
-        const Status st = k.decode(k.key, Framed(changed));
-        if (!st.ok()) EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+        const Status st = k.decode(k.key, FrameRecord(changed));
+        if (!st.ok()) {
+          EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+        }
       }
     }
   }
@@ -317,8 +315,8 @@ TEST(storage_compact_record, Format6ValuesReadAsTheCompactOnesAndAreLarger) {
   }
 
   for (int64_t expires_at : {0, 99}) {
-    const DedupEntry dedup{41, event.type, event.occurred_at, ref, 3, expires_at,
-                           std::string(32, '\x11')};
+    const DedupEntry dedup{41, event.type, event.occurred_at,      ref,
+                           3,  expires_at, std::string(32, '\x11')};
     const std::string compact = EncodeDedup(dedup);
     const std::string legacy = storage_test::EncodeFormat6Dedup(dedup);
     EXPECT_LT(compact.size() + 30, legacy.size());

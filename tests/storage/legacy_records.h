@@ -14,19 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "core/crc32c.h"
 #include "storage/record_codec.h"
 #include "storage/records_generated.h"
 
 namespace eventfold::storage_test {
 
-// A finished FlatBuffer framed as every stored value is: its masked
-// CRC-32C after it, little-endian.
+// A finished FlatBuffer framed as every stored value is.
 inline std::string Framed(const flatbuffers::FlatBufferBuilder& b) {
-  std::string out(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
-  const uint32_t crc = MaskCrc(Crc32c(out));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
-  return out;
+  return storage::FrameRecord(
+      std::string_view(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
 }
 
 inline std::string EncodeFormat5Log(const storage::LogEntry& e) {
