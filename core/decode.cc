@@ -427,13 +427,12 @@ bool IsValidEventId(std::string_view id) {
   return true;
 }
 
-Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
+Result<Event> DecodeUnrouted(std::string_view body) {
   RawBody raw;
   Status st = ReadBody(body, &raw);
   if (!st.ok()) return st;
 
-  DecodedEvent out;
-  Event& ev = out.event;
+  Event ev;
   if (!raw.event_id) return Refuse("event_id", "required");
   if (raw.event_id_not_string) return Refuse("event_id", "must be a string");
   if (!IsValidEventId(*raw.event_id)) {
@@ -470,9 +469,16 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
   if (!raw.has_data) return Refuse("data", "required");
   if (!raw.data_is_object) return Refuse("data", "must be an object");
   ev.data = std::move(raw.data_fields);
+  return ev;
+}
 
-  if (const Route* route = profile.Find(ev.type)) {
-    Result<std::string> key = ExtractKey(ev.data, route->entity->key);
+Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
+  Result<Event> ev = DecodeUnrouted(body);
+  if (!ev.ok()) return ev.status();
+  DecodedEvent out;
+  out.event = std::move(*ev);
+  if (const Route* route = profile.Find(out.event.type)) {
+    Result<std::string> key = ExtractKey(out.event.data, route->entity->key);
     if (!key.ok()) return key.status();
     out.entity = EntityRef{route->entity->name, std::move(*key)};
     out.rank = route->rank;

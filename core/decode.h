@@ -35,6 +35,10 @@ struct DecodedEvent {
 // "<field>: <reason>" on any refusal.
 Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 
+// Decodes `body` by the same rules without routing it: its identity (id,
+// type, time, version) and data need no profile. Fails as DecodeEvent does.
+Result<Event> DecodeUnrouted(std::string_view body);
+
 // The docs/SPEC.md §2.3 header rules: X-RR-Event-Id and webhook-id, when present,
 // equal the body's event_id.
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id);

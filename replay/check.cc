@@ -262,7 +262,8 @@ class Checker {
     if (!found) {
       Problem(key, "event " + ev.event_id + " routes to " + decoded->entity->entity + "/" +
                        decoded->entity->id + " but is missing from its log");
-    } else if (Result<storage::LogEntry> l = storage::DecodeLog(lkey, lvalue); l.ok()) {
+    } else if (Result<storage::LogEntry> l = storage::DecodeLog(lkey, lvalue, *o_.profile);
+               l.ok()) {
       if (l->seq != e->seq) {
         Problem(key, "the log entry of event " + ev.event_id + " names a/" + Seq(l->seq));
       }
@@ -478,7 +479,7 @@ class Checker {
       Problem(key, "log of entity type \"" + ref.entity + "\", which the store's profile lacks");
       return Status::OK();
     }
-    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value, *o_.profile);
     if (!e.ok()) {
       Problem(key, e.status().message());
       return Status::OK();
@@ -595,7 +596,8 @@ class Checker {
     }
     for (log->Seek(log_prefix); foldable && log->Valid() && log->key().starts_with(log_prefix);
          log->Next()) {
-      Result<storage::LogEntry> e = storage::DecodeLog(View(log->key()), View(log->value()));
+      Result<storage::LogEntry> e =
+          storage::DecodeLog(View(log->key()), View(log->value()), *o_.profile);
       if (!e.ok() || e->ranked.rank >= type->transitions.size() ||
           type->transitions[e->ranked.rank].type != e->ranked.event.type ||
           !storage::LoadLogData(db_, ro_, *o_.profile, &*e).ok()) {

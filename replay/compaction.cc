@@ -29,7 +29,8 @@ Status Seed(leveldb::DB* db, leveldb::Iterator* it, leveldb::Iterator* logs, con
   std::vector<RankedEvent> events;
   const std::string log = storage::LogPrefix(gens.logs, ref);
   for (logs->Seek(log); logs->Valid() && logs->key().starts_with(log); logs->Next()) {
-    Result<storage::LogEntry> e = storage::DecodeLog(View(logs->key()), View(logs->value()));
+    Result<storage::LogEntry> e =
+        storage::DecodeLog(View(logs->key()), View(logs->value()), profile);
     if (!e.ok()) return e.status();
     leveldb::ReadOptions ro;
     ro.fill_cache = false;

@@ -141,8 +141,9 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot)));
   const leveldb::Slice prefix = Slice(storage::kEventPrefix);
   for (it->Seek(Slice(range.begin)); InRange(*it, prefix, range); it->Next()) {
+    // The body is decoded below, under the target profile.
     Result<storage::StoredEvent> stored =
-        storage::DecodeStoredEvent(View(it->key()), View(it->value()));
+        storage::DecodeStoredBody(View(it->key()), View(it->value()));
     if (!stored.ok()) return stored.status();
     ++sum->events;
     shared->events_done.fetch_add(1, std::memory_order_relaxed);
@@ -233,7 +234,7 @@ class EntityFolder {
   Status Add(std::string_view key, std::string_view value) {
     Status st = Enter(key);
     if (!st.ok()) return st;
-    Result<storage::LogEntry> e = storage::DecodeLog(key, value);
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value, profile_);
     if (!e.ok()) return e.status();
     const uint64_t interval = target_.snapshot_interval;
     if (whole_) {

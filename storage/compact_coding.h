@@ -1,5 +1,5 @@
-// Compact coding: the primitives of the record encodings that format 7
-// writes for the five values of every accepted event (storage/record_codec.h).
+// Compact coding: the primitives of the record encodings that formats 7
+// and 8 write for the five values of every accepted event (storage/record_codec.h).
 //
 //   varint  LEB128, 7 bits a byte, low first, at most 10 bytes
 //   zigzag  a signed value as the varint of (v << 1) ^ (v >> 63)
@@ -122,6 +122,14 @@ class CompactReader {
     std::string_view view;
     if (!String(field, &view)) return false;
     s->assign(view);
+    return true;
+  }
+
+  // Exactly `n` bytes, whose length the layout fixes.
+  bool Bytes(const char* field, size_t n, std::string* s) {
+    if (!Ok(field, n)) return false;
+    s->assign(in_.substr(0, n));
+    in_.remove_prefix(n);
     return true;
   }
 

@@ -11,7 +11,14 @@
 //            be32(rank)
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "7" (kFormatVersion). Format 7 writes the five values of
+// m/format is "8" (kFormatVersion). Format 8 leaves out of the per-event
+// values what other stored bytes say: a/<seq> holds the received_at and
+// the body (whose identity is decoded from it where needed; the route is
+// the profile's), g/l/ the seq (its type is the rank's transition in the
+// profile of its log generation, its received_at the a/ record's), a d/
+// digest has no length byte, and a cursor whose last event was applied
+// does not repeat its time and version; format 7's records read as they
+// are, so the upgrade from 7 only writes m/format. Format 7 writes the five values of
 // every accepted event (a/, d/, f/, g/l/, g/p/ and snapshots under g/s/) as
 // compact records (storage/compact_coding.h, layouts in record_codec.cc)
 // instead of FlatBuffers, whose offsets, vtables and padding cost about a
@@ -47,6 +54,7 @@
 //                                   "unrouted_index" (the log generation whose
 //                                   u/ index is complete)
 //   a/<seq>                         EventRecord: accepted event, verbatim body
+//                                   (since format 8 with its received_at only)
 //   d/<event_id>                    DedupRecord: event_id -> seq, route and
 //                                   body digest (identity, since format 6,
 //                                   only in tombstones and entries without a
@@ -100,7 +108,7 @@ namespace eventfold::storage {
 
 // The value of m/format this build writes and reads (older ones it upgrades
 // on request). Persistent: bump it with every change of a record's meaning.
-inline constexpr std::string_view kFormatVersion = "7";
+inline constexpr std::string_view kFormatVersion = "8";
 
 // Key family prefixes. Persistent: never change.
 inline constexpr std::string_view kMetaPrefix = "m/";

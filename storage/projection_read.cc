@@ -75,7 +75,7 @@ Result<ProjectionState> ProjectionReader::Complete(std::string_view key, Project
   std::vector<LogEntry> entries;
   for (it->Seek(after); it->Valid() && it->key().starts_with(log); it->Next()) {
     if (state.events > 0 && View(it->key()) == after) continue;
-    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()), profile_);
     if (!e.ok()) return e.status();
     entries.push_back(std::move(*e));
   }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/crc32c.h"
+#include "core/decode.h"
 #include "storage/compact_coding.h"
 #include "storage/key_codec.h"
 #include "storage/records_generated.h"
@@ -122,11 +123,13 @@ const T* Verified(std::string_view key, std::string_view value, Status* error) {
 // offset, is below 0x40 in every record this codec ever wrote, so the two
 // cannot be taken for each other. Persistent: never renumber.
 enum class CompactTag : uint8_t {
-  kEvent = 0xE1,
-  kLog = 0xE2,
+  kEvent = 0xE1,  // format 7 only: with the identity and route
+  kLog = 0xE2,    // format 7 only: with the type (and, in tests, data)
   kDedup = 0xE3,
   kProjection = 0xE4,
   kChange = 0xE5,
+  kLeanEvent = 0xE6,  // since format 8
+  kLeanLog = 0xE7,    // since format 8
 };
 
 // A compact record's tag, then its fields (the caller appends them) in this
@@ -144,8 +147,13 @@ std::string& StartCompact(CompactTag tag) {
 // (format 7); nullopt when it is a FlatBuffer (written before format 7),
 // which the caller verifies as one. Corruption when the checksum fails or
 // the record is of another kind.
+//
+// `lean`, when given, is the kind's format 8 tag, also accepted; *is_lean
+// then says which of the two the record has.
 Result<std::optional<std::string_view>> CompactBody(std::string_view key, std::string_view value,
-                                                    CompactTag tag) {
+                                                    CompactTag tag,
+                                                    std::optional<CompactTag> lean = std::nullopt,
+                                                    bool* is_lean = nullptr) {
   // (A value of no more bytes than a checksum has no record: the FlatBuffer
   // path reports it.)
   if (value.size() <= kCrcBytes || static_cast<uint8_t>(value[0]) < 0xC0) {
@@ -154,9 +162,12 @@ Result<std::optional<std::string_view>> CompactBody(std::string_view key, std::s
   std::string_view body;
   Status error;
   if (!Unframed(key, value, &body, &error)) return error;
-  if (static_cast<uint8_t>(body[0]) != static_cast<uint8_t>(tag)) {
+  const auto found = static_cast<uint8_t>(body[0]);
+  if (lean && found == static_cast<uint8_t>(*lean)) {
+    *is_lean = true;
+  } else if (found != static_cast<uint8_t>(tag)) {
     return Status::Corruption("record at key \"" + Printable(key) + "\" is of another kind (tag " +
-                              std::to_string(static_cast<uint8_t>(body[0])) + ")");
+                              std::to_string(found) + ")");
   }
   return std::optional<std::string_view>(body.substr(1));
 }
@@ -225,34 +236,35 @@ Result<std::string> DecodeText(std::string_view key, std::string_view value) {
   return std::string(View(r->text()));
 }
 
-// a/<seq>, compact: flags (bit 0 versioned, bit 1 routed), event_id, type,
-// occurred_at fixed64, [version zigzag], received_at fixed64, [entity,
-// entity_id], then the body: the rest of the value.
+// a/<seq> since format 8 (kLeanEvent): received_at fixed64, then the body:
+// the rest of the value. The event's identity (id, type, time, version) is
+// the body's, and its route the profile's; format 7 (kEvent) repeated them:
+// flags (bit 0 versioned, bit 1 routed), event_id, type, occurred_at
+// fixed64, [version zigzag], received_at fixed64, [entity, entity_id], body.
 std::string EncodeEvent(const StoredEvent& e) {
-  std::string& out = StartCompact(CompactTag::kEvent);
-  const Event& ev = e.event;
-  out.push_back(static_cast<char>((ev.version ? 1 : 0) | (e.entity ? 2 : 0)));
-  PutString(&out, ev.event_id);
-  PutString(&out, ev.type);
-  PutFixed64(&out, ev.occurred_at);
-  if (ev.version) PutZigzag(&out, *ev.version);
+  std::string& out = StartCompact(CompactTag::kLeanEvent);
   PutFixed64(&out, e.received_at);
-  if (e.entity) {
-    PutString(&out, e.entity->entity);
-    PutString(&out, e.entity->id);
-  }
   out.append(e.body);
   return FrameRecord(out);
 }
 
-Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value) {
+Result<StoredEvent> DecodeStoredBody(std::string_view key, std::string_view value) {
   Status error;
   StoredEvent e;
   e.seq = ParseSeqKey(key, kEventPrefix).value_or(0);
-  Result<std::optional<std::string_view>> compact = CompactBody(key, value, CompactTag::kEvent);
+  bool lean = false;
+  Result<std::optional<std::string_view>> compact =
+      CompactBody(key, value, CompactTag::kEvent, CompactTag::kLeanEvent, &lean);
   if (!compact.ok()) return compact.status();
   if (const std::optional<std::string_view>& body = *compact) {
     CompactReader r(*body);
+    e.has_identity = !lean;
+    if (lean) {
+      r.Fixed64("received_at", &e.received_at);
+      if (r.failed()) return Malformed(key, r);
+      e.body = r.Rest();
+      return e;
+    }
     uint8_t flags = 0;
     int64_t version = 0;
     r.Byte("flags", &flags) && r.String("event_id", &e.event.event_id) &&
@@ -280,18 +292,44 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
   return e;
 }
 
-// g/<gen>/l/, compact: flags (bit 0: with data), type, seq varint,
-// received_at fixed64, [data: count, then name and JSON of each field]. The
-// fold position (event_id, occurred_at, version, rank) is the key's.
+Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value) {
+  Result<StoredEvent> e = DecodeStoredBody(key, value);
+  if (!e.ok() || e->has_identity) return e;
+  // The body was decoded when it was accepted: one that no longer does is
+  // damage (or a build whose rules changed), reported as such.
+  Result<Event> body = DecodeUnrouted(e->body);
+  if (!body.ok()) {
+    return Status::Corruption("the body at key \"" + Printable(key) +
+                              "\" no longer decodes: " + body.status().message());
+  }
+  e->event = std::move(*body);
+  e->event.data.clear();  // as documented: the body holds it
+  e->has_identity = true;
+  return e;
+}
+
+// g/<gen>/l/ since format 8 (kLeanLog): seq varint; received_at is the
+// record's at a/<seq> (storage/log_data.h reads it with the data). The fold
+// position (event_id, occurred_at, version, rank) is the key's, and
+// the type is the rank's transition in the entity type of the profile the
+// log was routed under (a log generation is only ever read under that
+// profile: a rebuild keeps the logs only when the profile is the same).
+// Format 7 (kLog): flags (bit 0: with data), type, seq varint, received_at
+// fixed64, [data: count, then name and JSON of each field].
 namespace {
 
 std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
+  if (!with_data) {
+    std::string& out = StartCompact(CompactTag::kLeanLog);
+    PutVarint(&out, e.seq);
+    return FrameRecord(out);
+  }
   std::string& out = StartCompact(CompactTag::kLog);
-  out.push_back(static_cast<char>(with_data ? 1 : 0));
+  out.push_back(1);
   PutString(&out, e.ranked.event.type);
   PutVarint(&out, e.seq);
   PutFixed64(&out, e.received_at);
-  if (with_data) PutFields(&out, e.ranked.event.data);
+  PutFields(&out, e.ranked.event.data);
   return FrameRecord(out);
 }
 
@@ -310,20 +348,44 @@ Status FoldFromKey(std::string_view key, LogEntry* e) {
   return Status::OK();
 }
 
+// The type of a format 8 record: its rank's transition under `profile`.
+Status TypeFromRank(std::string_view key, const Profile& profile, LogEntry* e) {
+  std::optional<LogKeyView> parts = SplitLogKey(key);
+  const EntityType* type = parts ? profile.FindEntity(parts->entity) : nullptr;
+  const uint32_t rank = e->ranked.rank;
+  if (!type || rank >= type->transitions.size()) {
+    return Status::Corruption("log record at key \"" + Printable(key) + "\": rank " +
+                              std::to_string(rank) + " names no transition of profile \"" +
+                              profile.name() + "\"");
+  }
+  e->ranked.event.type = type->transitions[rank].type;
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string EncodeLog(const LogEntry& e) { return EncodeLogRecord(e, /*with_data=*/false); }
 
 std::string EncodeLogWithData(const LogEntry& e) { return EncodeLogRecord(e, /*with_data=*/true); }
 
-Result<LogEntry> DecodeLog(std::string_view key, std::string_view value) {
+Result<LogEntry> DecodeLog(std::string_view key, std::string_view value, const Profile& profile) {
   Status error;
   LogEntry e;
   Event& ev = e.ranked.event;
-  Result<std::optional<std::string_view>> compact = CompactBody(key, value, CompactTag::kLog);
+  bool lean = false;
+  Result<std::optional<std::string_view>> compact =
+      CompactBody(key, value, CompactTag::kLog, CompactTag::kLeanLog, &lean);
   if (!compact.ok()) return compact.status();
   if (const std::optional<std::string_view>& body = *compact) {
     CompactReader r(*body);
+    if (lean) {
+      r.Varint("seq", &e.seq);
+      if (!r.AtEnd()) return Malformed(key, r);
+      Status st = FoldFromKey(key, &e);
+      if (st.ok()) st = TypeFromRank(key, profile, &e);
+      if (!st.ok()) return st;
+      return e;
+    }
     uint8_t flags = 0;
     r.Byte("flags", &flags) && r.String("type", &ev.type) && r.Varint("seq", &e.seq) &&
         r.Fixed64("received_at", &e.received_at);
@@ -358,8 +420,9 @@ bool DigestMatches(std::string_view stored, std::string_view sha256) {
 }
 
 // d/<event_id>, compact: flags (bit 0 routed, bit 1 with identity, bit 2
-// tombstone), seq varint, routing_epoch varint, [entity, entity_id],
-// digest (a string, empty when none), [type, occurred_at fixed64],
+// tombstone, bit 3 (since format 8) the digest is its 16 bytes without a
+// length), seq varint, routing_epoch varint, [entity, entity_id], digest (a
+// string, empty when none, unless bit 3), [type, occurred_at fixed64],
 // [expires_at fixed64].
 std::string EncodeDedup(const DedupEntry& e) {
   // Since format 6 the entry of a stored event with a digest is lean: the
@@ -369,16 +432,19 @@ std::string EncodeDedup(const DedupEntry& e) {
   // keep them.
   const bool lean = e.expires_at == 0 && e.body_digest.size() >= kDedupDigestBytes;
   std::string& out = StartCompact(CompactTag::kDedup);
-  out.push_back(static_cast<char>((e.entity ? 1 : 0) | (lean ? 0 : 2) | (e.expires_at ? 4 : 0)));
+  out.push_back(static_cast<char>((e.entity ? 1 : 0) | (lean ? 0 : 2) | (e.expires_at ? 4 : 0) |
+                                  (lean ? 8 : 0)));
   PutVarint(&out, e.seq);
   PutVarint(&out, e.routing_epoch);
   if (e.entity) {
     PutString(&out, e.entity->entity);
     PutString(&out, e.entity->id);
   }
-  PutString(
-      &out,
-      std::string_view(e.body_digest).substr(0, lean ? kDedupDigestBytes : e.body_digest.size()));
+  if (lean) {
+    out.append(e.body_digest, 0, kDedupDigestBytes);  // its length known
+  } else {
+    PutString(&out, e.body_digest);
+  }
   if (!lean) {
     PutString(&out, e.type);
     PutFixed64(&out, e.occurred_at);
@@ -401,7 +467,11 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
       e.entity.emplace();
       r.String("entity", &e.entity->entity) && r.String("entity_id", &e.entity->id);
     }
-    r.String("body_digest", &e.body_digest);
+    if (flags & 8) {
+      r.Bytes("body_digest", kDedupDigestBytes, &e.body_digest);
+    } else {
+      r.String("body_digest", &e.body_digest);
+    }
     e.has_identity = (flags & 2) != 0;
     if (e.has_identity) r.String("type", &e.type) && r.Fixed64("occurred_at", &e.occurred_at);
     if (flags & 4) r.Fixed64("expires_at", &e.expires_at);
@@ -429,27 +499,34 @@ Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value) {
 }
 
 // g/<gen>/p/ and g/<gen>/s/, compact: flags (bit 0 versioned, bit 1 with
-// occurred_at, bit 2 cursor versioned, bit 3 cursor only), snapshots byte,
-// state, [version zigzag], applied varint, [occurred_at fixed64], events
-// varint, the cursor (occurred_at fixed64, [version zigzag], rank varint,
-// event_id), then unless cursor only: the fields (count, name and JSON of
-// each) and the rejections (count, event_id, type and reason of each). The
-// entity and id are the key's.
+// occurred_at, bit 2 cursor versioned, bit 3 cursor only; since format 8
+// bit 4: the cursor's time and version are the projection's, and bits 5-6:
+// the snapshots value + 1), [snapshots byte: format 7 only], state, [version zigzag], applied
+// varint, [occurred_at fixed64], events varint, the cursor ([occurred_at fixed64, [version zigzag]]
+// unless bit 4, rank varint, event_id), then unless cursor only: the fields (count, name and JSON
+// of each) and the rejections (count, event_id, type and reason of each). The entity and id are the
+// key's. Bit 4 is set when the last event in fold order was applied, the usual case.
 namespace {
 
 std::string EncodeProjectionRecord(const ProjectionState& s, bool cursor_only) {
   const Projection& p = s.projection;
   std::string& out = StartCompact(CompactTag::kProjection);
+  const bool cursor_at_last_applied =
+      p.occurred_at == s.last.occurred_at && p.version == s.last.version;
+  // The snapshots value (0-2) rides in bits 5-6 as value + 1.
   out.push_back(static_cast<char>((p.version ? 1 : 0) | (p.occurred_at ? 2 : 0) |
-                                  (s.last.version ? 4 : 0) | (cursor_only ? 8 : 0)));
-  out.push_back(static_cast<char>(s.snapshots));
+                                  (s.last.version ? 4 : 0) | (cursor_only ? 8 : 0) |
+                                  (cursor_at_last_applied ? 16 : 0) |
+                                  ((static_cast<uint8_t>(s.snapshots) + 1) << 5)));
   PutString(&out, p.state);
   if (p.version) PutZigzag(&out, *p.version);
   PutVarint(&out, p.applied);
   if (p.occurred_at) PutFixed64(&out, *p.occurred_at);
   PutVarint(&out, s.events);
-  PutFixed64(&out, s.last.occurred_at);
-  if (s.last.version) PutZigzag(&out, *s.last.version);
+  if (!cursor_at_last_applied) {
+    PutFixed64(&out, s.last.occurred_at);
+    if (s.last.version) PutZigzag(&out, *s.last.version);
+  }
   PutVarint(&out, s.last.rank);
   PutString(&out, s.last.event_id);
   if (!cursor_only) {
@@ -476,12 +553,28 @@ Status DecodeCompactProjection(std::string_view key, std::string_view body, Proj
   CompactReader r(body);
   uint8_t flags = 0, snapshots = 0;
   int64_t v = 0;
-  r.Byte("flags", &flags) && r.Byte("snapshots", &snapshots) && r.String("state", &p.state);
+  r.Byte("flags", &flags);
+  if (((flags >> 5) & 3) != 0) {
+    snapshots = static_cast<uint8_t>(((flags >> 5) & 3) - 1);
+  } else {
+    r.Byte("snapshots", &snapshots);  // format 7: a byte of its own
+  }
+  r.String("state", &p.state);
   if ((flags & 1) && r.Zigzag("version", &v)) p.version = v;
   r.Varint("applied", &p.applied);
   if ((flags & 2) && r.Fixed64("occurred_at", &v)) p.occurred_at = v;
-  r.Varint("events", &s->events) && r.Fixed64("last.occurred_at", &s->last.occurred_at);
-  if ((flags & 4) && r.Zigzag("last.version", &v)) s->last.version = v;
+  r.Varint("events", &s->events);
+  if (flags & 16) {
+    if (!r.failed() && (!p.occurred_at || ((flags & 4) != 0) != p.version.has_value())) {
+      return Status::Corruption("record at key \"" + Printable(key) +
+                                "\": its cursor names a time or version it does not hold");
+    }
+    s->last.occurred_at = *p.occurred_at;
+    s->last.version = p.version;
+  } else {
+    r.Fixed64("last.occurred_at", &s->last.occurred_at);
+    if ((flags & 4) && r.Zigzag("last.version", &v)) s->last.version = v;
+  }
   r.Varint32("last.rank", &s->last.rank) && r.String("last.event_id", &s->last.event_id);
   s->cursor_only = (flags & 8) != 0;
   s->snapshots = SnapshotsOf(snapshots);

@@ -15,6 +15,7 @@
 #include "core/fold.h"
 #include "eventfold/event.h"
 #include "eventfold/feed.h"
+#include "eventfold/profile.h"
 #include "eventfold/projection.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
@@ -33,13 +34,19 @@ std::string EncodeText(std::string_view text);
 std::string FrameRecord(std::string_view record);
 Result<std::string> DecodeText(std::string_view key, std::string_view value);
 
-// a/<seq>
+// a/<seq>. Since format 8 the record is the body and its received_at: the
+// event's identity is read from the body, and its route is the profile's.
 struct StoredEvent {
   uint64_t seq = 0;
   Event event;  // without data: the body holds it
   int64_t received_at = 0;
   std::string body;
+  // The route the event was stored under, in records before format 8 (it
+  // is not stored since: route the body under the profile at hand).
   std::optional<EntityRef> entity;
+  // `event` is filled: always from DecodeStoredEvent; from DecodeStoredBody
+  // only for records before format 8, which repeat the identity.
+  bool has_identity = true;
 };
 
 // g/<gen>/l/<entity>\0<id>\0<fold>. Since format 2 a log record holds what
@@ -49,6 +56,8 @@ struct StoredEvent {
 struct LogEntry {
   RankedEvent ranked;
   uint64_t seq = 0;
+  // Since format 8 not in the record: set by LoadLogData (storage/log_data.h)
+  // from a/<seq>, 0 until then.
   int64_t received_at = 0;
   bool has_data = false;  // decoded: ranked.event.data came with the record
 };
@@ -99,15 +108,26 @@ struct ConflictEntry {
   std::string body;
 };
 
+// Writes e.received_at and e.body (the rest is the body's).
 std::string EncodeEvent(const StoredEvent& e);
+// The stored event with its identity, which a format 8 record's body gives
+// (decoded here: kCorruption naming the key when it no longer decodes).
 Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value);
+// The same without decoding the body: `event` is left empty (has_identity
+// false) when the record does not hold it. For a caller that decodes the
+// body itself.
+Result<StoredEvent> DecodeStoredBody(std::string_view key, std::string_view value);
 
-// The lean (format 2) record: no data.
+// The lean record: no data and (since format 8) no type.
 std::string EncodeLog(const LogEntry& e);
-// The record with its data, as format 1 wrote it; a rebuild's sort runs carry
-// it so the fold needs no second read of the body.
+// The record with its type and data, as format 1 kept it (tests and fuzzers
+// write it; the store no longer does).
 std::string EncodeLogWithData(const LogEntry& e);
-Result<LogEntry> DecodeLog(std::string_view key, std::string_view value);
+// `profile` is the one the log was routed under (the store's, for its log
+// generation): a format 8 record's type is its rank's transition there.
+// kCorruption naming the key when the record is damaged or its rank names
+// no transition.
+Result<LogEntry> DecodeLog(std::string_view key, std::string_view value, const Profile& profile);
 
 std::string EncodeDedup(const DedupEntry& e);
 Result<DedupEntry> DecodeDedup(std::string_view key, std::string_view value);

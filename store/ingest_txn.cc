@@ -79,7 +79,7 @@ class IngestTxn::OverlayView final : public LogView {
     const std::string start = after ? LogKey(gens_.logs, ref_, *after) : prefix;
     for (it->Seek(start); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       if (after && View(it->key()) == start) continue;
-      Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+      Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()), profile_);
       if (!e.ok()) return e.status();
       if (hide_from_ && e->seq >= *hide_from_) continue;
       Status st = LoadLogData(db_, leveldb::ReadOptions(), profile_, &*e);
@@ -126,17 +126,17 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
   return std::optional<DedupEntry>(std::move(*d));
 }
 
-Result<StoredEvent> IngestTxn::ReadStored(uint64_t seq) {
+Result<StoredEvent> IngestTxn::ReadStored(uint64_t seq, bool identity) {
   std::string value;
   const std::string key = EventKey(seq);
   leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
   if (!s.ok()) return FromLevelDb(s, "reading the stored event of a dedup entry");
-  return DecodeStoredEvent(key, value);
+  return identity ? DecodeStoredEvent(key, value) : DecodeStoredBody(key, value);
 }
 
 Status IngestTxn::LoadIdentity(DedupEntry* d) {
   if (d->has_identity) return Status::OK();
-  Result<StoredEvent> stored = ReadStored(d->seq);
+  Result<StoredEvent> stored = ReadStored(d->seq, /*identity=*/true);
   if (!stored.ok()) return stored.status();
   d->type = std::move(stored->event.type);
   d->occurred_at = stored->event.occurred_at;
@@ -148,7 +148,7 @@ Result<std::optional<EntityRef>> IngestTxn::CurrentRoute(const DedupEntry& d) {
   // A tombstone's event is gone: it answers with the entity it was compacted in.
   if (d.routing_epoch == routing_epoch_ || d.expires_at != 0) return d.entity;
   // Written under an older profile: route the stored body again.
-  Result<StoredEvent> stored = ReadStored(d.seq);
+  Result<StoredEvent> stored = ReadStored(d.seq, /*identity=*/false);
   if (!stored.ok()) return stored.status();
   Result<DecodedEvent> decoded = DecodeEvent(stored->body, *profile_);
   if (!decoded.ok()) return std::optional<EntityRef>();

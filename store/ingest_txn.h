@@ -113,8 +113,9 @@ class IngestTxn {
   Result<std::optional<EntityRef>> CurrentRoute(const DedupEntry& d);
   // Fills a lean entry's type and occurred_at from its stored event.
   Status LoadIdentity(DedupEntry* d);
-  // The event stored at a/<seq>, which a dedup entry names.
-  Result<StoredEvent> ReadStored(uint64_t seq);
+  // The event stored at a/<seq>, which a dedup entry names; with its
+  // identity decoded from the body when `identity` (storage/record_codec.h).
+  Result<StoredEvent> ReadStored(uint64_t seq, bool identity);
   Result<EntityState*> LoadEntity(const EntityRef& ref);
 
   StoreImpl* store_;

@@ -14,6 +14,7 @@
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/log_data.h"
 #include "storage/meta_text.h"
 #include "storage/projection_read.h"
 #include "store/store_impl.h"
@@ -39,15 +40,32 @@ struct LoggedAt {
   LogEntry entry;
 };
 
-Status ReadLog(leveldb::DB* db, uint32_t gen, const EntityRef& ref, std::vector<LoggedAt>* out) {
+Status ReadLog(leveldb::DB* db, uint32_t gen, const Profile& profile, const EntityRef& ref,
+               std::vector<LoggedAt>* out) {
   const std::string prefix = LogPrefix(gen, ref);
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()), profile);
     if (!e.ok()) return e.status();
     out->push_back(LoggedAt{it->key().ToString(), std::move(*e)});
   }
   return FromLevelDb(it->status(), "reading an entity log");
+}
+
+// Whether an event of `log` arrived after `cutoff`. A format 8 log record
+// leaves its received_at to a/<seq>, read here (only for the log of an
+// entity that is otherwise due for compaction).
+Result<bool> AnyArrivedAfter(leveldb::DB* db, const std::vector<LoggedAt>& log, int64_t cutoff) {
+  for (const LoggedAt& l : log) {
+    int64_t at = l.entry.received_at;
+    if (at == 0) {
+      Result<int64_t> read = ReadReceivedAt(db, leveldb::ReadOptions(), l.entry.seq);
+      if (!read.ok()) return read.status();
+      at = *read;
+    }
+    if (at > cutoff) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -142,11 +160,12 @@ Status StoreImpl::CompactTerminal(int64_t now, const GcOptions& options, GcSumma
     const EntityType* type = profile_->FindEntity(ref->entity);
     if (!type || !IsTerminal(*type, p->projection.state)) continue;
     CompactionCandidate c{std::move(*ref), {}};
-    Status st = ReadLog(db_.get(), gens_.logs, c.ref, &c.log);
+    Status st = ReadLog(db_.get(), gens_.logs, *profile_, c.ref, &c.log);
     if (!st.ok()) return st;
     if (c.log.empty()) continue;  // compacted, nothing since
-    if (std::any_of(c.log.begin(), c.log.end(),
-                    [&](const LoggedAt& l) { return l.entry.received_at > cutoff; })) {
+    Result<bool> recent = AnyArrivedAfter(db_.get(), c.log, cutoff);
+    if (!recent.ok()) return recent.status();
+    if (*recent) {
       ++sum->entities_kept_recent;
       continue;
     }
@@ -183,7 +202,7 @@ Status StoreImpl::CompactGroup(std::vector<CompactionCandidate>* group, int64_t 
   for (const CompactionCandidate& candidate : *group) {
     const EntityRef& ref = candidate.ref;
     std::vector<LoggedAt> log;
-    Status st = ReadLog(db_.get(), gens_.logs, ref, &log);
+    Status st = ReadLog(db_.get(), gens_.logs, *profile_, ref, &log);
     if (!st.ok()) return st;
     if (!std::equal(log.begin(), log.end(), candidate.log.begin(), candidate.log.end(),
                     [](const LoggedAt& a, const LoggedAt& b) { return a.key == b.key; })) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "core/decode.h"
 #include "replay/check.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -52,14 +53,26 @@ class Salvage {
     return st;
   }
 
-  // The event stored at a/<seq>, if readable.
+  // The event stored at a/<seq>, if its record is readable (its body is
+  // not decoded: see Identity).
   std::optional<storage::StoredEvent> EventAt(uint64_t seq) {
     const std::string key = storage::EventKey(seq);
     std::string value;
     if (!db_->Get(leveldb::ReadOptions(), key, &value).ok()) return std::nullopt;
-    Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
+    Result<storage::StoredEvent> e = storage::DecodeStoredBody(key, value);
     if (!e.ok()) return std::nullopt;
     return std::move(*e);
+  }
+
+  // A readable record's identity: the record's (before format 8) or its
+  // body's. Nullopt when the body no longer decodes (a later build's rules,
+  // or damage behind a matching checksum): the event is then kept as it
+  // is, never counted lost, since nothing says it is.
+  static std::optional<Event> Identity(const storage::StoredEvent& e) {
+    if (e.has_identity) return e.event;
+    Result<Event> decoded = DecodeUnrouted(e.body);
+    if (!decoded.ok()) return std::nullopt;
+    return std::move(*decoded);
   }
 
   // The store's metadata: the format and routing epoch get their first
@@ -130,7 +143,10 @@ class Salvage {
   // Fills a lean dedup entry's type and time from its event's log entry,
   // when the event was routed and that entry is still readable.
   void IdentityFromLog(std::string_view event_id, storage::DedupEntry* d) {
-    if (!d->entity) return;
+    // Since format 8 a log record's type is its rank's under the profile
+    // the log was routed under: the stored one.
+    const Profile* profile = StoredProfile();
+    if (!d->entity || !profile) return;
     Result<std::optional<uint64_t>> gen =
         storage::ReadNumber(db_, leveldb::ReadOptions(), storage::MetaKey("log_generation"));
     if (!gen.ok() || !*gen || **gen > UINT32_MAX) return;
@@ -138,12 +154,26 @@ class Salvage {
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       Result<storage::LogEntry> e =
-          storage::DecodeLog(storage::View(it->key()), storage::View(it->value()));
+          storage::DecodeLog(storage::View(it->key()), storage::View(it->value()), *profile);
       if (!e.ok() || e->seq != d->seq || e->ranked.event.event_id != event_id) continue;
       d->type = e->ranked.event.type;
       d->occurred_at = e->ranked.event.occurred_at;
       return;
     }
+  }
+
+  // The profile stored in m/profile, read once; null when it is unreadable.
+  const Profile* StoredProfile() {
+    if (!profile_read_) {
+      profile_read_ = true;
+      Result<std::optional<std::string>> json =
+          storage::ReadText(db_, leveldb::ReadOptions(), storage::MetaKey("profile"));
+      if (json.ok() && *json) {
+        Result<Profile> p = Profile::FromJson(**json);
+        if (p.ok()) profile_.emplace(std::move(*p));
+      }
+    }
+    return profile_ ? &*profile_ : nullptr;
   }
 
   // A dedup entry whose event is gone names a lost event: report it and
@@ -162,7 +192,10 @@ class Salvage {
       if (d->expires_at != 0) continue;  // a tombstone: its event was compacted
       const std::string id = key.substr(prefix.size());
       std::optional<storage::StoredEvent> ev = EventAt(d->seq);
-      if (ev && ev->event.event_id == id) continue;
+      if (ev) {
+        const std::optional<Event> identity = Identity(*ev);
+        if (!identity || identity->event_id == id) continue;
+      }
       batch.Delete(key);
       ++sum_->lost_events;
       // Since format 6 a stored event's dedup entry holds its digest and
@@ -188,14 +221,16 @@ class Salvage {
     const std::string prefix(storage::kEventPrefix);
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       const std::string key = it->key().ToString();
-      Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, storage::View(it->value()));
+      Result<storage::StoredEvent> e = storage::DecodeStoredBody(key, storage::View(it->value()));
       if (!e.ok()) {
         Drop(&batch, key, "unreadable event (" + e.status().message() + ")");
         continue;
       }
       received_.emplace_back(e->seq, e->received_at);
       ++sum_->events;
-      const std::string dkey = storage::DedupKey(e->event.event_id);
+      const std::optional<Event> identity = Identity(*e);
+      if (!identity) continue;  // kept; `check` names it
+      const std::string dkey = storage::DedupKey(identity->event_id);
       std::string value;
       leveldb::Status s = db_->Get(leveldb::ReadOptions(), dkey, &value);
       if (s.ok() && storage::DecodeDedup(dkey, value).ok()) continue;
@@ -205,9 +240,9 @@ class Salvage {
       // entries written before the digest existed).
       storage::DedupEntry d;
       d.seq = e->seq;
-      d.type = e->event.type;
-      d.occurred_at = e->event.occurred_at;
-      d.entity = e->entity;
+      d.type = identity->type;
+      d.occurred_at = identity->occurred_at;
+      d.entity = e->entity;  // before format 8; re-routed anyway (epoch 0)
       d.routing_epoch = 0;
       batch.Put(dkey, storage::EncodeDedup(d));
       ++sum_->dedup_restored;
@@ -353,6 +388,8 @@ class Salvage {
   const LostDataFn& on_lost_;
   RepairSummary* sum_;
   std::vector<std::pair<uint64_t, int64_t>> received_;  // (seq, received_at) of every event
+  bool profile_read_ = false;
+  std::optional<Profile> profile_;
 };
 
 }  // namespace

@@ -44,11 +44,11 @@ namespace {
 // 1 and 2 keep m/ and k/ values as bare text, which the upgrade frames.
 // Format 4 differs from 5 only in having no m/log_generation: its logs are
 // under m/generation, which the upgrade records as the log generation.
-// Formats 5 and 6 differ from 7 only in how records are encoded, which the
-// decoders tell apart record by record.
+// Formats 5, 6 and 7 differ from 8 only in how records are encoded, which
+// the decoders tell apart record by record.
 bool IsUpgradableFormat(std::string_view format) {
   return format == "1" || format == "2" || format == "3" || format == "4" || format == "5" ||
-         format == "6";
+         format == "6" || format == "7";
 }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
@@ -616,7 +616,7 @@ Result<EntityLog> StoreImpl::Log(std::string_view entity, std::string_view id) {
   const std::string prefix = LogPrefix(gens_.logs, ref);
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+    Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()), *profile_);
     if (!e.ok()) return e.status();
     Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), *profile_, &*e);
     if (!loaded.ok()) return loaded;
@@ -723,7 +723,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     const std::string snaps = SnapshotPrefix(gens_.projections, ref);
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
     for (it->Seek(log); it->Valid() && it->key().starts_with(log); it->Next()) {
-      Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()));
+      Result<LogEntry> e = DecodeLog(View(it->key()), View(it->value()), *profile_);
       if (!e.ok()) return e.status();
       Status loaded = LoadLogData(db_.get(), leveldb::ReadOptions(), *profile_, &*e);
       if (!loaded.ok()) return loaded;
@@ -913,7 +913,7 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations&
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kEventPrefix);
   for (it->Seek(EventKey(from_seq)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<StoredEvent> stored = DecodeStoredEvent(View(it->key()), View(it->value()));
+    Result<StoredEvent> stored = DecodeStoredBody(View(it->key()), View(it->value()));
     if (!stored.ok()) return stored.status();
     if (to_seq != 0 && stored->seq >= to_seq) break;
     ++summary->events;

@@ -32,8 +32,8 @@ void DamageRank(const std::string& dir, const std::string& event_id, uint32_t ra
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   bool found = false;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Result<storage::LogEntry> e =
-        storage::DecodeLog(storage::View(it->key()), storage::View(it->value()));
+    Result<storage::LogEntry> e = storage::DecodeLog(
+        storage::View(it->key()), storage::View(it->value()), Profile::ReceiptRoller());
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     if (e->ranked.event.event_id != event_id) continue;
     ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), it->key()).ok());

@@ -231,7 +231,8 @@ TEST_F(CheckTest, DeletedLogEntryIsReported) {
   std::string log_key, event_key, projection_key;
   Raw(dir_.path(), [&](leveldb::DB* db) {
     log_key = NthKey(db, gen + "l/", 3);
-    Result<storage::LogEntry> e = storage::DecodeLog(log_key, Value(db, log_key));
+    Result<storage::LogEntry> e =
+        storage::DecodeLog(log_key, Value(db, log_key), Profile::ReceiptRoller());
     ASSERT_TRUE(e.ok());
     event_key = storage::EventKey(e->seq);
     auto parsed = storage::ParseLogKey(log_key);

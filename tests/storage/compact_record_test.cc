@@ -1,8 +1,8 @@
-// Tests of format 7's compact records (storage/record_codec.h over
+// Tests of the compact records (formats 7 and 8; storage/record_codec.h over
 // storage/compact_coding.h): random values round-trip, a record damaged
 // behind a valid checksum is refused naming the field, a format 6 value
-// (a FlatBuffer) reads as the compact one does, and the compact one is the
-// smaller.
+// (a FlatBuffer) and a format 7 one read as the format 8 one does, and the
+// newer one is the smaller.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rfc3339.h"
+#include "eventfold/profile.h"
 #include "storage/compact_coding.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
@@ -68,36 +70,41 @@ TEST(storage_compact_record, RandomRecordsRoundTrip) {
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 2000; ++i) {
     SCOPED_TRACE("record " + std::to_string(i));
+    // a/ since format 8: the body and its received_at (the identity is the
+    // body's: DecodeStoredEvent decodes it, which the store tests cover).
     StoredEvent ev;
     ev.seq = rng();
-    ev.event = Event{RandomBytes(rng, 36), RandomBytes(rng, 20), RandomInt(rng), MaybeInt(rng), {}};
     ev.received_at = RandomInt(rng);
     ev.body = RandomBytes(rng, 750);
-    ev.entity = MaybeRef(rng);
-    Result<StoredEvent> e = DecodeStoredEvent(EventKey(ev.seq), EncodeEvent(ev));
+    Result<StoredEvent> e = DecodeStoredBody(EventKey(ev.seq), EncodeEvent(ev));
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     EXPECT_EQ(e->seq, ev.seq);
-    EXPECT_EQ(e->event, ev.event);
+    EXPECT_FALSE(e->has_identity);
     EXPECT_EQ(e->received_at, ev.received_at);
     EXPECT_EQ(e->body, ev.body);
-    EXPECT_EQ(e->entity, ev.entity);
 
-    const FoldKey fold = RandomFoldKey(rng);
+    // g/l/: the type is the rank's transition in the profile, under a
+    // random entity type of it.
+    const Profile& profile = Profile::ReceiptRoller();
+    const EntityType& type = profile.entities()[rng() % profile.entities().size()];
+    FoldKey fold = RandomFoldKey(rng);
+    fold.rank = static_cast<uint32_t>(rng() % type.transitions.size());
     LogEntry log;
-    log.ranked.event = Event{fold.event_id, RandomBytes(rng, 20), fold.occurred_at, fold.version,
-                             RandomFields(rng)};
+    log.ranked.event = Event{fold.event_id, type.transitions[fold.rank].type, fold.occurred_at,
+                             fold.version, RandomFields(rng)};
     log.ranked.rank = fold.rank;
     log.seq = rng();
     log.received_at = RandomInt(rng);
-    const std::string log_key = LogKey(rng() >> 32, {"receipt", "rcp_1"}, fold);
+    const std::string log_key = LogKey(rng() >> 32, {type.name, "id_1"}, fold);
     const bool with_data = rng() % 2;
-    Result<LogEntry> l = DecodeLog(log_key, with_data ? EncodeLogWithData(log) : EncodeLog(log));
+    Result<LogEntry> l =
+        DecodeLog(log_key, with_data ? EncodeLogWithData(log) : EncodeLog(log), profile);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     if (!with_data) log.ranked.event.data.clear();
     EXPECT_EQ(l->ranked.event, log.ranked.event);
     EXPECT_EQ(l->ranked.rank, log.ranked.rank);
     EXPECT_EQ(l->seq, log.seq);
-    EXPECT_EQ(l->received_at, log.received_at);
+    EXPECT_EQ(l->received_at, with_data ? log.received_at : 0);
     EXPECT_EQ(l->has_data, with_data);
 
     DedupEntry dedup;
@@ -138,6 +145,12 @@ TEST(storage_compact_record, RandomRecordsRoundTrip) {
     ps.events = rng();
     ps.last =
         FoldKey{RandomInt(rng), MaybeInt(rng), static_cast<uint32_t>(rng()), RandomBytes(rng, 36)};
+    if (ps.projection.occurred_at && rng() % 2 == 0) {
+      // The usual case: the last event in fold order was applied, and the
+      // cursor's time and version are the projection's.
+      ps.last.occurred_at = *ps.projection.occurred_at;
+      ps.last.version = ps.projection.version;
+    }
     ps.snapshots = static_cast<ProjectionState::Snapshots>(rng() % 3);
     const std::string p_key = ProjectionKey(1, {"receipt", "rcp_1"});
     Result<ProjectionState> p = DecodeProjection(p_key, EncodeProjection(ps));
@@ -193,6 +206,18 @@ Event SampleEvent() {
                {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}}};
 }
 
+// The body a sender would have delivered for `e`.
+std::string BodyOf(const Event& e) {
+  std::string body = "{\"event_id\":\"" + e.event_id + "\",\"type\":\"" + e.type +
+                     "\",\"occurred_at\":\"" + FormatRfc3339(e.occurred_at) + "\"";
+  if (e.version) body += ",\"version\":" + std::to_string(*e.version);
+  body += ",\"data\":{";
+  for (size_t i = 0; i < e.data.size(); ++i) {
+    body += (i ? ",\"" : "\"") + e.data[i].name + "\":" + e.data[i].json;
+  }
+  return body + "}}";
+}
+
 std::vector<Kind> Kinds() {
   std::vector<Kind> out;
   StoredEvent ev{5, SampleEvent(), 1795941330999999, "{\"event_id\":\"evt_01HZX3K8\"}",
@@ -200,14 +225,24 @@ std::vector<Kind> Kinds() {
   ev.event.data.clear();
   const std::string event = EncodeEvent(ev);
   out.push_back({"event", "a", EventKey(5), event, event.size() - ev.body.size(),
-                 StatusOf(DecodeStoredEvent)});
-  LogEntry log{RankedEvent{SampleEvent(), 2}, 9, 10};
-  const std::string log_key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 2));
-  out.push_back({"log", "l", log_key, EncodeLog(log), 0, StatusOf(DecodeLog)});
-  out.push_back({"log with data", "l", log_key, EncodeLogWithData(log), 0, StatusOf(DecodeLog)});
+                 StatusOf(DecodeStoredBody)});
+  out.push_back({"format 7 event", "a", EventKey(5), storage_test::EncodeFormat7Event(ev),
+                 storage_test::EncodeFormat7Event(ev).size() - ev.body.size(),
+                 StatusOf(DecodeStoredBody)});
+  LogEntry log{RankedEvent{SampleEvent(), 0}, 9, 10};
+  const std::string log_key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 0));
+  const auto decode_log = [](std::string_view k, std::string_view v) {
+    return DecodeLog(k, v, Profile::ReceiptRoller());
+  };
+  out.push_back({"log", "l", log_key, EncodeLog(log), 0, StatusOf(decode_log)});
+  out.push_back({"log with data", "l", log_key, EncodeLogWithData(log), 0, StatusOf(decode_log)});
+  out.push_back(
+      {"format 7 log", "l", log_key, storage_test::EncodeFormat7Log(log), 0, StatusOf(decode_log)});
   DedupEntry dedup{9, "receipt.issued",       5, EntityRef{"receipt", "rcp_1"}, 2,
                    0, std::string(32, '\x5a')};
   out.push_back({"dedup", "d", DedupKey("evt_1"), EncodeDedup(dedup), 0, StatusOf(DecodeDedup)});
+  out.push_back({"format 7 dedup", "d", DedupKey("evt_1"), storage_test::EncodeFormat7Dedup(dedup),
+                 0, StatusOf(DecodeDedup)});
   dedup.expires_at = 77;
   out.push_back(
       {"tombstone", "d", DedupKey("evt_1"), EncodeDedup(dedup), 0, StatusOf(DecodeDedup)});
@@ -221,6 +256,12 @@ std::vector<Kind> Kinds() {
   const std::string p_key = ProjectionKey(1, {"receipt", "rcp_1"});
   out.push_back({"projection", "p", p_key, EncodeProjection(ps), 0, StatusOf(DecodeProjection)});
   out.push_back({"cursor", "p", p_key, EncodeProjectionCursor(ps), 0, StatusOf(DecodeProjection)});
+  ps.projection.occurred_at = ps.last.occurred_at;  // the cursor's time is the projection's
+  ps.projection.version = ps.last.version;
+  out.push_back({"cursor at the last applied event", "p", p_key, EncodeProjectionCursor(ps), 0,
+                 StatusOf(DecodeProjection)});
+  out.push_back({"format 7 cursor", "p", p_key, storage_test::EncodeFormat7Projection(ps, true), 0,
+                 StatusOf(DecodeProjection)});
   const Change change{3, "receipt", "rcp_1", "issued", "none", {"evt_1", "evt_2"}, 1};
   out.push_back({"change", "f", FeedKey(3), EncodeChange(change), 0, StatusOf(DecodeChange)});
   return out;
@@ -282,7 +323,7 @@ TEST(storage_compact_record, ARecordUnderAnotherKindsKeyIsRefused) {
 TEST(storage_compact_record, Format6ValuesReadAsTheCompactOnesAndAreLarger) {
   const Event event = SampleEvent();
   const EntityRef ref{"receipt", "rcp_01HZX3K8Q2"};
-  StoredEvent ev{41, event, 1795941330999999, std::string(740, 'b'), ref};
+  StoredEvent ev{41, event, 1795941330999999, BodyOf(event), ref};
   ev.event.data.clear();
   const std::string ev_key = EventKey(41);
   const std::string compact_event = EncodeEvent(ev);
@@ -293,23 +334,22 @@ TEST(storage_compact_record, Format6ValuesReadAsTheCompactOnesAndAreLarger) {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     EXPECT_EQ(d->event, ev.event);
     EXPECT_EQ(d->body, ev.body);
-    EXPECT_EQ(d->entity, ev.entity);
     EXPECT_EQ(d->received_at, ev.received_at);
   }
 
-  LogEntry log{RankedEvent{event, 1}, 41, ev.received_at};
-  const std::string log_key = LogKey(3, ref, KeyOf(event, 1));
+  LogEntry log{RankedEvent{event, 0}, 41, ev.received_at};
+  const std::string log_key = LogKey(3, ref, KeyOf(event, 0));
   for (bool with_data : {false, true}) {
     const std::string compact = with_data ? EncodeLogWithData(log) : EncodeLog(log);
     const std::string legacy = storage_test::EncodeFormat6Log(log, with_data);
     EXPECT_LT(compact.size() + 20, legacy.size());
-    Result<LogEntry> a = DecodeLog(log_key, compact);
-    Result<LogEntry> b = DecodeLog(log_key, legacy);
+    Result<LogEntry> a = DecodeLog(log_key, compact, Profile::ReceiptRoller());
+    Result<LogEntry> b = DecodeLog(log_key, legacy, Profile::ReceiptRoller());
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(a->ranked.event, b->ranked.event);
     EXPECT_EQ(a->ranked.rank, b->ranked.rank);
     EXPECT_EQ(a->seq, b->seq);
-    EXPECT_EQ(a->received_at, b->received_at);
+    EXPECT_EQ(a->received_at, with_data ? b->received_at : 0);  // lean: a/<seq>'s
     EXPECT_EQ(a->has_data, with_data);
     EXPECT_EQ(b->has_data, with_data);
   }
@@ -371,6 +411,88 @@ TEST(storage_compact_record, Format6ValuesReadAsTheCompactOnesAndAreLarger) {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     EXPECT_EQ(*d, change);
   }
+}
+
+// Format 8's leaner records against format 7's (whose stores upgrade by
+// writing m/format only): each format 7 value reads as the format 8 one of
+// the same event does, and the format 8 one is the smaller.
+TEST(storage_compact_record, Format7ValuesReadAsFormat8OnesAndAreLarger) {
+  const Profile& profile = Profile::ReceiptRoller();
+  const Event event = SampleEvent();
+  const EntityRef ref{"receipt", "rcp_01HZX3K8Q2"};
+  StoredEvent ev{41, event, 1795941330999999, BodyOf(event), ref};
+  ev.event.data.clear();
+  const std::string ev_key = EventKey(41);
+  const std::string v8 = EncodeEvent(ev), v7 = storage_test::EncodeFormat7Event(ev);
+  EXPECT_LE(v8.size() + event.event_id.size() + event.type.size() + 8 + ref.id.size(), v7.size());
+  for (const std::string& v : {v8, v7}) {
+    Result<StoredEvent> d = DecodeStoredEvent(ev_key, v);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->event, ev.event);
+    EXPECT_EQ(d->body, ev.body);
+    EXPECT_EQ(d->received_at, ev.received_at);
+  }
+  // Only format 7 kept the route; DecodeStoredBody gives its identity as
+  // stored, format 8's none.
+  EXPECT_EQ(DecodeStoredBody(ev_key, v7)->entity, ref);
+  EXPECT_TRUE(DecodeStoredBody(ev_key, v7)->has_identity);
+  EXPECT_FALSE(DecodeStoredBody(ev_key, v8)->has_identity);
+
+  const LogEntry log{RankedEvent{event, 0}, 41, ev.received_at};
+  const std::string log_key = LogKey(3, ref, KeyOf(event, 0));
+  const std::string l8 = EncodeLog(log), l7 = storage_test::EncodeFormat7Log(log);
+  EXPECT_LE(l8.size() + event.type.size() + 8, l7.size());
+  Result<LogEntry> a = DecodeLog(log_key, l8, profile);
+  Result<LogEntry> b = DecodeLog(log_key, l7, profile);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->ranked.event, b->ranked.event);
+  EXPECT_EQ(a->seq, b->seq);
+  EXPECT_EQ(b->received_at, ev.received_at);
+  // A format 7 record keeps its own type: it reads under any profile.
+  Result<Profile> other = Profile::FromJson(
+      R"({"name":"other","entities":[{"name":"sale","key":"data.id","transitions":[)"
+      R"({"type":"sale.made","from":["none"],"to":"made"}]}]})");
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  b = DecodeLog(log_key, l7, *other);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->ranked.event.type, event.type);
+
+  const DedupEntry dedup{41, event.type, event.occurred_at, ref, 3, 0, std::string(32, '\x11')};
+  const std::string d8 = EncodeDedup(dedup), d7 = storage_test::EncodeFormat7Dedup(dedup);
+  EXPECT_EQ(d8.size() + 1, d7.size()) << "the digest's length";
+  Result<DedupEntry> da = DecodeDedup(DedupKey(event.event_id), d8);
+  Result<DedupEntry> db = DecodeDedup(DedupKey(event.event_id), d7);
+  ASSERT_TRUE(da.ok() && db.ok());
+  EXPECT_EQ(da->seq, db->seq);
+  EXPECT_EQ(da->entity, db->entity);
+  EXPECT_EQ(da->routing_epoch, db->routing_epoch);
+  EXPECT_EQ(da->body_digest, db->body_digest);
+  EXPECT_EQ(da->has_identity, db->has_identity);
+
+  ProjectionState ps;
+  ps.projection.entity = ref.entity;
+  ps.projection.id = ref.id;
+  ps.projection.state = "issued";
+  ps.projection.version = event.version;
+  ps.projection.applied = 1;
+  ps.projection.occurred_at = event.occurred_at;
+  ps.events = 1;
+  ps.last = KeyOf(event, 0);  // the applied event is the last: its time and version
+  ps.snapshots = ProjectionState::Snapshots::kSome;
+  const std::string p_key = ProjectionKey(3, ref);
+  const std::string p8 = EncodeProjectionCursor(ps),
+                    p7 = storage_test::EncodeFormat7Projection(ps, true);
+  EXPECT_EQ(p8.size() + 8 + 1 + 1, p7.size())
+      << "the cursor's time and version, the snapshots byte";
+  Result<ProjectionState> pa = DecodeProjection(p_key, p8);
+  Result<ProjectionState> pb = DecodeProjection(p_key, p7);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_EQ(pa->projection, pb->projection);
+  EXPECT_EQ(pa->last, ps.last);
+  EXPECT_EQ(pb->last, ps.last);
+  EXPECT_EQ(pa->snapshots, ps.snapshots);
+  EXPECT_EQ(pb->snapshots, ps.snapshots);
+  EXPECT_EQ(pa->events, pb->events);
 }
 
 // The coding's edges: every varint width, and a varint that would pass 64

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/compact_coding.h"
 #include "storage/record_codec.h"
 #include "storage/records_generated.h"
 
@@ -150,6 +151,89 @@ inline std::string EncodeFormat6Change(const Change& c) {
   auto ids = b.CreateVectorOfStrings(c.event_ids);
   b.Finish(fb::CreateChangeRecord(b, entity, id, state, previous, ids, c.changed_at));
   return Framed(b);
+}
+
+// Format 7's compact records of the kinds format 8 made leaner, as format 7
+// wrote them: the event with its identity and route (tag 0xE1), the log
+// record with its type and received_at (0xE2), the dedup entry with its
+// digest's length, and the projection with its cursor whole and a
+// snapshots byte (both 0xE3/0xE4 as before, without format 8's flags).
+inline std::string EncodeFormat7Event(const storage::StoredEvent& e) {
+  std::string out(1, '\xE1');
+  const Event& ev = e.event;
+  out.push_back(static_cast<char>((ev.version ? 1 : 0) | (e.entity ? 2 : 0)));
+  storage::PutString(&out, ev.event_id);
+  storage::PutString(&out, ev.type);
+  storage::PutFixed64(&out, ev.occurred_at);
+  if (ev.version) storage::PutZigzag(&out, *ev.version);
+  storage::PutFixed64(&out, e.received_at);
+  if (e.entity) {
+    storage::PutString(&out, e.entity->entity);
+    storage::PutString(&out, e.entity->id);
+  }
+  out.append(e.body);
+  return storage::FrameRecord(out);
+}
+
+inline std::string EncodeFormat7Log(const storage::LogEntry& e) {
+  std::string out(1, '\xE2');
+  out.push_back(0);
+  storage::PutString(&out, e.ranked.event.type);
+  storage::PutVarint(&out, e.seq);
+  storage::PutFixed64(&out, e.received_at);
+  return storage::FrameRecord(out);
+}
+
+inline std::string EncodeFormat7Dedup(const storage::DedupEntry& e) {
+  const bool lean = e.expires_at == 0 && e.body_digest.size() >= storage::kDedupDigestBytes;
+  std::string out(1, '\xE3');
+  out.push_back(static_cast<char>((e.entity ? 1 : 0) | (lean ? 0 : 2) | (e.expires_at ? 4 : 0)));
+  storage::PutVarint(&out, e.seq);
+  storage::PutVarint(&out, e.routing_epoch);
+  if (e.entity) {
+    storage::PutString(&out, e.entity->entity);
+    storage::PutString(&out, e.entity->id);
+  }
+  storage::PutString(&out,
+                     std::string_view(e.body_digest)
+                         .substr(0, lean ? storage::kDedupDigestBytes : e.body_digest.size()));
+  if (!lean) {
+    storage::PutString(&out, e.type);
+    storage::PutFixed64(&out, e.occurred_at);
+  }
+  if (e.expires_at) storage::PutFixed64(&out, e.expires_at);
+  return storage::FrameRecord(out);
+}
+
+inline std::string EncodeFormat7Projection(const ProjectionState& s, bool cursor_only) {
+  const Projection& p = s.projection;
+  std::string out(1, '\xE4');
+  out.push_back(static_cast<char>((p.version ? 1 : 0) | (p.occurred_at ? 2 : 0) |
+                                  (s.last.version ? 4 : 0) | (cursor_only ? 8 : 0)));
+  out.push_back(static_cast<char>(s.snapshots));
+  storage::PutString(&out, p.state);
+  if (p.version) storage::PutZigzag(&out, *p.version);
+  storage::PutVarint(&out, p.applied);
+  if (p.occurred_at) storage::PutFixed64(&out, *p.occurred_at);
+  storage::PutVarint(&out, s.events);
+  storage::PutFixed64(&out, s.last.occurred_at);
+  if (s.last.version) storage::PutZigzag(&out, *s.last.version);
+  storage::PutVarint(&out, s.last.rank);
+  storage::PutString(&out, s.last.event_id);
+  if (!cursor_only) {
+    storage::PutVarint(&out, p.fields.size());
+    for (const Field& f : p.fields) {
+      storage::PutString(&out, f.name);
+      storage::PutString(&out, f.json);
+    }
+    storage::PutVarint(&out, p.rejected.size());
+    for (const Rejection& r : p.rejected) {
+      storage::PutString(&out, r.event_id);
+      storage::PutString(&out, r.type);
+      storage::PutString(&out, r.reason);
+    }
+  }
+  return storage::FrameRecord(out);
 }
 
 }  // namespace eventfold::storage_test

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rfc3339.h"
+#include "eventfold/profile.h"
 #include "storage/key_codec.h"
 #include "tests/storage/legacy_records.h"
 
@@ -27,100 +29,148 @@ Event SampleEvent() {
   return e;
 }
 
+// The body a sender would have delivered for `e`.
+std::string BodyOf(const Event& e) {
+  std::string body = "{\"event_id\":\"" + e.event_id + "\",\"type\":\"" + e.type +
+                     "\",\"occurred_at\":\"" + FormatRfc3339(e.occurred_at) + "\"";
+  if (e.version) body += ",\"version\":" + std::to_string(*e.version);
+  body += ",\"data\":{";
+  for (size_t i = 0; i < e.data.size(); ++i) {
+    body += (i ? ",\"" : "\"") + e.data[i].name + "\":" + e.data[i].json;
+  }
+  return body + "}}";
+}
+
 TEST(storage_record_codec, StoredEventRoundTrips) {
+  // Since format 8 the record is the body and its arrival time: the
+  // identity is read back from the body, and the route is not stored.
   StoredEvent e;
   e.seq = 0x0102030405060708ull;
   e.event = SampleEvent();
-  e.event.data.clear();                                     // the body holds the data
-  e.received_at = -5;                                       // before the epoch still round-trips
-  e.body = std::string("{\"binary\":\"\0\xff\x01\"}", 17);  // verbatim bytes, NULs too
+  e.body = BodyOf(e.event);
+  e.event.data.clear();  // the body holds the data
+  e.received_at = -5;    // before the epoch still round-trips
   e.entity = EntityRef{"receipt", "rcp_1"};
   const std::string key = EventKey(e.seq);
-  Result<StoredEvent> d = DecodeStoredEvent(key, EncodeEvent(e));
+  const std::string value = EncodeEvent(e);
+  Result<StoredEvent> d = DecodeStoredEvent(key, value);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->seq, e.seq);  // from the key
   EXPECT_EQ(d->event, e.event);
+  EXPECT_TRUE(d->has_identity);
   EXPECT_EQ(d->received_at, e.received_at);
   EXPECT_EQ(d->body, e.body);
-  EXPECT_EQ(d->entity, e.entity);
+  EXPECT_FALSE(d->entity.has_value()) << "the route is the profile's";
+  EXPECT_EQ(value.size(), 1 + 8 + e.body.size() + 4) << "tag, received_at, body, checksum";
 
-  // Unrouted, without a version, empty body.
-  e.entity.reset();
+  // DecodeStoredBody leaves the body undecoded.
+  d = DecodeStoredBody(key, value);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE(d->has_identity);
+  EXPECT_TRUE(d->event.event_id.empty());
+  EXPECT_EQ(d->body, e.body);
+  EXPECT_EQ(d->received_at, e.received_at);
+
+  // Without a version.
   e.event.version.reset();
-  e.body.clear();
+  e.body = BodyOf(e.event);
   d = DecodeStoredEvent(key, EncodeEvent(e));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->event, e.event);
-  EXPECT_FALSE(d->entity.has_value());
-  EXPECT_FALSE(d->event.version.has_value());
-  EXPECT_EQ(d->body, "");
+
+  // Verbatim bytes, NULs too, come back as they went; a body that does not
+  // decode is then reported as damage naming the key, never an empty event.
+  e.body = std::string("{\"binary\":\"\0\xff\x01\"}", 17);
+  d = DecodeStoredBody(key, EncodeEvent(e));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->body, e.body);
+  d = DecodeStoredEvent(key, EncodeEvent(e));
+  ASSERT_FALSE(d.ok());
+  EXPECT_TRUE(d.status().IsCorruption()) << d.status().ToString();
+  EXPECT_NE(d.status().message().find("no longer decodes"), std::string::npos);
 }
 
 using storage_test::EncodeFormat5Log;
 
 TEST(storage_record_codec, LogEntryRoundTrips) {
+  const Profile& profile = Profile::ReceiptRoller();
   LogEntry e;
   e.ranked.event = SampleEvent();
-  e.ranked.rank = 3;
+  e.ranked.rank = 0;  // receipt.issued's under the profile
   e.seq = 42;
   e.received_at = 1795941330999999;
   auto key_of = [&] {
     return LogKey(1, {"receipt", "rcp_1"}, KeyOf(e.ranked.event, e.ranked.rank));
   };
   // With its data (format 1): everything.
-  Result<LogEntry> d = DecodeLog(key_of(), EncodeLogWithData(e));
+  Result<LogEntry> d = DecodeLog(key_of(), EncodeLogWithData(e), profile);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->ranked.event, e.ranked.event);
   EXPECT_TRUE(d->has_data);
-  EXPECT_EQ(d->ranked.rank, 3u);
+  EXPECT_EQ(d->ranked.rank, 0u);
   EXPECT_EQ(d->seq, 42u);  // kept in the record: the key holds the fold key
   EXPECT_EQ(d->received_at, e.received_at);
 
-  // Lean: all but the data, which stays in the body at a/<seq>, and (since
-  // format 6) the fold position, which the key holds.
+  // Lean: only the seq. The data stays in the body at a/<seq>, beside the
+  // received_at; the fold position is the key's (since format 6) and the
+  // type the rank's transition (since format 8).
   ASSERT_FALSE(e.ranked.event.data.empty());
   const std::string lean = EncodeLog(e);
-  EXPECT_LT(lean.size(), EncodeLogWithData(e).size());
+  EXPECT_EQ(lean.size(), 1 + 1 + 4) << "tag, seq, checksum";
   EXPECT_LT(lean.size(), EncodeFormat5Log(e).size());
-  EXPECT_EQ(lean.find(e.ranked.event.event_id), std::string::npos) << "the key holds it";
-  d = DecodeLog(key_of(), lean);
+  EXPECT_EQ(lean.find(e.ranked.event.type), std::string::npos) << "the rank names it";
+  d = DecodeLog(key_of(), lean, profile);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_FALSE(d->has_data);
   EXPECT_TRUE(d->ranked.event.data.empty());
   Event without_data = e.ranked.event;
   without_data.data.clear();
   EXPECT_EQ(d->ranked.event, without_data);
-  EXPECT_EQ(d->ranked.rank, 3u);
+  EXPECT_EQ(d->ranked.rank, 0u);
   EXPECT_EQ(d->seq, 42u);
-  EXPECT_EQ(d->received_at, e.received_at);
-  // A format 5 record reads the same.
-  d = DecodeLog(key_of(), EncodeFormat5Log(e));
+  EXPECT_EQ(d->received_at, 0) << "read from a/<seq> with the data";
+  // A format 5 record reads the same, with its own received_at.
+  d = DecodeLog(key_of(), EncodeFormat5Log(e), profile);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->ranked.event, without_data);
-  EXPECT_EQ(d->ranked.rank, 3u);
+  EXPECT_EQ(d->ranked.rank, 0u);
+  EXPECT_EQ(d->received_at, e.received_at);
   // A lean record under a key without a fold position is corruption, not an
   // event without an id.
-  d = DecodeLog(ProjectionKey(1, {"receipt", "rcp_1"}), lean);
+  d = DecodeLog(ProjectionKey(1, {"receipt", "rcp_1"}), lean, profile);
   ASSERT_FALSE(d.ok());
   EXPECT_TRUE(d.status().IsCorruption()) << d.status().ToString();
+  // So is a rank the profile has no transition for, or an entity it lacks:
+  // the record was not written under this profile.
+  for (const auto& [entity, rank] : {std::pair<std::string, uint32_t>{"receipt", 2},
+                                     std::pair<std::string, uint32_t>{"parcel", 0}}) {
+    d = DecodeLog(LogKey(1, {entity, "x"}, KeyOf(e.ranked.event, rank)), lean, profile);
+    ASSERT_FALSE(d.ok()) << entity << " " << rank;
+    EXPECT_TRUE(d.status().IsCorruption()) << d.status().ToString();
+    EXPECT_NE(d.status().message().find("names no transition"), std::string::npos);
+  }
+  // Each rank names its own type.
+  d = DecodeLog(LogKey(1, {"product", "p"}, KeyOf(e.ranked.event, 2)), lean, profile);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->ranked.event.type, "product.deleted");
 
   // Version 0 is a version, not an absent one; empty data stays empty and
   // still counts as carried.
   e.ranked.event.version = 0;
   e.ranked.event.data.clear();
-  d = DecodeLog(key_of(), EncodeLogWithData(e));
+  d = DecodeLog(key_of(), EncodeLogWithData(e), profile);
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE(d->ranked.event.version.has_value());
   EXPECT_EQ(*d->ranked.event.version, 0);
   EXPECT_TRUE(d->ranked.event.data.empty());
   EXPECT_TRUE(d->has_data);
-  d = DecodeLog(key_of(), EncodeLog(e));
+  d = DecodeLog(key_of(), EncodeLog(e), profile);
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE(d->ranked.event.version.has_value());
   EXPECT_EQ(*d->ranked.event.version, 0);
 
   e.ranked.event.version.reset();
-  d = DecodeLog(key_of(), EncodeLog(e));
+  d = DecodeLog(key_of(), EncodeLog(e), profile);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->ranked.event.version.has_value());
 }
@@ -318,13 +368,15 @@ std::vector<Family> Families() {
   std::vector<Family> out;
   StoredEvent ev;
   ev.event = SampleEvent();
-  ev.body = "{\"event_id\":\"evt_1\"}";
-  ev.entity = EntityRef{"receipt", "rcp_1"};
+  ev.body = BodyOf(ev.event);
   out.push_back(
       {"event", EventKey(1), "", EncodeEvent(ev), Recode(DecodeStoredEvent, EncodeEvent)});
   LogEntry log{RankedEvent{SampleEvent(), 1}, 9, 10};
+  const auto decode_log = [](std::string_view k, std::string_view v) {
+    return DecodeLog(k, v, Profile::ReceiptRoller());
+  };
   out.push_back({"log", LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 1)), "",
-                 EncodeLog(log), Recode(DecodeLog, EncodeLog)});
+                 EncodeLog(log), Recode(decode_log, EncodeLog)});
   DedupEntry dedup{9,
                    "receipt.issued",
                    5,
@@ -407,14 +459,10 @@ TEST(storage_record_codec, GarbageValuesAreCorruptionNamingTheKey) {
     bad_root[0] = bad_root[1] = bad_root[2] = bad_root[3] = '\xff';
     ExpectCorruptionNamingKey(f.decode(f.key, bad_root, &ignored), f, "root offset");
     // Every 4-byte word after the root offset overwritten with 0x7fffffff:
-    // vtable and string offsets and lengths all point outside the buffer.
+    // vtable and string offsets and lengths all point outside the buffer
+    // (a partial last word too: a lean log record is 6 bytes).
     std::string smashed = f.value;
-    for (size_t i = 4; i + 4 <= smashed.size(); i += 4) {
-      smashed[i] = '\xff';
-      smashed[i + 1] = '\xff';
-      smashed[i + 2] = '\xff';
-      smashed[i + 3] = '\x7f';
-    }
+    for (size_t i = 4; i < smashed.size(); ++i) smashed[i] = i % 4 == 3 ? '\x7f' : '\xff';
     ExpectCorruptionNamingKey(f.decode(f.key, smashed, &ignored), f, "smashed");
   }
 }

@@ -122,6 +122,149 @@ class StoreTest : public ::testing::Test {
         << refused.status().ToString();
   }
 
+  // The event log entry at `key` (value `value`) of a raw database of the
+  // ReceiptRoller profile, with its received_at (a/<seq>'s since format 8).
+  static void RawLogEntry(leveldb::DB* db, const std::string& key, std::string_view value,
+                          storage::LogEntry* out) {
+    Result<storage::LogEntry> e = storage::DecodeLog(key, value, Profile::ReceiptRoller());
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if (e->received_at == 0) {
+      storage::StoredEvent stored;
+      ASSERT_NO_FATAL_FAILURE(RawStoredEvent(db, e->seq, &stored));
+      e->received_at = stored.received_at;
+    }
+    *out = std::move(*e);
+  }
+
+  // A store whose per-event values are all rewritten as `format` ("6" or
+  // "7") wrote them is refused, then upgraded on request (only m/format
+  // changes) and reads as before: projections, log, feed, redeliveries and
+  // conflicts, then new events; `check` finds the mixed store clean.
+  void ExpectUpgradeFromCompactOrFlatBufferFormat(const std::string& format) {
+    const bool six = format == "6";
+    Options o = Opts();
+    o.snapshot_interval = 2;  // so that there are snapshots to read as the older format
+    std::map<std::string, std::string> before;
+    std::vector<Change> feed_before;
+    std::string log_before;
+    std::vector<std::string> issued;
+    {
+      auto store = Open(o);
+      ASSERT_TRUE(store);
+      for (int i = 0; i < 6; ++i) {
+        issued.push_back(Issued("evt_i" + std::to_string(i), "rcp_" + std::to_string(i % 2 + 1)));
+        MustAccept(store.get(), issued.back());
+      }
+      MustAccept(store.get(), Refunded("evt_r", "rcp_1"));
+      EXPECT_EQ(store->Ingest(Issued("evt_late", "rcp_1")).outcome, Outcome::kAccepted);
+      before = ReceiptsJson(store.get());
+      ASSERT_TRUE(store->feed()
+                      .Read(0, 100,
+                            [&](const Change& c) {
+                              feed_before.push_back(c);
+                              return true;
+                            })
+                      .ok());
+      Result<EntityLog> log = store->Log("receipt", "rcp_1");
+      ASSERT_TRUE(log.ok());
+      log_before = EntityLogToJson(*log);
+    }
+    std::map<char, int> rewritten;
+    {
+      std::unique_ptr<leveldb::DB> db = RawDb();
+      ASSERT_TRUE(db);
+      leveldb::WriteBatch batch;
+      std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        const std::string key = it->key().ToString();
+        const std::string_view value = storage::View(it->value());
+        std::string legacy;
+        char family = key[0];
+        if (key.starts_with(storage::kEventPrefix)) {
+          Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
+          ASSERT_TRUE(e.ok()) << e.status().ToString();
+          // The route the older formats stored beside the body.
+          Result<DecodedEvent> decoded = DecodeEvent(e->body, Profile::ReceiptRoller());
+          ASSERT_TRUE(decoded.ok());
+          e->entity = decoded->entity;
+          legacy =
+              six ? storage_test::EncodeFormat6Event(*e) : storage_test::EncodeFormat7Event(*e);
+        } else if (key.starts_with(storage::kDedupPrefix)) {
+          Result<storage::DedupEntry> d = storage::DecodeDedup(key, value);
+          ASSERT_TRUE(d.ok()) << d.status().ToString();
+          legacy =
+              six ? storage_test::EncodeFormat6Dedup(*d) : storage_test::EncodeFormat7Dedup(*d);
+        } else if (key.starts_with(storage::kFeedPrefix)) {
+          Result<Change> c = storage::DecodeChange(key, value);
+          ASSERT_TRUE(c.ok()) << c.status().ToString();
+          if (six) legacy = storage_test::EncodeFormat6Change(*c);  // format 7's is format 8's
+        } else if (key.starts_with("g/") && key.size() > 8) {
+          family = key[7];  // g/<gen>/<family>/
+          if (family == 'l') {
+            storage::LogEntry e;
+            ASSERT_NO_FATAL_FAILURE(RawLogEntry(db.get(), key, value, &e));
+            legacy = six ? storage_test::EncodeFormat6Log(e) : storage_test::EncodeFormat7Log(e);
+          } else if (family == 'p' || family == 's') {
+            Result<ProjectionState> ps = storage::DecodeProjection(key, value);
+            ASSERT_TRUE(ps.ok()) << ps.status().ToString();
+            legacy = six ? storage_test::EncodeFormat6Projection(*ps)
+                         : storage_test::EncodeFormat7Projection(*ps, ps->cursor_only);
+          }
+        }
+        if (legacy.empty()) continue;
+        EXPECT_LT(value.size(), legacy.size()) << "format 8 is smaller: " << family;
+        batch.Put(key, legacy);
+        ++rewritten[family];
+      }
+      batch.Put(storage::MetaKey("format"), storage::EncodeText(format));
+      ASSERT_TRUE(db->Write({}, &batch).ok());
+    }
+    EXPECT_EQ(rewritten['a'], 8);
+    EXPECT_EQ(rewritten['d'], 8);
+    EXPECT_EQ(rewritten['l'], 8);
+    EXPECT_EQ(rewritten['p'], 2);
+    EXPECT_GE(rewritten['s'], 2);
+    EXPECT_EQ(rewritten['f'], six ? static_cast<int>(feed_before.size()) : 0);
+    ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder(format));
+    auto expect_as_before = [&](Store* store) {
+      EXPECT_EQ(ReceiptsJson(store), before);
+      std::vector<Change> feed;
+      ASSERT_TRUE(store->feed()
+                      .Read(0, feed_before.size(),
+                            [&](const Change& c) {
+                              feed.push_back(c);
+                              return true;
+                            })
+                      .ok());
+      EXPECT_EQ(feed, feed_before);
+      Result<EntityLog> log = store->Log("receipt", "rcp_1");
+      ASSERT_TRUE(log.ok());
+      EXPECT_EQ(EntityLogToJson(*log), log_before);
+      for (const std::string& body : issued) {
+        EXPECT_EQ(store->Ingest(body).outcome, Outcome::kDuplicate);
+        EXPECT_EQ(store->Ingest(body + " ").outcome, Outcome::kDuplicate) << "other bytes";
+      }
+      IngestResult c = store->Ingest(Refunded("evt_i0", "rcp_1"));
+      EXPECT_EQ(c.outcome, Outcome::kConflict);
+      EXPECT_NE(c.message.find("receipt.issued"), std::string::npos) << c.message;
+    };
+    o.upgrade_format = true;
+    {
+      auto store = Open(o);
+      ASSERT_TRUE(store);
+      expect_as_before(store.get());
+      test_util::ExpectCheckClean(store.get());
+    }
+    o.upgrade_format = false;
+    auto store = Open(o);
+    ASSERT_TRUE(store) << "an upgraded store opens without the option";
+    expect_as_before(store.get());
+    MustAccept(store.get(), Refunded("evt_r2", "rcp_2"));
+    EXPECT_EQ(store->Get("receipt", "rcp_2").value().state, "refunded");
+    EXPECT_EQ(store->Ingest(Refunded("evt_r2", "rcp_2") + "\n").outcome, Outcome::kDuplicate);
+    test_util::ExpectCheckClean(store.get());
+  }
+
   IngestResult MustAccept(Store* store, const std::string& body) {
     IngestResult r = store->Ingest(body);
     EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message << "\n" << body;
@@ -602,11 +745,11 @@ TEST_F(storage_store, RefusesAStoreOfAnotherFormat) {
                : db->Delete({}, storage::MetaKey("format"));
     ASSERT_TRUE(s.ok()) << s.ToString();
   };
-  set_format("8");
+  set_format("9");
   Result<std::unique_ptr<Store>> newer = Store::Open(path_, Opts());
   ASSERT_FALSE(newer.ok());
   EXPECT_TRUE(newer.status().IsInvalidArgument()) << newer.status().ToString();
-  EXPECT_NE(newer.status().message().find("store format 8 is not supported"), std::string::npos)
+  EXPECT_NE(newer.status().message().find("store format 9 is not supported"), std::string::npos)
       << newer.status().ToString();
   set_format(std::nullopt);
   Result<std::unique_ptr<Store>> unmarked = Store::Open(path_, Opts());
@@ -640,8 +783,8 @@ TEST_F(storage_store, UpgradesAFormat1StoreOnlyWhenAsked) {
     int rewritten = 0;
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       const std::string key = it->key().ToString();
-      Result<storage::LogEntry> e = storage::DecodeLog(key, it->value().ToString());
-      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      std::optional<storage::LogEntry> e(std::in_place);
+      ASSERT_NO_FATAL_FAILURE(RawLogEntry(db.get(), key, storage::View(it->value()), &*e));
       ASSERT_FALSE(e->has_data) << "format 2 writes lean log records";
       storage::StoredEvent stored;
       ASSERT_NO_FATAL_FAILURE(RawStoredEvent(db.get(), e->seq, &stored));
@@ -882,10 +1025,10 @@ TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
     const std::string logs = storage::LogFamilyPrefix(RawGeneration(db.get(), "log_generation"));
     for (it->Seek(logs); it->Valid() && it->key().starts_with(logs); it->Next()) {
-      Result<storage::LogEntry> e =
-          storage::DecodeLog(storage::View(it->key()), storage::View(it->value()));
-      ASSERT_TRUE(e.ok()) << e.status().ToString();
-      batch.Put(it->key(), storage_test::EncodeFormat5Log(*e));
+      storage::LogEntry e;
+      ASSERT_NO_FATAL_FAILURE(
+          RawLogEntry(db.get(), it->key().ToString(), storage::View(it->value()), &e));
+      batch.Put(it->key(), storage_test::EncodeFormat5Log(e));
       ++rewritten_logs;
     }
     const std::string dedup(storage::kDedupPrefix);
@@ -941,120 +1084,11 @@ TEST_F(storage_store, UpgradesAFormat5StoreOnlyWhenAsked) {
 // bodies); new events land beside the old records, and check finds the
 // mixed store clean.
 TEST_F(storage_store, UpgradesAFormat6StoreOnlyWhenAsked) {
-  Options o = Opts();
-  o.snapshot_interval = 2;  // so that there are snapshots to read as format 6
-  std::map<std::string, std::string> before;
-  std::vector<Change> feed_before;
-  std::string log_before;
-  std::vector<std::string> issued;
-  {
-    auto store = Open(o);
-    ASSERT_TRUE(store);
-    for (int i = 0; i < 6; ++i) {
-      issued.push_back(Issued("evt_i" + std::to_string(i), "rcp_" + std::to_string(i % 2 + 1)));
-      MustAccept(store.get(), issued.back());
-    }
-    MustAccept(store.get(), Refunded("evt_r", "rcp_1"));
-    EXPECT_EQ(store->Ingest(Issued("evt_late", "rcp_1")).outcome, Outcome::kAccepted);
-    before = ReceiptsJson(store.get());
-    ASSERT_TRUE(store->feed()
-                    .Read(0, 100,
-                          [&](const Change& c) {
-                            feed_before.push_back(c);
-                            return true;
-                          })
-                    .ok());
-    Result<EntityLog> log = store->Log("receipt", "rcp_1");
-    ASSERT_TRUE(log.ok());
-    log_before = EntityLogToJson(*log);
-  }
-  std::map<char, int> rewritten;
-  {
-    std::unique_ptr<leveldb::DB> db = RawDb();
-    ASSERT_TRUE(db);
-    leveldb::WriteBatch batch;
-    std::unique_ptr<leveldb::Iterator> it(db->NewIterator({}));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const std::string key = it->key().ToString();
-      const std::string_view value = storage::View(it->value());
-      std::string legacy;
-      char family = key[0];
-      if (key.starts_with(storage::kEventPrefix)) {
-        Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
-        ASSERT_TRUE(e.ok()) << e.status().ToString();
-        legacy = storage_test::EncodeFormat6Event(*e);
-      } else if (key.starts_with(storage::kDedupPrefix)) {
-        Result<storage::DedupEntry> d = storage::DecodeDedup(key, value);
-        ASSERT_TRUE(d.ok()) << d.status().ToString();
-        legacy = storage_test::EncodeFormat6Dedup(*d);
-      } else if (key.starts_with(storage::kFeedPrefix)) {
-        Result<Change> c = storage::DecodeChange(key, value);
-        ASSERT_TRUE(c.ok()) << c.status().ToString();
-        legacy = storage_test::EncodeFormat6Change(*c);
-      } else if (key.starts_with("g/") && key.size() > 8) {
-        family = key[7];  // g/<gen>/<family>/
-        if (family == 'l') {
-          Result<storage::LogEntry> e = storage::DecodeLog(key, value);
-          ASSERT_TRUE(e.ok()) << e.status().ToString();
-          legacy = storage_test::EncodeFormat6Log(*e);
-        } else if (family == 'p' || family == 's') {
-          Result<ProjectionState> ps = storage::DecodeProjection(key, value);
-          ASSERT_TRUE(ps.ok()) << ps.status().ToString();
-          legacy = storage_test::EncodeFormat6Projection(*ps);
-        }
-      }
-      if (legacy.empty()) continue;
-      EXPECT_LT(value.size(), legacy.size()) << "compact is smaller: " << family;
-      batch.Put(key, legacy);
-      ++rewritten[family];
-    }
-    batch.Put(storage::MetaKey("format"), storage::EncodeText("6"));
-    ASSERT_TRUE(db->Write({}, &batch).ok());
-  }
-  EXPECT_EQ(rewritten['a'], 8);
-  EXPECT_EQ(rewritten['d'], 8);
-  EXPECT_EQ(rewritten['l'], 8);
-  EXPECT_EQ(rewritten['p'], 2);
-  EXPECT_GE(rewritten['s'], 2);
-  EXPECT_EQ(rewritten['f'], static_cast<int>(feed_before.size()));
-  ASSERT_NO_FATAL_FAILURE(ExpectRefusedAsOlder("6"));
-  auto expect_as_before = [&](Store* store) {
-    EXPECT_EQ(ReceiptsJson(store), before);
-    std::vector<Change> feed;
-    ASSERT_TRUE(store->feed()
-                    .Read(0, feed_before.size(),
-                          [&](const Change& c) {
-                            feed.push_back(c);
-                            return true;
-                          })
-                    .ok());
-    EXPECT_EQ(feed, feed_before);
-    Result<EntityLog> log = store->Log("receipt", "rcp_1");
-    ASSERT_TRUE(log.ok());
-    EXPECT_EQ(EntityLogToJson(*log), log_before);
-    for (const std::string& body : issued) {
-      EXPECT_EQ(store->Ingest(body).outcome, Outcome::kDuplicate);
-      EXPECT_EQ(store->Ingest(body + " ").outcome, Outcome::kDuplicate) << "other bytes";
-    }
-    IngestResult c = store->Ingest(Refunded("evt_i0", "rcp_1"));
-    EXPECT_EQ(c.outcome, Outcome::kConflict);
-    EXPECT_NE(c.message.find("receipt.issued"), std::string::npos) << c.message;
-  };
-  o.upgrade_format = true;
-  {
-    auto store = Open(o);
-    ASSERT_TRUE(store);
-    expect_as_before(store.get());
-    test_util::ExpectCheckClean(store.get());
-  }
-  o.upgrade_format = false;
-  auto store = Open(o);
-  ASSERT_TRUE(store) << "an upgraded store opens without the option";
-  expect_as_before(store.get());
-  MustAccept(store.get(), Refunded("evt_r2", "rcp_2"));
-  EXPECT_EQ(store->Get("receipt", "rcp_2").value().state, "refunded");
-  EXPECT_EQ(store->Ingest(Refunded("evt_r2", "rcp_2") + "\n").outcome, Outcome::kDuplicate);
-  test_util::ExpectCheckClean(store.get());
+  ExpectUpgradeFromCompactOrFlatBufferFormat("6");
+}
+
+TEST_F(storage_store, UpgradesAFormat7StoreOnlyWhenAsked) {
+  ExpectUpgradeFromCompactOrFlatBufferFormat("7");
 }
 
 TEST_F(storage_store, PersistsAcrossReopen) {
