@@ -29,9 +29,6 @@ bool IsDecimal(std::string_view s) { return ParseU64(s).has_value(); }
 
 std::string Seq(uint64_t seq) { return std::to_string(seq); }
 
-// "g/" be32(gen) "/" then a two-byte family ("l/", "p/", "s/").
-constexpr size_t kGenHeaderBytes = 2 + 4 + 1;
-
 class Checker {
  public:
   Checker(leveldb::DB* db, const CheckOptions& options, const CheckProblemFn& on_problem)
@@ -371,12 +368,13 @@ class Checker {
 
   Status CheckGenerationKey(const std::string& key, std::string_view value,
                             std::optional<std::string>* seek) {
-    if (key.size() < kGenHeaderBytes + 2 || key[kGenHeaderBytes - 1] != '/') {
+    // "g/<gen>/" then a two-byte family ("l/", "p/", "s/", "u/").
+    const std::optional<storage::GenerationKeyView> g = storage::ParseGenerationKey(key);
+    if (!g || g->rest.size() < 2) {
       Problem(key, "malformed generation key");
       return Status::OK();
     }
-    uint32_t gen = 0;
-    for (size_t i = 2; i < 6; ++i) gen = gen << 8 | static_cast<unsigned char>(key[i]);
+    const uint32_t gen = g->gen;
     if (gen != o_.live.projections && gen != o_.live.logs) {
       if (!o_.rebuild_running && gen != rebuild_target_) {
         Problem(storage::GenerationPrefix(gen),
@@ -387,7 +385,7 @@ class Checker {
       *seek = storage::PrefixEnd(storage::GenerationPrefix(gen));
       return Status::OK();
     }
-    const std::string_view family = std::string_view(key).substr(kGenHeaderBytes, 2);
+    const std::string_view family = g->rest.substr(0, 2);
     if (std::find(storage::kGenerationFamilies.begin(), storage::kGenerationFamilies.end(),
                   family) == storage::kGenerationFamilies.end()) {
       Problem(key, "unknown generation family");

@@ -3,8 +3,7 @@
 namespace eventfold::storage {
 namespace {
 
-constexpr size_t kGenPrefixBytes = 2 + 4 + 1;  // "g/" be32 "/"
-constexpr size_t kFamilyBytes = 2;             // "l/", "p/", "s/"
+constexpr size_t kFamilyBytes = 2;  // "l/", "p/", "s/"
 
 void AppendBigEndian(uint64_t v, int bytes, std::string* out) {
   for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8) {
@@ -81,22 +80,99 @@ std::optional<EntityRef> ParseCompactionKey(std::string_view key) {
 
 FoldKey CompactionPoint() { return FoldKey{INT64_MIN, std::nullopt, 0, ""}; }
 
+namespace {
+
+// The fewest bytes that hold `u` (0 for 0).
+int SignificantBytes(uint64_t u) {
+  int n = 0;
+  while (u != 0) {
+    ++n;
+    u >>= 8;
+  }
+  return n;
+}
+
+// Markers of the version's encoding since format 8. Formats 1-7 wrote 0x00
+// (absent) or 0x01 and eight bytes, which no marker here equals: the key
+// of an older store is told apart by that byte (UpgradeFoldKeys).
+constexpr uint8_t kNoVersion = 0x02;
+constexpr uint8_t kNegativeVersion = 0x0B;  // minus the bytes that follow
+constexpr uint8_t kVersion = 0x0C;          // plus the bytes that follow
+
+// An optional version, order-preserving and self-delimiting: absent sorts
+// first; a negative v is kNegativeVersion - n and v's low n bytes, where n
+// is the bytes ~v needs (more bytes, more negative, a smaller marker); a
+// non-negative v is kVersion + n and its n significant bytes.
+void AppendVersion(const std::optional<int64_t>& version, std::string* out) {
+  if (!version) {
+    out->push_back(static_cast<char>(kNoVersion));
+    return;
+  }
+  const int64_t v = *version;
+  const int n = SignificantBytes(v < 0 ? ~static_cast<uint64_t>(v) : static_cast<uint64_t>(v));
+  out->push_back(static_cast<char>(v < 0 ? kNegativeVersion - n : kVersion + n));
+  AppendBigEndian(static_cast<uint64_t>(v), n, out);
+}
+
+// A rank: its byte count (0-4), then its significant bytes.
+void AppendRank(uint32_t rank, std::string* out) {
+  const int n = SignificantBytes(rank);
+  out->push_back(static_cast<char>(n));
+  AppendBigEndian(rank, n, out);
+}
+
+// Reads `n` big-endian bytes off `b` when it has them and they are the
+// fewest that hold the value (`negative`: of a value whose higher bytes are
+// all 0xFF); one encoding per value keeps the order exact.
+std::optional<uint64_t> TakeSignificant(std::string_view* b, int n, bool negative) {
+  if (b->size() < static_cast<size_t>(n)) return std::nullopt;
+  if (n > 0 && static_cast<uint8_t>((*b)[0]) == (negative ? 0xFF : 0x00)) return std::nullopt;
+  const uint64_t u = n == 0 ? 0 : ReadBigEndian(*b, n);
+  b->remove_prefix(n);
+  return u;
+}
+
+}  // namespace
+
 std::string EncodeFoldKey(const FoldKey& k) {
   std::string out;
-  out.reserve(8 + 9 + 4 + k.event_id.size());
+  out.reserve(8 + 2 + 2 + k.event_id.size());
   AppendBigEndian(static_cast<uint64_t>(k.occurred_at) ^ kSignBit, 8, &out);
-  if (k.version) {
-    out.push_back('\x01');
-    AppendBigEndian(static_cast<uint64_t>(*k.version) ^ kSignBit, 8, &out);
-  } else {
-    out.push_back('\0');
-  }
-  AppendBigEndian(k.rank, 4, &out);
+  AppendVersion(k.version, &out);
+  AppendRank(k.rank, &out);
   out.append(k.event_id);
   return out;
 }
 
 std::optional<FoldKey> DecodeFoldKey(std::string_view b) {
+  if (b.size() < 8 + 1 + 1) return std::nullopt;
+  FoldKey k;
+  k.occurred_at = static_cast<int64_t>(ReadBigEndian(b, 8) ^ kSignBit);
+  b.remove_prefix(8);
+  const auto marker = static_cast<uint8_t>(b[0]);
+  b.remove_prefix(1);
+  if (marker >= kNegativeVersion - 8 && marker <= kVersion + 8) {
+    const bool negative = marker <= kNegativeVersion;
+    const int n = negative ? kNegativeVersion - marker : marker - kVersion;
+    std::optional<uint64_t> u = TakeSignificant(&b, n, negative);
+    if (!u) return std::nullopt;
+    // A negative value's higher bytes are all ones.
+    k.version = static_cast<int64_t>(negative && n < 8 ? *u | (~uint64_t{0} << (8 * n)) : *u);
+  } else if (marker != kNoVersion) {
+    return std::nullopt;  // 0x00 or 0x01: a key of format 7 or before
+  }
+  if (b.empty()) return std::nullopt;
+  const int rank_bytes = static_cast<uint8_t>(b[0]);
+  b.remove_prefix(1);
+  if (rank_bytes > 4) return std::nullopt;
+  std::optional<uint64_t> rank = TakeSignificant(&b, rank_bytes, /*negative=*/false);
+  if (!rank) return std::nullopt;
+  k.rank = static_cast<uint32_t>(*rank);
+  k.event_id = b;
+  return k;
+}
+
+std::optional<FoldKey> DecodeLegacyFoldKey(std::string_view b) {
   if (b.size() < 8 + 1 + 4) return std::nullopt;
   FoldKey k;
   k.occurred_at = static_cast<int64_t>(ReadBigEndian(b, 8) ^ kSignBit);
@@ -116,11 +192,70 @@ std::optional<FoldKey> DecodeFoldKey(std::string_view b) {
   return k;
 }
 
+namespace {
+
+// A generation in a key: one byte for 0-239, else 0xF0 + n and its n
+// big-endian bytes; order-preserving, and a rebuild's count of them stays
+// one byte for years. (Formats 1-7 wrote four bytes.)
+constexpr uint8_t kGenerationLength = 0xF0;
+
+void AppendGeneration(uint32_t gen, std::string* out) {
+  if (gen < kGenerationLength) {
+    out->push_back(static_cast<char>(gen));
+    return;
+  }
+  const int n = SignificantBytes(gen);
+  out->push_back(static_cast<char>(kGenerationLength + n));
+  AppendBigEndian(gen, n, out);
+}
+
+}  // namespace
+
 std::string GenerationPrefix(uint32_t gen) {
   std::string key(kGenerationPrefix);
-  AppendBigEndian(gen, 4, &key);
+  AppendGeneration(gen, &key);
   key.push_back('/');
   return key;
+}
+
+std::optional<GenerationKeyView> ParseGenerationKey(std::string_view key) {
+  if (!key.starts_with(kGenerationPrefix) || key.size() < kGenerationPrefix.size() + 2) {
+    return std::nullopt;
+  }
+  std::string_view b = key.substr(kGenerationPrefix.size());
+  const auto first = static_cast<uint8_t>(b[0]);
+  b.remove_prefix(1);
+  GenerationKeyView v;
+  if (first < kGenerationLength) {
+    v.gen = first;
+  } else {
+    const int n = first - kGenerationLength;
+    if (n < 1 || n > 4 || b.size() < static_cast<size_t>(n)) return std::nullopt;
+    const uint64_t gen = ReadBigEndian(b, n);
+    if (gen < (n == 1 ? kGenerationLength : uint64_t{1} << (8 * (n - 1)))) {
+      return std::nullopt;  // not the shortest form: one encoding per generation
+    }
+    v.gen = static_cast<uint32_t>(gen);
+    b.remove_prefix(n);
+  }
+  if (b.empty() || b[0] != '/') return std::nullopt;
+  b.remove_prefix(1);
+  v.prefix_bytes = key.size() - b.size();
+  v.rest = b;
+  return v;
+}
+
+std::optional<GenerationKeyView> ParseLegacyGenerationKey(std::string_view key) {
+  // "g/" be32(gen) "/", the high byte 0: a format 8 key's is a
+  // generation's one byte (never 0: generations start at 1) or 0xF1-0xF4.
+  if (!key.starts_with(kGenerationPrefix) || key.size() < 7 || key[2] != '\0' || key[6] != '/') {
+    return std::nullopt;
+  }
+  GenerationKeyView v;
+  v.gen = static_cast<uint32_t>(ReadBigEndian(key.substr(2), 4));
+  v.prefix_bytes = 7;
+  v.rest = key.substr(7);
+  return v;
 }
 
 std::string FamilyPrefix(uint32_t gen, std::string_view family) {
@@ -186,25 +321,20 @@ std::optional<uint64_t> ParseSeqKey(std::string_view key, std::string_view prefi
 }
 
 std::optional<EntityRef> ParseProjectionKey(std::string_view key) {
-  if (key.size() < kGenPrefixBytes + kFamilyBytes || key.substr(0, 2) != kGenerationPrefix ||
-      key.substr(kGenPrefixBytes, kFamilyBytes) != "p/") {
-    return std::nullopt;
-  }
-  key.remove_prefix(kGenPrefixBytes + kFamilyBytes);
+  std::optional<GenerationKeyView> g = ParseGenerationKey(key);
+  if (!g || !g->rest.starts_with(kProjectionFamily)) return std::nullopt;
+  key = g->rest.substr(kFamilyBytes);
   const size_t nul = key.find('\0');
   if (nul == std::string_view::npos) return std::nullopt;
   return EntityRef{std::string(key.substr(0, nul)), std::string(key.substr(nul + 1))};
 }
 
 std::optional<LogKeyView> SplitLogKey(std::string_view key) {
-  if (key.size() < kGenPrefixBytes + kFamilyBytes || key.substr(0, 2) != kGenerationPrefix) {
+  std::optional<GenerationKeyView> g = ParseGenerationKey(key);
+  if (!g || (!g->rest.starts_with(kLogFamily) && !g->rest.starts_with(kSnapshotFamily))) {
     return std::nullopt;
   }
-  if (const std::string_view family = key.substr(kGenPrefixBytes, kFamilyBytes);
-      family != kLogFamily && family != kSnapshotFamily) {
-    return std::nullopt;
-  }
-  key.remove_prefix(kGenPrefixBytes + kFamilyBytes);
+  key = g->rest.substr(kFamilyBytes);
   const size_t nul1 = key.find('\0');
   if (nul1 == std::string_view::npos) return std::nullopt;
   const size_t nul2 = key.find('\0', nul1 + 1);
@@ -225,6 +355,12 @@ std::optional<std::pair<EntityRef, FoldKey>> ParseLogKey(std::string_view key) {
 std::optional<FoldKey> ParseLogKeyFold(std::string_view key) {
   std::optional<LogKeyView> parts = SplitLogKey(key);
   return parts ? DecodeFoldKey(parts->fold) : std::nullopt;
+}
+
+std::string Printable(std::string_view key) {
+  std::string printable;
+  for (char c : key) printable += (c >= 0x20 && c < 0x7F) ? c : '.';
+  return printable;
 }
 
 std::string PrefixEnd(std::string_view prefix) {

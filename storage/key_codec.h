@@ -1,24 +1,34 @@
 // Key codec: every LevelDB key an eventfold store writes.
 //
 // Key grammar (LevelDB orders keys bytewise). <seq> is a big-endian uint64,
-// so those keys sort in arrival order; <gen> is a big-endian uint32
-// projection generation; <entity> is a profile entity name (never NUL);
-// <id> is an entity key (decoding refuses NUL in it); <fold> is an event's
-// fold key encoded so that bytewise order is fold order (docs/SPEC.md §4.1):
+// so those keys sort in arrival order; <gen> is a generation, one byte for
+// 0-239, else 0xF0+n and its n (1-4) big-endian bytes; <entity> is a profile entity name (never
+// NUL); <id> is an entity key (decoding refuses NUL in it); <fold> is an event's fold key encoded
+// so that bytewise order is fold order (docs/SPEC.md §4.1):
 //
 //   <fold> = be64(occurred_at ^ 2^63)       signed time, order-preserving
-//            0x00 | 0x01 be64(version)      absent version sorts first
-//            be32(rank)
+//            <version>                      absent sorts first
+//            <n> <n bytes>                  rank: n (0-4), its big-endian bytes
 //            event_id                       last, so prefixes sort first
 //
-// m/format is "8" (kFormatVersion). Format 8 leaves out of the per-event
-// values what other stored bytes say: a/<seq> holds the received_at and
-// the body (whose identity is decoded from it where needed; the route is
-// the profile's), g/l/ the seq (its type is the rank's transition in the
-// profile of its log generation, its received_at the a/ record's), a d/
-// digest has no length byte, and a cursor whose last event was applied
-// does not repeat its time and version; format 7's records read as they
-// are, so the upgrade from 7 only writes m/format. Format 7 writes the five values of
+//   <version> = 0x02                        absent
+//             | 0x0C+n <n bytes>            v >= 0: its n significant bytes
+//             | 0x0B-n <n bytes>            v < 0: n = the bytes ~v needs, and
+//                                           v's low n bytes
+//
+// (Formats 1-7 wrote <gen> as be32, the version as 0x00 | 0x01
+// be64(version ^ 2^63) and the rank as be32: four, nine and four bytes
+// where format 8 takes one, two and one or two. Their keys are told apart
+// by the first byte of <gen>, 0, and the upgrade rewrites them in place:
+// storage/key_upgrade.h.)
+//
+// m/format is "8" (kFormatVersion). Format 8's keys are shorter (above),
+// and it leaves out of the per-event values what other stored bytes say: a/<seq> holds the
+// received_at and the body (whose identity is decoded from it where needed; the route is the
+// profile's), g/l/ the seq (its type is the rank's transition in the profile of its log generation,
+// its received_at the a/ record's), a d/ digest has no length byte, and a cursor whose last event
+// was applied does not repeat its time and version; format 7's records read as they are, so the
+// upgrade from 7 rewrites the keys under g/ and writes m/format. Format 7 writes the five values of
 // every accepted event (a/, d/, f/, g/l/, g/p/ and snapshots under g/s/) as
 // compact records (storage/compact_coding.h, layouts in record_codec.cc)
 // instead of FlatBuffers, whose offsets, vtables and padding cost about a
@@ -139,12 +149,29 @@ std::optional<EntityRef> ParseCompactionKey(std::string_view key);
 // (occurred_at INT64_MIN, no version, rank 0, empty event id).
 FoldKey CompactionPoint();
 
-// Order-preserving encoding of a fold key, and back.
+// Order-preserving encoding of a fold key, and back. DecodeFoldKey refuses
+// the encoding of formats 1-7, which DecodeLegacyFoldKey reads (for the
+// upgrade that rewrites those keys, storage/key_upgrade.h).
 std::string EncodeFoldKey(const FoldKey& key);
 std::optional<FoldKey> DecodeFoldKey(std::string_view bytes);
+std::optional<FoldKey> DecodeLegacyFoldKey(std::string_view bytes);
 
-// "g/<gen>/": every derived key of one generation.
+// "g/<gen>/": every derived key of one generation. <gen> is one byte for
+// 0-239, else 0xF0+n and its n (1-4) big-endian bytes: order-preserving.
 std::string GenerationPrefix(uint32_t gen);
+
+// A key under g/: its generation, the length of its "g/<gen>/", and the
+// rest (a family such as "l/", then the family's key). Nullopt when the
+// key names no generation. ParseLegacyGenerationKey reads the "g/"
+// be32(gen) "/" of formats 1-7 (for the upgrade that rewrites those keys,
+// storage/key_upgrade.h); neither reads the other's.
+struct GenerationKeyView {
+  uint32_t gen = 0;
+  size_t prefix_bytes = 0;
+  std::string_view rest;
+};
+std::optional<GenerationKeyView> ParseGenerationKey(std::string_view key);
+std::optional<GenerationKeyView> ParseLegacyGenerationKey(std::string_view key);
 
 // The live generations of a store: its projections and fold snapshots (p/,
 // s/) are under `projections`, its logs and index of unrouted events (l/,
@@ -200,6 +227,9 @@ struct LogKeyView {
 std::optional<LogKeyView> SplitLogKey(std::string_view key);
 // The fold key alone, without copying the entity and id out.
 std::optional<FoldKey> ParseLogKeyFold(std::string_view key);
+
+// A key as error messages show it: each non-printable byte as '.'.
+std::string Printable(std::string_view key);
 
 // The smallest key greater than every key starting with `prefix`.
 std::string PrefixEnd(std::string_view prefix);

@@ -62,12 +62,6 @@ fbs::FlatBufferBuilder& Builder() {
   return builder;
 }
 
-std::string Printable(std::string_view key) {
-  std::string printable;
-  for (char c : key) printable += (c >= 0x20 && c < 0x7F) ? c : '.';
-  return printable;
-}
-
 // LevelDB hands values out at any address, but FlatBuffers reads its fields
 // in place and needs them aligned: copy a misaligned value into an aligned
 // buffer, kept alive while the record is decoded.

@@ -279,8 +279,7 @@ class Salvage {
         if (Result<storage::CompactionEntry> c = storage::DecodeCompaction(key, value); !c.ok()) {
           Drop(&batch, key, "unreadable compaction snapshot (" + c.status().message() + ")");
         }
-      } else if (family == storage::kGenerationPrefix &&
-                 (key.size() < family.size() + 5 || key[family.size() + 4] != '/')) {
+      } else if (family == storage::kGenerationPrefix && !storage::ParseGenerationKey(key)) {
         // Derived (the rebuild after the salvage writes it again), but a key
         // that names no generation would stop every Open: it goes.
         batch.Delete(key);

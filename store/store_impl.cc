@@ -17,6 +17,7 @@
 #include "storage/commit_queue.h"
 #include "storage/guarded_db.h"
 #include "storage/key_codec.h"
+#include "storage/key_upgrade.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/log_data.h"
@@ -191,10 +192,15 @@ Status StoreImpl::LoadOrCreateMeta() {
           std::string(kFormatVersion) + "; upgrade it with: eventfold migrate --data " + path_ +
           " (a build that reads only format " + raw + " cannot open it afterwards)");
     }
-    // The m/ and k/ values framed (those of formats 1 and 2), the log
-    // generation (before format 5 always the projection generation), and
-    // the new format, in one synced write: either it happened or the store
-    // is still the intact older format.
+    // First the derived keys in format 8's grammar (resumable,
+    // storage/key_upgrade.h). Then the m/ and k/ values
+    // framed (those of formats 1 and 2), the log generation (before format
+    // 5 always the projection generation), and the new format, in one
+    // synced write: either it happened or the store is still the older
+    // format, some of its keys perhaps rewritten, which the next upgrade
+    // finishes.
+    Result<uint64_t> keys = UpgradeGenerationKeys(db_.get());
+    if (!keys.ok()) return keys.status().WithContext("upgrading the store's format");
     leveldb::WriteBatch batch;
     Result<uint64_t> framed = FrameLegacyText(db_.get(), &batch);
     if (!framed.ok()) return framed.status().WithContext("upgrading the store's format");
@@ -268,20 +274,14 @@ Status StoreImpl::AbandonInterruptedRebuild() {
   const bool dropping = drop->has_value();
   std::vector<uint32_t> present;
   {
-    // One seek per generation present: "g/" be32(gen) "/".
+    // One seek per generation present: "g/<gen>/".
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
     const std::string family(kGenerationPrefix);
     for (it->Seek(family); it->Valid() && it->key().starts_with(family);) {
-      const std::string_view key = View(it->key());
-      if (key.size() < family.size() + 5 || key[family.size() + 4] != '/') {
-        return Status::Corruption("malformed generation key");
-      }
-      uint32_t gen = 0;
-      for (size_t i = 0; i < 4; ++i) {
-        gen = gen << 8 | static_cast<unsigned char>(key[family.size() + i]);
-      }
-      present.push_back(gen);
-      it->Seek(PrefixEnd(GenerationPrefix(gen)));
+      const std::optional<GenerationKeyView> g = ParseGenerationKey(View(it->key()));
+      if (!g) return Status::Corruption("malformed generation key");
+      present.push_back(g->gen);
+      it->Seek(PrefixEnd(GenerationPrefix(g->gen)));
     }
     if (!it->status().ok()) return FromLevelDb(it->status(), "scanning generations");
   }

@@ -26,6 +26,7 @@
 #include "bench/driver/driver.h"
 #include "core/decode.h"
 #include "eventfold/store.h"
+#include "storage/key_codec.h"
 #include "tools/history.h"
 #include "tools/sender.h"
 
@@ -376,7 +377,9 @@ WriteShapes MeasureWriteShapes(const Pool& pool, size_t begin, size_t end) {
       kb += static_cast<double>(p.key.size());
       vb += static_cast<double>(p.value.size());
       std::string family = p.key.substr(0, 2);
-      if (family == "g/" && p.key.size() > 8) family = "g/" + p.key.substr(7, 1) + "/";
+      if (const auto g = storage::ParseGenerationKey(p.key); g && !g->rest.empty()) {
+        family = "g/" + std::string(g->rest.substr(0, 1)) + "/";
+      }
       shapes.bytes_per_family[family] += static_cast<double>(p.key.size() + p.value.size());
       std::string compressed;
       snappy::Compress(p.value.data(), p.value.size(), &compressed);

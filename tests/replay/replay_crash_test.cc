@@ -253,17 +253,16 @@ RawState ReadRaw(const std::string& dir) {
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   const std::string family(storage::kGenerationPrefix);
   for (it->Seek(family); it->Valid() && it->key().starts_with(family); it->Next()) {
-    const leveldb::Slice k = it->key();
-    if (k.size() < family.size() + 7) {
+    const std::optional<storage::GenerationKeyView> g =
+        storage::ParseGenerationKey(std::string_view(it->key().data(), it->key().size()));
+    if (!g || g->rest.size() < 2) {
       ++out.other[UINT32_MAX];
       continue;
     }
-    uint32_t gen = 0;
-    for (int i = 0; i < 4; ++i) gen = gen << 8 | static_cast<unsigned char>(k[family.size() + i]);
-    if (storage::IsLiveFamily(live, gen, std::string_view(k.data() + family.size() + 5, 2)))
+    if (storage::IsLiveFamily(live, g->gen, g->rest.substr(0, 2)))
       ++out.live_keys;
     else
-      ++out.other[gen];
+      ++out.other[g->gen];
   }
   EXPECT_TRUE(it->status().ok()) << it->status().ToString();
   return out;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/storage/legacy_records.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace eventfold::storage {
@@ -40,8 +41,20 @@ FoldKey RandomFoldKey(std::mt19937_64& rng) {
   // common and later components decide.
   static const int64_t kTimes[] = {-5, 0, 7, 1795947330123000};
   k.occurred_at = rng() % 3 == 0 ? RandomTime(rng) : kTimes[rng() % 4];
-  if (rng() % 3) k.version = static_cast<int64_t>(rng() % 4 == 0 ? rng() >> 1 : rng() % 3);
-  k.rank = static_cast<uint32_t>(rng() % 3 == 0 ? rng() : rng() % 3);
+  // Versions and ranks at every width of their encoding, negative versions
+  // (which the codec orders, though decoding refuses them) included.
+  static const int64_t kVersions[] = {INT64_MIN, -65537, -65536, -257, -256,  -255,  -2,       -1,
+                                      0,         1,      255,    256,  65535, 65536, INT64_MAX};
+  static const uint32_t kRanks[] = {0, 1, 255, 256, 65535, 65536, UINT32_MAX};
+  if (rng() % 3) {
+    const int pick = static_cast<int>(rng() % 4);
+    k.version = pick == 0   ? static_cast<int64_t>(rng()) >> (rng() % 64)
+                : pick == 1 ? kVersions[rng() % 15]
+                            : static_cast<int64_t>(rng() % 3);
+  }
+  k.rank = static_cast<uint32_t>(rng() % 3 == 0   ? rng() >> (rng() % 32)
+                                 : rng() % 3 == 0 ? kRanks[rng() % 7]
+                                                  : rng() % 3);
   static const char* kIds[] = {"a", "ab", "b", "evt_1", "evt_10", "evt_2", "A", "a.b", "a-"};
   k.event_id = kIds[rng() % 9];
   return k;
@@ -53,7 +66,35 @@ TEST(storage_key_codec, FamiliesHaveTheirPrefixes) {
   EXPECT_EQ(EventKey(1), std::string("a/\0\0\0\0\0\0\0\x01", 10));
   EXPECT_EQ(ConflictKey(0x0102030405060708ull),
             std::string("c/\x01\x02\x03\x04\x05\x06\x07\x08", 10));
-  EXPECT_EQ(GenerationPrefix(0x01020304), std::string("g/\x01\x02\x03\x04/", 7));
+  // A generation takes one byte up to 239, then a length and its bytes.
+  EXPECT_EQ(GenerationPrefix(1), std::string("g/\x01/", 4));
+  EXPECT_EQ(GenerationPrefix(239), std::string("g/\xef/", 4));
+  EXPECT_EQ(GenerationPrefix(240), std::string("g/\xf1\xf0/", 5));
+  EXPECT_EQ(GenerationPrefix(0x0100), std::string("g/\xf2\x01\x00/", 6));
+  EXPECT_EQ(GenerationPrefix(0x01020304), std::string("g/\xf4\x01\x02\x03\x04/", 8));
+  for (uint32_t gen :
+       {0u, 1u, 47u, 239u, 240u, 255u, 256u, 65535u, 65536u, 0x01020304u, UINT32_MAX}) {
+    const std::string key = GenerationPrefix(gen) + "p/x";
+    const std::optional<GenerationKeyView> g = ParseGenerationKey(key);
+    ASSERT_TRUE(g.has_value()) << gen;
+    EXPECT_EQ(g->gen, gen);
+    EXPECT_EQ(g->rest, "p/x");
+    EXPECT_EQ(g->prefix_bytes, GenerationPrefix(gen).size());
+    EXPECT_FALSE(ParseLegacyGenerationKey(key).has_value() && gen != 0) << gen;
+  }
+  // Not the shortest form, a length past four, no '/' after it: refused.
+  for (const std::string& bad :
+       {std::string("g/\xf1\x05/p/x"), std::string("g/\xf2\x00\xff/p/x", 9),
+        std::string("g/\xf5\x01\x02\x03\x04\x05/p/x"), std::string("g/\x01p/x"),
+        std::string("g/")}) {
+    EXPECT_FALSE(ParseGenerationKey(bad).has_value()) << Printable(bad);
+  }
+  // Formats 1-7's "g/" be32 "/" is read only as such.
+  const std::string legacy("g/\0\0\0\x07/l/x", 10);
+  EXPECT_FALSE(ParseGenerationKey(legacy).has_value());
+  ASSERT_TRUE(ParseLegacyGenerationKey(legacy).has_value());
+  EXPECT_EQ(ParseLegacyGenerationKey(legacy)->gen, 7u);
+  EXPECT_EQ(ParseLegacyGenerationKey(legacy)->rest, "l/x");
   const std::string g1 = GenerationPrefix(1);
   EXPECT_EQ(LogPrefix(1, {"receipt", "r1"}), g1 + std::string("l/receipt\0r1\0", 13));
   EXPECT_EQ(LogFamilyPrefix(1), g1 + "l/");
@@ -130,12 +171,43 @@ TEST(storage_key_codec, FoldKeyEncodingPreservesFoldOrderAndRoundTrips) {
   // Malformed encodings are refused.
   EXPECT_FALSE(DecodeFoldKey("").has_value());
   EXPECT_FALSE(DecodeFoldKey(std::string(12, '\0')).has_value());  // too short
-  std::string bad_flag = EncodeFoldKey(FoldKey{1, std::nullopt, 0, "e"});
-  bad_flag[8] = '\x02';
-  EXPECT_FALSE(DecodeFoldKey(bad_flag).has_value());
+  for (char marker : {'\x00', '\x01', '\x15', '\xff'}) {           // formats 1-7's, and no marker
+    std::string bad_marker = EncodeFoldKey(FoldKey{1, std::nullopt, 0, "e"});
+    bad_marker[8] = marker;
+    EXPECT_FALSE(DecodeFoldKey(bad_marker).has_value()) << int{marker};
+  }
   std::string cut = EncodeFoldKey(FoldKey{1, 3, 0, ""});
   cut.resize(cut.size() - 1);  // version present, rank cut short
   EXPECT_FALSE(DecodeFoldKey(cut).has_value());
+  // One encoding per value, or two keys of one position could both exist:
+  // a leading zero byte (or 0xff of a negative version) is refused, as is a
+  // rank longer than four bytes.
+  auto fold = [](std::initializer_list<int> bytes) {
+    std::string out(8, '\x80');  // a time
+    for (int b : bytes) out.push_back(static_cast<char>(b));
+    return out + "e";
+  };
+  EXPECT_FALSE(DecodeFoldKey(fold({0x0d, 0x00, 0x00})).has_value());  // version 0 in a byte
+  EXPECT_FALSE(DecodeFoldKey(fold({0x0a, 0xff, 0x00})).has_value());  // -1 in a byte
+  EXPECT_FALSE(DecodeFoldKey(fold({0x02, 0x01, 0x00})).has_value());  // rank 0 in a byte
+  EXPECT_FALSE(DecodeFoldKey(fold({0x02, 0x05, 1, 0, 0, 0, 0})).has_value());
+  const std::optional<FoldKey> one = DecodeFoldKey(fold({0x0d, 0x01, 0x01, 0x01}));
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->version, 1);
+  EXPECT_EQ(one->rank, 1u);
+  // Formats 1-7's keys read through the legacy decoder to the same
+  // position. The new key is at most a byte longer (a version past 2^56
+  // and a rank past 2^24), and seven or more bytes shorter in the usual
+  // case, a version and a rank below 256.
+  for (const FoldKey& k : keys) {
+    const std::string legacy = storage_test::EncodeLegacyFoldKey(k);
+    EXPECT_LE(EncodeFoldKey(k).size(), legacy.size() + 1);
+    if (k.version && *k.version >= 0 && *k.version < 256 && k.rank < 256) {
+      EXPECT_LE(EncodeFoldKey(k).size() + 9, legacy.size());
+    }
+    EXPECT_EQ(DecodeLegacyFoldKey(legacy), k);
+    EXPECT_FALSE(DecodeFoldKey(legacy).has_value()) << "an older key is not read as a newer one";
+  }
 }
 
 TEST(storage_key_codec, LogKeysOfOneEntityAreContiguousAndInFoldOrder) {
@@ -218,9 +290,10 @@ TEST(storage_key_codec, ProjectionKeysSortByEntityThenIdBytewise) {
 }
 
 TEST(storage_key_codec, GenerationsDoNotInterleave) {
-  // Big-endian generations: 255 < 256 < 65536, and each generation's keys
-  // form one range under its prefix, whatever family or entity.
-  const std::vector<uint32_t> gens = {1, 2, 255, 256, 65536, UINT32_MAX};
+  // Generations in order, across each width of their encoding (239 < 240
+  // < 255 < 256 < 65536), and each generation's keys form one range under
+  // its prefix, whatever family or entity.
+  const std::vector<uint32_t> gens = {1, 2, 47, 239, 240, 255, 256, 65536, UINT32_MAX};
   const EntityRef ref{"receipt", "\xff\xff"};
   const FoldKey fk{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max(),
                    UINT32_MAX, "zzz"};

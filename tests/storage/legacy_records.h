@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "storage/compact_coding.h"
+#include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "storage/records_generated.h"
 
@@ -234,6 +235,35 @@ inline std::string EncodeFormat7Projection(const ProjectionState& s, bool cursor
     }
   }
   return storage::FrameRecord(out);
+}
+
+// A fold key as formats 1-7 encoded it in log and snapshot keys: the time,
+// 0x00 or 0x01 and eight bytes of version, four of rank, the event id.
+inline std::string EncodeLegacyFoldKey(const FoldKey& k) {
+  std::string out;
+  auto big_endian = [&](uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  big_endian(static_cast<uint64_t>(k.occurred_at) ^ (1ull << 63), 8);
+  out.push_back(k.version ? '\x01' : '\x00');
+  if (k.version) big_endian(static_cast<uint64_t>(*k.version) ^ (1ull << 63), 8);
+  big_endian(k.rank, 4);
+  return out + k.event_id;
+}
+
+// A key under g/ of format 8 as formats 1-7 wrote it: the generation in
+// four bytes, and a log or snapshot key's fold position in their grammar.
+inline std::string LegacyGenerationKey(std::string_view key) {
+  const std::optional<storage::GenerationKeyView> g = storage::ParseGenerationKey(key);
+  if (!g) return std::string(key);
+  std::string out = "g/";
+  for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>(g->gen >> (8 * i)));
+  out.push_back('/');
+  const std::optional<storage::LogKeyView> parts = storage::SplitLogKey(key);
+  const std::optional<FoldKey> fold = parts ? storage::DecodeFoldKey(parts->fold) : std::nullopt;
+  if (!fold) return out.append(g->rest);
+  return out.append(g->rest.substr(0, g->rest.size() - parts->fold.size()))
+      .append(EncodeLegacyFoldKey(*fold));
 }
 
 }  // namespace eventfold::storage_test
