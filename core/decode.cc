@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 
@@ -242,8 +243,10 @@ Status NotAnObject(std::string_view body) {
   return Refuse("body", "must be a JSON object");
 }
 
-// Splits the body into RawBody; refuses non-JSON and repeated fields.
-Status ReadBody(std::string_view body, RawBody* raw) {
+// Splits the body into RawBody; refuses non-JSON and repeated fields. With
+// `keep`, only the data members it names are read (the others skipped).
+Status ReadBody(std::string_view body, RawBody* raw,
+                const std::vector<std::string>* keep = nullptr) {
   od::document doc;
   if (auto e = ThreadParser().iterate(Padded({}, body, {})).get(doc)) return NotJson(e);
   od::object root;
@@ -283,6 +286,7 @@ Status ReadBody(std::string_view body, RawBody* raw) {
       for (auto member : obj) {
         std::string_view name;
         if (auto e = member.unescaped_key().get(name)) return NotJson(e);
+        if (keep && std::find(keep->begin(), keep->end(), name) == keep->end()) continue;
         od::value mv;
         if (auto e = member.value().get(mv)) return NotJson(e);
         Field f{std::string(name), {}};
@@ -427,9 +431,11 @@ bool IsValidEventId(std::string_view id) {
   return true;
 }
 
-Result<Event> DecodeUnrouted(std::string_view body) {
+namespace {
+
+Result<Event> DecodeFields(std::string_view body, const std::vector<std::string>* keep) {
   RawBody raw;
-  Status st = ReadBody(body, &raw);
+  Status st = ReadBody(body, &raw, keep);
   if (!st.ok()) return st;
 
   Event ev;
@@ -472,8 +478,7 @@ Result<Event> DecodeUnrouted(std::string_view body) {
   return ev;
 }
 
-Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
-  Result<Event> ev = DecodeUnrouted(body);
+Result<DecodedEvent> RouteEvent(Result<Event> ev, const Profile& profile) {
   if (!ev.ok()) return ev.status();
   DecodedEvent out;
   out.event = std::move(*ev);
@@ -484,6 +489,32 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
     out.rank = route->rank;
   }
   return out;
+}
+
+}  // namespace
+
+Result<Event> DecodeUnrouted(std::string_view body) { return DecodeFields(body, nullptr); }
+
+Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
+  return RouteEvent(DecodeFields(body, nullptr), profile);
+}
+
+std::vector<std::string> RouteMembers(const Profile& profile) {
+  std::vector<std::string> members;
+  for (const EntityType& type : profile.entities()) {
+    const std::vector<std::string> path = type.KeyPath();  // "data", member, ...
+    if (path.size() >= 2 && std::find(members.begin(), members.end(), path[1]) == members.end()) {
+      members.push_back(path[1]);
+    }
+  }
+  return members;
+}
+
+Result<DecodedEvent> DecodeEventRoute(std::string_view body, const Profile& profile,
+                                      const std::vector<std::string>& members) {
+  Result<DecodedEvent> d = RouteEvent(DecodeFields(body, &members), profile);
+  if (d.ok()) d->event.data.clear();  // only the route's members were read
+  return d;
 }
 
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {

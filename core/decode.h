@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "eventfold/event.h"
 #include "eventfold/ingest.h"
@@ -38,6 +39,18 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 // Decodes `body` by the same rules without routing it: its identity (id,
 // type, time, version) and data need no profile. Fails as DecodeEvent does.
 Result<Event> DecodeUnrouted(std::string_view body);
+
+// The members of `data` that routing under `profile` reads: the first one
+// below "data" of each entity type's key path.
+std::vector<std::string> RouteMembers(const Profile& profile);
+
+// DecodeEvent for a body accepted once already (a rebuild's scan of stored
+// events): the identity and route, without the data (event.data is left
+// empty). Only the data members in `members` (RouteMembers(profile)) are
+// read; the others are skipped, so their JSON is not checked again. Fails
+// as DecodeEvent does on what it reads.
+Result<DecodedEvent> DecodeEventRoute(std::string_view body, const Profile& profile,
+                                      const std::vector<std::string>& members);
 
 // The docs/SPEC.md §2.3 header rules: X-RR-Event-Id and webhook-id, when present,
 // equal the body's event_id.

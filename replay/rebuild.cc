@@ -120,6 +120,10 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
   RunBuffer buffer;
   buffer.Reserve(budget);  // no transient doubling above the budget
   std::vector<std::unique_ptr<RunCursor>> runs;
+  // The log records need the route and fold position, not the data (the
+  // fold reads that from a/ where a snapshot needs it): only the data
+  // members the routes read are decoded.
+  const std::vector<std::string> route_members = RouteMembers(profile);
   auto spill = [&]() -> Status {
     buffer.Sort();
     Result<std::unique_ptr<RunWriter>> w =
@@ -147,7 +151,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
     if (!stored.ok()) return stored.status();
     ++sum->events;
     shared->events_done.fetch_add(1, std::memory_order_relaxed);
-    Result<DecodedEvent> decoded = DecodeEvent(stored->body, profile);
+    Result<DecodedEvent> decoded = DecodeEventRoute(stored->body, profile, route_members);
     // A body the profile cannot route (say, its key path is missing) stays
     // stored, unrouted: accepted events are never dropped.
     if (!decoded.ok() || !decoded->entity) {

@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "eventfold/ingest.h"
 #include "eventfold/profile.h"
+#include "tests/common/test_seed.h"
 
 namespace eventfold {
 namespace {
@@ -676,6 +679,84 @@ TEST(DecodeTest, PeekEventIdGuessesWithoutDecoding) {
   EXPECT_FALSE(PeekEventId("{\"event_id\":\"" + std::string(kMaxEventIdBytes + 1, 'a') + "\"}"));
   EXPECT_EQ(PeekEventId("{\"event_id\":\"" + std::string(kMaxEventIdBytes, 'a') + "\"}"),
             std::string(kMaxEventIdBytes, 'a'));
+}
+
+// A rebuild decodes stored bodies for their identity and route only,
+// reading just the data members the routes need (DecodeEventRoute). Over
+// seeded random bodies (types known and not, keys present, missing, nested,
+// of every JSON type, members in any order, other members of any shape), it
+// agrees with the whole decode on what an accepted body means, and refuses
+// a body whose key the whole decode refuses.
+TEST(DecodeTest, RouteDecodeAgreesWithTheWholeDecode) {
+  Result<Profile> shop = Profile::FromJson(R"({"name":"shop","entities":[
+      {"name":"order","key":"data.customer.id",
+       "transitions":[{"type":"order.placed","from":["none"],"to":"placed"}]},
+      {"name":"receipt","key":"data.receipt_id",
+       "transitions":[{"type":"receipt.issued","from":["none"],"to":"issued"},
+                      {"type":"receipt.refunded","from":["issued"],"to":"refunded"}]}]})");
+  ASSERT_TRUE(shop.ok()) << shop.status().message();
+  const uint64_t seed = test_util::TestSeed("RouteDecodeAgreesWithTheWholeDecode", 20261203);
+  std::mt19937_64 rng(seed);
+  const char* kTypes[] = {"receipt.issued",  "receipt.refunded",  "order.placed",
+                          "product.created", "inventory.updated", "parcel.sent"};
+  const char* kValues[] = {R"("rcp_1")",
+                           "42",
+                           "18446744073709551616",
+                           "1.5",
+                           "null",
+                           "true",
+                           R"({"id":"c_9","name":"Ann"})",
+                           R"({"id":7})",
+                           R"({"name":"x"})",
+                           R"([{"id":"c_9"}])",
+                           R"("a\"b")",
+                           R"("")",
+                           R"({"a":{"b":[1,2,{"c":3}]}})"};
+  const char* kNames[] = {"receipt_id", "customer", "product_id", "amount", "lines", "id"};
+  int accepted = 0, refused_keys = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<std::string> members;
+    const int n = static_cast<int>(rng() % 5);
+    for (int m = 0; m < n; ++m) {
+      members.push_back(std::string("\"") + kNames[rng() % 6] + "\":" + kValues[rng() % 13]);
+    }
+    std::string data = "{";
+    for (size_t m = 0; m < members.size(); ++m) data += (m ? "," : "") + members[m];
+    data += "}";
+    std::vector<std::string> top = {R"("event_id":"evt_)" + std::to_string(i) + R"(")",
+                                    std::string(R"("type":")") + kTypes[rng() % 6] + "\"",
+                                    R"("occurred_at":"2026-11-29T10:15:30Z")", R"("data":)" + data};
+    if (rng() % 2) top.push_back(R"("version":)" + std::to_string(rng() % 100));
+    if (rng() % 3 == 0) top.push_back(R"("extra":{"deep":[1,{"x":null}]})");
+    std::shuffle(top.begin(), top.end(), rng);
+    std::string body = "{";
+    for (size_t m = 0; m < top.size(); ++m) body += (m ? "," : "") + top[m];
+    body += "}";
+    const std::vector<const Profile*> profiles = {&Profile::ReceiptRoller(), &*shop};
+    for (const Profile* profile : profiles) {
+      SCOPED_TRACE(body);
+      const Result<DecodedEvent> whole = DecodeEvent(body, *profile);
+      const Result<DecodedEvent> route = DecodeEventRoute(body, *profile, RouteMembers(*profile));
+      if (!whole.ok()) {
+        // A refused key is refused the same way: its member is read.
+        if (whole.status().message().rfind("data.", 0) == 0) {
+          ++refused_keys;
+          ASSERT_FALSE(route.ok());
+          EXPECT_EQ(route.status().message(), whole.status().message());
+        }
+        continue;
+      }
+      ++accepted;
+      ASSERT_TRUE(route.ok()) << route.status().message();
+      Event identity = whole->event;
+      identity.data.clear();
+      EXPECT_EQ(route->event, identity);
+      EXPECT_EQ(route->entity, whole->entity);
+      EXPECT_EQ(route->rank, whole->rank);
+    }
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(refused_keys, 300);
 }
 
 }  // namespace
