@@ -13,16 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "core/rfc3339.h"
 #include "eventfold/profile.h"
 #include "storage/compact_coding.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "tests/common/test_seed.h"
 #include "tests/storage/legacy_records.h"
+#include "tests/storage/storage_test_util.h"
 
 namespace eventfold::storage {
 namespace {
+
+using storage_test::BodyOf;
 
 using test_util::TestSeed;
 
@@ -204,18 +206,6 @@ Event SampleEvent() {
                1795941330123000,
                7,
                {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}}};
-}
-
-// The body a sender would have delivered for `e`.
-std::string BodyOf(const Event& e) {
-  std::string body = "{\"event_id\":\"" + e.event_id + "\",\"type\":\"" + e.type +
-                     "\",\"occurred_at\":\"" + FormatRfc3339(e.occurred_at) + "\"";
-  if (e.version) body += ",\"version\":" + std::to_string(*e.version);
-  body += ",\"data\":{";
-  for (size_t i = 0; i < e.data.size(); ++i) {
-    body += (i ? ",\"" : "\"") + e.data[i].name + "\":" + e.data[i].json;
-  }
-  return body + "}}";
 }
 
 std::vector<Kind> Kinds() {

@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "core/rfc3339.h"
 #include "eventfold/profile.h"
 #include "storage/key_codec.h"
 #include "tests/storage/legacy_records.h"
+#include "tests/storage/storage_test_util.h"
 
 namespace eventfold::storage {
 namespace {
+
+using storage_test::BodyOf;
 
 Event SampleEvent() {
   Event e;
@@ -27,18 +29,6 @@ Event SampleEvent() {
   e.version = 7;
   e.data = {{"receipt_id", "\"rcp_1\""}, {"amount", "1500"}, {"lines", "[{\"sku\":\"a\"}]"}};
   return e;
-}
-
-// The body a sender would have delivered for `e`.
-std::string BodyOf(const Event& e) {
-  std::string body = "{\"event_id\":\"" + e.event_id + "\",\"type\":\"" + e.type +
-                     "\",\"occurred_at\":\"" + FormatRfc3339(e.occurred_at) + "\"";
-  if (e.version) body += ",\"version\":" + std::to_string(*e.version);
-  body += ",\"data\":{";
-  for (size_t i = 0; i < e.data.size(); ++i) {
-    body += (i ? ",\"" : "\"") + e.data[i].name + "\":" + e.data[i].json;
-  }
-  return body + "}}";
 }
 
 TEST(storage_record_codec, StoredEventRoundTrips) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rfc3339.h"
 #include "eventfold/projection.h"
 #include "eventfold/store.h"
 #include "tests/common/scratch_dir.h"
@@ -42,6 +43,15 @@ inline std::string Body(const std::string& event_id, const std::string& type,
   if (version) out += ",\"version\":" + std::to_string(*version);
   out += ",\"data\":" + data + "}";
   return out;
+}
+
+// The body a sender would have delivered for `e` (its data as they are).
+inline std::string BodyOf(const Event& e) {
+  std::string data = "{";
+  for (size_t i = 0; i < e.data.size(); ++i) {
+    data += (i ? ",\"" : "\"") + e.data[i].name + "\":" + e.data[i].json;
+  }
+  return Body(e.event_id, e.type, FormatRfc3339(e.occurred_at), data + "}", e.version);
 }
 
 // receipt.issued / receipt.refunded for receipt `rid`.
