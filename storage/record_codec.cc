@@ -559,12 +559,15 @@ Status DecodeCompactProjection(std::string_view key, std::string_view body, Proj
   if ((flags & 2) && r.Fixed64("occurred_at", &v)) p.occurred_at = v;
   r.Varint("events", &s->events);
   if (flags & 16) {
-    if (!r.failed() && (!p.occurred_at || ((flags & 4) != 0) != p.version.has_value())) {
-      return Status::Corruption("record at key \"" + Printable(key) +
-                                "\": its cursor names a time or version it does not hold");
+    // (After a failed read the fields are not all there: the end reports it.)
+    if (!r.failed()) {
+      if (!p.occurred_at || ((flags & 4) != 0) != p.version.has_value()) {
+        return Status::Corruption("record at key \"" + Printable(key) +
+                                  "\": its cursor names a time or version it does not hold");
+      }
+      s->last.occurred_at = *p.occurred_at;
+      s->last.version = p.version;
     }
-    s->last.occurred_at = *p.occurred_at;
-    s->last.version = p.version;
   } else {
     r.Fixed64("last.occurred_at", &s->last.occurred_at);
     if ((flags & 4) && r.Zigzag("last.version", &v)) s->last.version = v;
