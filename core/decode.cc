@@ -493,7 +493,10 @@ Result<DecodedEvent> RouteEvent(Result<Event> ev, const Profile& profile) {
 
 }  // namespace
 
-Result<Event> DecodeUnrouted(std::string_view body) { return DecodeFields(body, nullptr); }
+Result<Event> DecodeIdentity(std::string_view body) {
+  static const std::vector<std::string> kNoMembers;
+  return DecodeFields(body, &kNoMembers);
+}
 
 Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
   return RouteEvent(DecodeFields(body, nullptr), profile);

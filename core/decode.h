@@ -36,9 +36,11 @@ struct DecodedEvent {
 // "<field>: <reason>" on any refusal.
 Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile);
 
-// Decodes `body` by the same rules without routing it: its identity (id,
-// type, time, version) and data need no profile. Fails as DecodeEvent does.
-Result<Event> DecodeUnrouted(std::string_view body);
+// The identity (id, type, time, version) of `body`, which needs no
+// profile: decoded by the same rules without routing it and without
+// reading the members of `data` (event.data is left empty; their JSON is
+// not checked). Fails as DecodeEvent does on what it reads.
+Result<Event> DecodeIdentity(std::string_view body);
 
 // The members of `data` that routing under `profile` reads: the first one
 // below "data" of each entity type's key path.

@@ -16,19 +16,18 @@ namespace {
 // A batch is written once it holds this many bytes.
 constexpr size_t kBatchBytes = 1 << 20;
 
-// The format 8 form of `key`, an old-grammar key of generation `g`.
+// The format 8 form of `key`, an old-grammar key of generation `g`: its
+// generation, and a log or snapshot key's fold position, in the new grammar.
 Result<std::string> Rewritten(std::string_view key, const GenerationKeyView& g) {
-  std::string out = GenerationPrefix(g.gen);
-  const bool folded = g.rest.starts_with(kLogFamily) || g.rest.starts_with(kSnapshotFamily);
-  if (!folded) return out.append(g.rest);  // p/ and u/ keys: only the generation changes
-  // "<family><entity>\0<id>\0<fold>", the fold position in the old grammar.
-  const std::string_view rest = g.rest;
-  const size_t nul1 = rest.find('\0', kLogFamily.size());
-  const size_t nul2 = nul1 == std::string_view::npos ? nul1 : rest.find('\0', nul1 + 1);
-  std::optional<FoldKey> fold;
-  if (nul2 != std::string_view::npos) fold = DecodeLegacyFoldKey(rest.substr(nul2 + 1));
+  std::string out = GenerationPrefix(g.gen).append(g.rest);
+  if (!g.rest.starts_with(kLogFamily) && !g.rest.starts_with(kSnapshotFamily)) {
+    return out;  // p/ and u/ keys: only the generation changes
+  }
+  const std::optional<LogKeyView> parts = SplitLogKey(out);
+  std::optional<FoldKey> fold = parts ? DecodeLegacyFoldKey(parts->fold) : std::nullopt;
   if (!fold) return Status::Corruption("malformed fold key in \"" + Printable(key) + "\"");
-  return out.append(rest.substr(0, nul2 + 1)).append(EncodeFoldKey(*fold));
+  out.resize(out.size() - parts->fold.size());
+  return out.append(EncodeFoldKey(*fold));
 }
 
 }  // namespace

@@ -291,13 +291,12 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
   if (!e.ok() || e->has_identity) return e;
   // The body was decoded when it was accepted: one that no longer does is
   // damage (or a build whose rules changed), reported as such.
-  Result<Event> body = DecodeUnrouted(e->body);
+  Result<Event> body = DecodeIdentity(e->body);
   if (!body.ok()) {
     return Status::Corruption("the body at key \"" + Printable(key) +
                               "\" no longer decodes: " + body.status().message());
   }
-  e->event = std::move(*body);
-  e->event.data.clear();  // as documented: the body holds it
+  e->event = std::move(*body);  // without data, as documented: the body holds it
   e->has_identity = true;
   return e;
 }
@@ -327,9 +326,11 @@ std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
   return FrameRecord(out);
 }
 
-// The fold position the key of a lean record holds.
-Status FoldFromKey(std::string_view key, LogEntry* e) {
-  std::optional<FoldKey> fold = ParseLogKeyFold(key);
+// The fold position the key of a lean record holds; with `entity`, also
+// the key's entity type (a view into `key`).
+Status FoldFromKey(std::string_view key, LogEntry* e, std::string_view* entity = nullptr) {
+  std::optional<LogKeyView> parts = SplitLogKey(key);
+  std::optional<FoldKey> fold = parts ? DecodeFoldKey(parts->fold) : std::nullopt;
   if (!fold) {
     return Status::Corruption("log record at key \"" + Printable(key) +
                               "\": the key holds no fold position");
@@ -339,13 +340,15 @@ Status FoldFromKey(std::string_view key, LogEntry* e) {
   ev.occurred_at = fold->occurred_at;
   ev.version = fold->version;
   e->ranked.rank = fold->rank;
+  if (entity) *entity = parts->entity;
   return Status::OK();
 }
 
-// The type of a format 8 record: its rank's transition under `profile`.
-Status TypeFromRank(std::string_view key, const Profile& profile, LogEntry* e) {
-  std::optional<LogKeyView> parts = SplitLogKey(key);
-  const EntityType* type = parts ? profile.FindEntity(parts->entity) : nullptr;
+// The type of a format 8 record under `key` of entity type `entity`: its
+// rank's transition under `profile`.
+Status TypeFromRank(std::string_view key, std::string_view entity, const Profile& profile,
+                    LogEntry* e) {
+  const EntityType* type = profile.FindEntity(entity);
   const uint32_t rank = e->ranked.rank;
   if (!type || rank >= type->transitions.size()) {
     return Status::Corruption("log record at key \"" + Printable(key) + "\": rank " +
@@ -375,8 +378,9 @@ Result<LogEntry> DecodeLog(std::string_view key, std::string_view value, const P
     if (lean) {
       r.Varint("seq", &e.seq);
       if (!r.AtEnd()) return Malformed(key, r);
-      Status st = FoldFromKey(key, &e);
-      if (st.ok()) st = TypeFromRank(key, profile, &e);
+      std::string_view entity;
+      Status st = FoldFromKey(key, &e, &entity);
+      if (st.ok()) st = TypeFromRank(key, entity, profile, &e);
       if (!st.ok()) return st;
       return e;
     }
@@ -438,8 +442,6 @@ std::string EncodeDedup(const DedupEntry& e) {
     out.append(e.body_digest, 0, kDedupDigestBytes);  // its length known
   } else {
     PutString(&out, e.body_digest);
-  }
-  if (!lean) {
     PutString(&out, e.type);
     PutFixed64(&out, e.occurred_at);
   }

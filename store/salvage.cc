@@ -70,7 +70,7 @@ class Salvage {
   // is, never counted lost, since nothing says it is.
   static std::optional<Event> Identity(const storage::StoredEvent& e) {
     if (e.has_identity) return e.event;
-    Result<Event> decoded = DecodeUnrouted(e.body);
+    Result<Event> decoded = DecodeIdentity(e.body);
     if (!decoded.ok()) return std::nullopt;
     return std::move(*decoded);
   }
