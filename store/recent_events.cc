@@ -52,14 +52,12 @@ RecentEvents::RecentEvents(size_t capacity)
   for (size_t i = 0; i < kStripes; ++i) {
     void* p =
         mmap(nullptr, stripe_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    MutexLock lock(&stripes_[i].mu);
     if (p != MAP_FAILED) stripes_[i].sets = static_cast<Set*>(p);
   }
 }
 
 RecentEvents::~RecentEvents() {
   for (size_t i = 0; i < kStripes; ++i) {
-    MutexLock lock(&stripes_[i].mu);
     if (stripes_[i].sets != nullptr) munmap(stripes_[i].sets, stripe_bytes_);
   }
 }
@@ -70,8 +68,8 @@ RecentEvents::Key RecentEvents::KeyOf(std::string_view body) const {
   return Key{h.low64, h.high64};
 }
 
-std::pair<size_t, size_t> RecentEvents::Place(const Key& key) const {
-  return {key.low % kStripes, (key.low / kStripes) % sets_per_stripe_};
+RecentEvents::Place RecentEvents::PlaceOf(const Key& key) const {
+  return {key.low % kStripes, (key.low / kStripes) % sets_per_stripe_, key.high % sets_per_stripe_};
 }
 
 std::optional<uint16_t> RecentEvents::TypeOf(const std::optional<EntityRef>& entity) {
@@ -108,53 +106,84 @@ void RecentEvents::Add(const Key& key, std::string_view event_id,
   if (sets_per_stripe_ == 0 || event_id.size() + id.size() > kIdBytes) return;
   const std::optional<uint16_t> type = TypeOf(entity);
   if (!type) return;
-  const auto [stripe, set] = Place(key);
-  Stripe& s = stripes_[stripe];
+  const Place place = PlaceOf(key);
+  Stripe& s = stripes_[place.stripe];
   MutexLock lock(&s.mu);
   if (s.sets == nullptr) return;
   // Clear() counts first and then empties each stripe under its lock: an
   // Add that sees the old count here is emptied after it.
   if (epoch != epoch_.load(std::memory_order_acquire)) return;
-  Set& ways = s.sets[set];
-  size_t slot = ways.Find(key, event_id);  // known: refreshed in place
-  if (slot == kWays) {
-    slot = static_cast<size_t>(std::find(ways.types.begin(), ways.types.end(), kEmpty) -
-                               ways.types.begin());
+  Set* ways = &s.sets[place.first];
+  Set* other = &s.sets[place.second];
+  size_t slot = ways->Find(key, event_id);  // known: refreshed in place
+  if (slot == kWays && other != ways) {
+    slot = other->Find(key, event_id);
+    if (slot != kWays) ways = other;
   }
   if (slot == kWays) {
-    slot = ways.next;
-    ways.next = static_cast<uint8_t>((ways.next + 1) % kWays);
+    // A free slot in the emptier set (the first on a tie).
+    const auto free = [](const Set& set) {
+      return std::count(set.types.begin(), set.types.end(), kEmpty);
+    };
+    if (free(*other) > free(*ways)) ways = other;
+    slot = static_cast<size_t>(std::find(ways->types.begin(), ways->types.end(), kEmpty) -
+                               ways->types.begin());
   }
-  ways.keys[slot] = key;
-  ways.types[slot] = *type;
-  ways.event_id_sizes[slot] = static_cast<uint8_t>(event_id.size());
-  ways.id_sizes[slot] = static_cast<uint8_t>(id.size());
+  if (slot == kWays) {  // both full: the first set's oldest slot
+    slot = ways->next;
+    ways->next = static_cast<uint8_t>((ways->next + 1) % kWays);
+  }
+  Set& set = *ways;
+  set.keys[slot] = key;
+  set.types[slot] = *type;
+  set.event_id_sizes[slot] = static_cast<uint8_t>(event_id.size());
+  set.id_sizes[slot] = static_cast<uint8_t>(id.size());
   // std::copy: an unrouted body's id is an empty view with no data, which
   // memcpy may not be handed.
-  std::copy(event_id.begin(), event_id.end(), ways.ids[slot].begin());
-  std::copy(id.begin(), id.end(), ways.ids[slot].begin() + event_id.size());
+  std::copy(event_id.begin(), event_id.end(), set.ids[slot].begin());
+  std::copy(id.begin(), id.end(), set.ids[slot].begin() + event_id.size());
+}
+
+// A set in a large table is rarely in cache: all the lines of both sets are
+// asked for at once, so a slot's ids arrive with its keys instead of after
+// them, and the second set with the first.
+void RecentEvents::PrefetchSets(const Set* first, const Set* second) {
+  for (size_t line = 0; line < sizeof(Set); line += 64) {
+    __builtin_prefetch(reinterpret_cast<const char*>(first) + line);
+    __builtin_prefetch(reinterpret_cast<const char*>(second) + line);
+  }
+}
+
+void RecentEvents::Prefetch(const Key& key) const {
+  if (sets_per_stripe_ == 0) return;
+  const Place place = PlaceOf(key);
+  const Set* sets = stripes_[place.stripe].sets;  // fixed: see Stripe
+  if (sets == nullptr) return;
+  PrefetchSets(sets + place.first, sets + place.second);  // no read: cannot fault
 }
 
 bool RecentEvents::Find(const Key& key, std::string_view event_id,
                         std::optional<EntityRef>* entity) const {
   if (sets_per_stripe_ == 0) return false;
-  const auto [stripe, set] = Place(key);
-  const Stripe& s = stripes_[stripe];
+  const Place place = PlaceOf(key);
+  const Stripe& s = stripes_[place.stripe];
   MutexLock lock(&s.mu);
   if (s.sets == nullptr) return false;
-  const Set& ways = s.sets[set];
-  // A set in a large table is rarely in cache: ask for all its lines at
-  // once, so the slot's ids arrive with its keys instead of after them.
-  for (size_t line = 0; line < sizeof(Set); line += 64) {
-    __builtin_prefetch(reinterpret_cast<const char*>(&ways) + line);
+  const Set* ways = &s.sets[place.first];
+  const Set* other = &s.sets[place.second];
+  PrefetchSets(ways, other);
+  size_t slot = ways->Find(key, event_id);
+  if (slot == kWays && other != ways) {
+    slot = other->Find(key, event_id);
+    ways = other;
   }
-  const size_t slot = ways.Find(key, event_id);
   if (slot == kWays) return false;
   // A type index in a slot was published before the slot was written.
-  const uint16_t type = ways.types[slot];
-  *entity = type == kUnrouted
-                ? std::nullopt
-                : std::optional<EntityRef>(EntityRef{types_[type - 2], std::string(ways.id(slot))});
+  const uint16_t type = ways->types[slot];
+  *entity =
+      type == kUnrouted
+          ? std::nullopt
+          : std::optional<EntityRef>(EntityRef{types_[type - 2], std::string(ways->id(slot))});
   return true;
 }
 

@@ -393,10 +393,14 @@ struct StoreImpl::FastPathFacts {
 
 bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, IngestResult* result) {
   if (d.body.size() > options_.max_body_bytes) return false;
+  // The key first: hashing reads the whole body into the cache once, and
+  // the table's lines for the key are then on their way while the event id
+  // is read from the (now cached) body.
+  const RecentEvents::Key key = recent_.KeyOf(d.body);
+  recent_.Prefetch(key);
   const std::optional<std::string_view> id = PeekEventId(d.body);
   if (!id || !CheckEventIdHeader(d.headers, *id).ok()) return false;
-  learned->key = recent_.KeyOf(d.body);
-  const RecentEvents::Key& key = *learned->key;
+  learned->key = key;
   std::optional<EntityRef> entity;
   if (!recent_.Find(key, *id, &entity)) {
     const uint64_t epoch = recent_.epoch();
@@ -442,8 +446,7 @@ std::vector<IngestResult> StoreImpl::IngestBatch(const std::vector<Delivery>& de
 std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries, size_t n) {
   AwaitDueRecovery();
   std::vector<IngestResult> results(n);
-  std::vector<std::pair<size_t, DecodedEvent>> items;
-  items.reserve(n);
+  std::vector<std::pair<size_t, DecodedEvent>> items;  // reserved at the first
   // The profile may only change under rebuild_mu_, so decode under it too.
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
@@ -454,6 +457,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     if (KnownDuplicate(*deliveries[i], &learned[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
+      if (items.empty()) items.reserve(n - i);  // none for a known duplicate
       items.emplace_back(i, std::move(decoded));
     } else if (results[i].outcome == Outcome::kTooLarge) {
       counters_.too_large.fetch_add(1, std::memory_order_relaxed);
