@@ -32,7 +32,8 @@ Result<std::string> Rewritten(std::string_view key, const GenerationKeyView& g) 
 
 }  // namespace
 
-Result<uint64_t> UpgradeGenerationKeys(leveldb::DB* db) {
+Result<uint64_t> UpgradeGenerationKeys(leveldb::DB* db,
+                                       const std::function<void(uint64_t)>& progress) {
   leveldb::ReadOptions scan;
   scan.fill_cache = false;
   // The iterator reads the database as of its creation: the keys written
@@ -54,11 +55,13 @@ Result<uint64_t> UpgradeGenerationKeys(leveldb::DB* db) {
       Status st = FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "rewriting keys");
       if (!st.ok()) return st;
       batch.Clear();
+      if (progress) progress(rewritten);
     }
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "reading keys to rewrite");
   Status st = FromLevelDb(db->Write(leveldb::WriteOptions(), &batch), "rewriting keys");
   if (!st.ok()) return st;
+  if (progress) progress(rewritten);
   // Every old key's deletion stays in LevelDB until a compaction reaches it,
   // and they all sort at the front of g/ (an old generation's first byte is
   // 0): every seek into g/ or past the end of f/, several at each Open,

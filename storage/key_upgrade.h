@@ -21,16 +21,19 @@
 #include <leveldb/db.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "eventfold/status.h"
 
 namespace eventfold::storage {
 
 // Rewrites every key under g/ still in the old grammar. Returns how many it
-// rewrote (0 for a store already rewritten). Corruption naming the key when
-// a log or snapshot key's fold position is in neither grammar; a LevelDB
-// error as its Status.
-Result<uint64_t> UpgradeGenerationKeys(leveldb::DB* db);
+// rewrote (0 for a store already rewritten), and calls `progress` (when not
+// empty) with the count so far after each batch written. Corruption naming
+// the key when a log or snapshot key's fold position is in neither grammar;
+// a LevelDB error as its Status.
+Result<uint64_t> UpgradeGenerationKeys(leveldb::DB* db,
+                                       const std::function<void(uint64_t)>& progress = {});
 
 }  // namespace eventfold::storage
 

@@ -199,7 +199,7 @@ Status StoreImpl::LoadOrCreateMeta() {
     // synced write: either it happened or the store is still the older
     // format, some of its keys perhaps rewritten, which the next upgrade
     // finishes.
-    Result<uint64_t> keys = UpgradeGenerationKeys(db_.get());
+    Result<uint64_t> keys = UpgradeGenerationKeys(db_.get(), options_.upgrade_progress);
     if (!keys.ok()) return keys.status().WithContext("upgrading the store's format");
     leveldb::WriteBatch batch;
     Result<uint64_t> framed = FrameLegacyText(db_.get(), &batch);

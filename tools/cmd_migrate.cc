@@ -1,13 +1,20 @@
 // eventfold migrate --data DIR : upgrades a store in an older on-disk format
 // to this build's (Options::upgrade_format). Open of an older store without
 // it refuses and names this command. A store already in the current format
-// is left as it is. Prints {"format":"current"} on success. DIR may also be
+// is left as it is. Prints {"format":"current"} on success, and the keys
+// rewritten so far on stderr meanwhile (--quiet: not). DIR may also be
 // a fold worker's directory (docs/CLUSTER.md): then every partition store
 // in it is upgraded, stale and standby copies included (the worker may open
 // them again), with a line {"partition":k,"format":"current"} each.
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <utility>
 
 #include "core/json_writer.h"
 #include "tools/cli_common.h"
@@ -15,12 +22,54 @@
 namespace eventfold::cli {
 namespace {
 
+// Progress on stderr while a store's keys are rewritten: one line kept up
+// to date on a terminal, else a line every 5 s; and a last line with the
+// total when the upgrade rewrote any.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(std::string dir) : dir_(std::move(dir)) {}
+
+  void Update(uint64_t keys) {
+    keys_ = keys;
+    const double seconds = Seconds();
+    if (!tty_ && seconds - printed_at_ < 5) return;
+    printed_at_ = seconds;
+    Print(tty_ ? "\r" : "", tty_ ? "\x1b[K" : "\n");
+  }
+
+  void Finish() {
+    if (keys_ > 0) Print(tty_ ? "\r" : "", tty_ ? "\x1b[K\n" : "\n");
+  }
+
+ private:
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void Print(const char* before, const char* after) const {
+    const double seconds = Seconds();
+    char line[160];
+    std::snprintf(line, sizeof(line), ": %llu keys rewritten, %.1f s, %.0f keys/s",
+                  static_cast<unsigned long long>(keys_), seconds,
+                  seconds > 0 ? static_cast<double>(keys_) / seconds : 0.0);
+    std::cerr << before << "migrate: " << dir_ << line << after << std::flush;
+  }
+
+  const std::string dir_;
+  const bool tty_ = isatty(STDERR_FILENO);
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double printed_at_ = 0;
+  uint64_t keys_ = 0;
+};
+
 // One store; false (the reason on stderr) when it does not open.
-bool MigrateOne(const std::string& dir, bool partition) {
+bool MigrateOne(const std::string& dir, bool partition, bool quiet) {
   Options options;
   options.create_if_missing = false;
   options.upgrade_format = true;
+  ProgressPrinter progress(dir);
+  if (!quiet) options.upgrade_progress = [&progress](uint64_t keys) { progress.Update(keys); };
   Result<std::unique_ptr<Store>> store = Store::Open(dir, options);
+  if (!quiet) progress.Finish();
   if (!store.ok()) {
     std::cerr << "eventfold: " << dir << ": " << store.status().ToString() << "\n";
     return false;
@@ -31,17 +80,17 @@ bool MigrateOne(const std::string& dir, bool partition) {
   return true;
 }
 
-int Migrate(const std::string& dir) {
+int Migrate(const std::string& dir, bool quiet) {
   const std::vector<std::string> partitions = PartitionStoreDirs(dir, /*behind_too=*/true);
   if (partitions.empty()) {
     if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
       std::cerr << "eventfold: no store at " << dir << "\n";
       return kExitError;
     }
-    return MigrateOne(dir, /*partition=*/false) ? kExitOk : kExitError;
+    return MigrateOne(dir, /*partition=*/false, quiet) ? kExitOk : kExitError;
   }
   for (const std::string& p : partitions) {
-    if (!MigrateOne(p, /*partition=*/true)) return kExitError;
+    if (!MigrateOne(p, /*partition=*/true, quiet)) return kExitError;
   }
   return kExitOk;
 }
@@ -52,8 +101,10 @@ void AddMigrateCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand(
       "migrate", "upgrade a store in an older on-disk format to this build's format");
   auto dir = std::make_shared<std::string>();
+  auto quiet = std::make_shared<bool>(false);
   AddDataOption(cmd, dir.get());
-  cmd->callback([=] { *action = [=] { return Migrate(*dir); }; });
+  cmd->add_flag("--quiet", *quiet, "no progress on stderr");
+  cmd->callback([=] { *action = [=] { return Migrate(*dir, *quiet); }; });
 }
 
 }  // namespace eventfold::cli

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "eventfold/clock.h"
@@ -65,6 +66,12 @@ struct Options {
   // (default), Open refuses with InvalidArgument naming the command that
   // upgrades it (`eventfold migrate --data DIR`). Never read as it is.
   bool upgrade_format = false;
+
+  // Called during such an upgrade with the number of keys rewritten so far
+  // (an upgrade to format 8 rewrites every key under g/, about two an
+  // event), after each batch of about 1 MiB and once at the end; may be
+  // empty. Called on the thread that calls Open.
+  std::function<void(uint64_t keys_rewritten)> upgrade_progress;
 
   // See Durability. Default: an accepted event is on disk.
   Durability durability = Durability::kSync;

@@ -9,6 +9,7 @@
 #include <leveldb/env.h>
 #include <leveldb/write_batch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -268,12 +269,19 @@ class StoreTest : public ::testing::Test {
       EXPECT_NE(c.message.find("receipt.issued"), std::string::npos) << c.message;
     };
     o.upgrade_format = true;
+    std::vector<uint64_t> progress;  // what the upgrade reported, in order
+    o.upgrade_progress = [&progress](uint64_t keys) { progress.push_back(keys); };
     {
       auto store = Open(o);
       ASSERT_TRUE(store);
       expect_as_before(store.get());
       test_util::ExpectCheckClean(store.get());
     }
+    // Counts that only grow, ending at every key left in the old grammar.
+    ASSERT_FALSE(progress.empty()) << "the upgrade reported no progress";
+    EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+    EXPECT_EQ(progress.back(), static_cast<uint64_t>(legacy_keys));
+    o.upgrade_progress = nullptr;
     o.upgrade_format = false;
     auto store = Open(o);
     ASSERT_TRUE(store) << "an upgraded store opens without the option";
