@@ -252,7 +252,25 @@ inline void ExpectExactAgainstReference(const std::string& dir,
     ASSERT_TRUE(part.ok()) << part.status().ToString();
     for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
   }
-  EXPECT_EQ(merged, AllProjections(ref->get()));
+  const ProjectionMap expected = AllProjections(ref->get());
+  EXPECT_EQ(merged.size(), expected.size());
+  // Each difference by name, as JSON: gtest would print the maps as bytes.
+  for (const auto& [key, p] : expected) {
+    auto it = merged.find(key);
+    if (it == merged.end()) {
+      ADD_FAILURE() << "no partition holds " << key.first << "/" << key.second
+                    << "; the reference has " << ProjectionToJson(p);
+    } else if (!(it->second == p)) {
+      ADD_FAILURE() << key.first << "/" << key.second << " differs:\n  partitions "
+                    << ProjectionToJson(it->second) << "\n  reference  " << ProjectionToJson(p);
+    }
+  }
+  for (const auto& [key, p] : merged) {
+    if (expected.count(key) == 0) {
+      ADD_FAILURE() << key.first << "/" << key.second
+                    << " is in a partition, not in the reference: " << ProjectionToJson(p);
+    }
+  }
 }
 
 }  // namespace eventfold::test_util
