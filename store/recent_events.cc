@@ -113,13 +113,9 @@ void RecentEvents::Add(const Key& key, std::string_view event_id,
   // Clear() counts first and then empties each stripe under its lock: an
   // Add that sees the old count here is emptied after it.
   if (epoch != epoch_.load(std::memory_order_acquire)) return;
-  Set* ways = &s.sets[place.first];
   Set* other = &s.sets[place.second];
-  size_t slot = ways->Find(key, event_id);  // known: refreshed in place
-  if (slot == kWays && other != ways) {
-    slot = other->Find(key, event_id);
-    if (slot != kWays) ways = other;
-  }
+  // Known: refreshed in place.
+  auto [ways, slot] = FindInEither(&s.sets[place.first], other, key, event_id);
   if (slot == kWays) {
     // A free slot in the emptier set (the first on a tie).
     const auto free = [](const Set& set) {
@@ -169,14 +165,10 @@ bool RecentEvents::Find(const Key& key, std::string_view event_id,
   const Stripe& s = stripes_[place.stripe];
   MutexLock lock(&s.mu);
   if (s.sets == nullptr) return false;
-  const Set* ways = &s.sets[place.first];
-  const Set* other = &s.sets[place.second];
-  PrefetchSets(ways, other);
-  size_t slot = ways->Find(key, event_id);
-  if (slot == kWays && other != ways) {
-    slot = other->Find(key, event_id);
-    ways = other;
-  }
+  const Set* first = &s.sets[place.first];
+  const Set* second = &s.sets[place.second];
+  PrefetchSets(first, second);
+  const auto [ways, slot] = FindInEither(first, second, key, event_id);
   if (slot == kWays) return false;
   // A type index in a slot was published before the slot was written.
   const uint16_t type = ways->types[slot];

@@ -43,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/thread_annotations.h"
 #include "eventfold/event.h"
@@ -130,6 +131,19 @@ class RecentEvents {
 
   // Asks for every line of both sets (see Find).
   static void PrefetchSets(const Set* first, const Set* second);
+
+  // Which of a key's two sets holds `key` and `event_id` (`second`, when
+  // the first does not and the second does; else `first`), and its slot
+  // there, or kWays. S is Set or const Set.
+  template <typename S>
+  static std::pair<S*, size_t> FindInEither(S* first, S* second, const Key& key,
+                                            std::string_view event_id) {
+    const size_t slot = first->Find(key, event_id);
+    if (slot != kWays || second == first) return {first, slot};
+    const size_t other = second->Find(key, event_id);
+    return other != kWays ? std::pair<S*, size_t>{second, other}
+                          : std::pair<S*, size_t>{first, kWays};
+  }
 
   // A key's stripe (from its low half) and its two sets in that stripe
   // (one from each half; they may be the same set).
