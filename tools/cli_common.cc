@@ -1,5 +1,7 @@
 #include "tools/cli_common.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <filesystem>
 #include <iostream>
@@ -185,6 +187,21 @@ void PrintJson(const std::string& json, bool pretty) {
     }
   }
   std::cout << out << "\n";
+}
+
+ProgressLine::ProgressLine(bool first_at_once)
+    : tty_(isatty(STDERR_FILENO)), shown_at_(first_at_once ? -1e9 : 0) {}
+
+void ProgressLine::Show(double seconds, bool final, const std::string& text) {
+  if (!tty_ && !final && seconds - shown_at_ < 5) return;
+  shown_at_ = seconds;
+  std::cerr << (tty_ ? "\r" : "") << text << (tty_ ? "\x1b[K" : "\n") << std::flush;
+  open_ = tty_;
+}
+
+void ProgressLine::End() {
+  if (open_) std::cerr << "\n" << std::flush;
+  open_ = false;
 }
 
 }  // namespace eventfold::cli

@@ -28,6 +28,27 @@ inline constexpr const char* kDefaultDataDir = "eventfold-data";
 // A subcommand's body runs after parsing and returns the exit code.
 using Action = std::function<int()>;
 
+// A progress line on stderr: redrawn in place on a terminal; otherwise a
+// plain line at most every 5 s (logs stay readable), and always a final
+// one. Not thread-safe: one caller at a time.
+class ProgressLine {
+ public:
+  // `first_at_once`: off a terminal, the first line shows at once instead
+  // of 5 s into the work.
+  explicit ProgressLine(bool first_at_once);
+
+  // Shows `text`, `seconds` into the work; a `final` one always shows.
+  void Show(double seconds, bool final, const std::string& text);
+
+  // Ends the line a terminal was left on, if any.
+  void End();
+
+ private:
+  const bool tty_;
+  double shown_at_;
+  bool open_ = false;
+};
+
 // Adds `--data DIR` to `cmd`, bound to `dir`.
 void AddDataOption(CLI::App* cmd, std::string* dir);
 

@@ -7,8 +7,6 @@
 // in it is upgraded, stale and standby copies included (the worker may open
 // them again), with a line {"partition":k,"format":"current"} each.
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,42 +20,39 @@
 namespace eventfold::cli {
 namespace {
 
-// Progress on stderr while a store's keys are rewritten: one line kept up
-// to date on a terminal, else a line every 5 s; and a last line with the
-// total when the upgrade rewrote any.
+// Progress on stderr while a store's keys are rewritten (ProgressLine: the
+// first line off a terminal 5 s in), and a last line with the total when
+// the upgrade rewrote any.
 class ProgressPrinter {
  public:
   explicit ProgressPrinter(std::string dir) : dir_(std::move(dir)) {}
 
   void Update(uint64_t keys) {
     keys_ = keys;
-    const double seconds = Seconds();
-    if (!tty_ && seconds - printed_at_ < 5) return;
-    printed_at_ = seconds;
-    Print(tty_ ? "\r" : "", tty_ ? "\x1b[K" : "\n");
+    line_.Show(Seconds(), /*final=*/false, Text());
   }
 
   void Finish() {
-    if (keys_ > 0) Print(tty_ ? "\r" : "", tty_ ? "\x1b[K\n" : "\n");
+    if (keys_ > 0) line_.Show(Seconds(), /*final=*/true, Text());
+    line_.End();
   }
 
  private:
   double Seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
-  void Print(const char* before, const char* after) const {
+  std::string Text() const {
     const double seconds = Seconds();
-    char line[160];
-    std::snprintf(line, sizeof(line), ": %llu keys rewritten, %.1f s, %.0f keys/s",
+    char text[160];
+    std::snprintf(text, sizeof(text), ": %llu keys rewritten, %.1f s, %.0f keys/s",
                   static_cast<unsigned long long>(keys_), seconds,
                   seconds > 0 ? static_cast<double>(keys_) / seconds : 0.0);
-    std::cerr << before << "migrate: " << dir_ << line << after << std::flush;
+    return "migrate: " + dir_ + text;
   }
 
   const std::string dir_;
-  const bool tty_ = isatty(STDERR_FILENO);
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  double printed_at_ = 0;
+  ProgressLine line_{/*first_at_once=*/false};
   uint64_t keys_ = 0;
 };
 

@@ -62,24 +62,21 @@ struct ReplayArgs {
 // Progress on stderr: a line redrawn in place on a terminal, otherwise a
 // plain line every few seconds (logs stay readable).
 std::function<void(const RebuildProgress&)> ProgressPrinter() {
-  const bool tty = isatty(STDERR_FILENO);
-  auto last = std::make_shared<double>(-1e9);
-  return [tty, last](const RebuildProgress& p) {
+  auto line = std::make_shared<ProgressLine>(/*first_at_once=*/true);
+  return [line](const RebuildProgress& p) {
     // An in-place re-fold does not know its total (events_total 0) until done.
     const bool final = p.events_done == p.events_total;
-    if (!tty && !final && p.seconds - *last < 5) return;
-    *last = p.seconds;
     const double rate = p.seconds > 0 ? static_cast<double>(p.events_done) / p.seconds : 0;
     const uint64_t total = std::max(p.events_total, p.events_done);
     const double eta = rate > 0 ? static_cast<double>(total - p.events_done) / rate : 0;
-    char line[200];
+    char text[200];
     std::snprintf(
-        line, sizeof(line),
+        text, sizeof(text),
         "replay: %llu/%llu events (%.0f%%), %llu entities, %.0f events/s, ETA %.0f s",
         static_cast<unsigned long long>(p.events_done), static_cast<unsigned long long>(total),
         total ? 100.0 * static_cast<double>(p.events_done) / static_cast<double>(total) : 100.0,
         static_cast<unsigned long long>(p.entities_done), rate, eta);
-    std::cerr << (tty ? "\r" : "") << line << (tty ? "\x1b[K" : "\n") << std::flush;
+    line->Show(p.seconds, final, text);
   };
 }
 
