@@ -64,7 +64,7 @@ class Checker {
  private:
   void Problem(std::string_view key, std::string message) {
     ++sum_.problems;
-    if (on_problem_) on_problem_(CheckProblem{PrintableKey(key), std::move(message)});
+    if (on_problem_) on_problem_(CheckProblem{storage::Printable(key), std::move(message)});
   }
 
   // A point read under the snapshot: OK with *found false when absent.
@@ -72,7 +72,7 @@ class Checker {
     leveldb::Status s = db_->Get(ro_, key, value);
     *found = s.ok();
     if (s.ok() || s.IsNotFound()) return Status::OK();
-    return FromLevelDb(s, "check: reading " + PrintableKey(key));
+    return FromLevelDb(s, "check: reading " + storage::Printable(key));
   }
 
   // The stored event a/<seq>: nullopt when absent (reported as `missing`
@@ -219,12 +219,12 @@ class Checker {
     Status st = Lookup(dkey, &dvalue, &found);
     if (!st.ok()) return st;
     if (!found) {
-      Problem(key, "event " + ev.event_id + " has no dedup entry " + PrintableKey(dkey) +
+      Problem(key, "event " + ev.event_id + " has no dedup entry " + storage::Printable(dkey) +
                        ": a redelivery would be stored again");
     } else if (Result<storage::DedupEntry> d = storage::DecodeDedup(dkey, dvalue); d.ok()) {
       if (d->seq != e->seq) {
         Problem(key, "event " + ev.event_id + " is stored twice or its dedup entry is wrong: " +
-                         PrintableKey(dkey) + " names a/" + Seq(d->seq));
+                         storage::Printable(dkey) + " names a/" + Seq(d->seq));
       } else if (d->has_identity ? d->type != ev.type || d->occurred_at != ev.occurred_at
                                  : !storage::DigestMatches(d->body_digest, Sha256(e->body))) {
         Problem(key, "event " + ev.event_id + " and its dedup entry disagree on its identity");
@@ -241,7 +241,7 @@ class Checker {
       if (!st.ok()) return st;
       if (!found) {
         Problem(key, "event " + ev.event_id + " is unrouted but missing from the index " +
-                         PrintableKey(ukey));
+                         storage::Printable(ukey));
       }
       if (!decoded.ok()) return Status::OK();
     }
@@ -667,23 +667,6 @@ class Checker {
 };
 
 }  // namespace
-
-std::string PrintableKey(std::string_view key) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(key.size());
-  for (char c : key) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b >= 0x20 && b < 0x7F && b != '\\') {
-      out.push_back(c);
-    } else {
-      out += "\\x";
-      out.push_back(kHex[b >> 4]);
-      out.push_back(kHex[b & 0xF]);
-    }
-  }
-  return out;
-}
 
 Result<CheckSummary> CheckStore(leveldb::DB* db, const CheckOptions& options,
                                 const CheckProblemFn& on_problem) {

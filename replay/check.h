@@ -61,9 +61,6 @@ struct CheckOptions {
 Result<CheckSummary> CheckStore(leveldb::DB* db, const CheckOptions& options,
                                 const CheckProblemFn& on_problem);
 
-// A key as text: printable bytes as they are, others as \xNN.
-std::string PrintableKey(std::string_view key);
-
 }  // namespace eventfold
 
 #endif  // EVENTFOLD_REPLAY_CHECK_H_

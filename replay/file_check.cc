@@ -17,6 +17,7 @@
 
 #include "core/crc32c.h"
 #include "replay/check.h"
+#include "storage/key_codec.h"
 
 namespace eventfold {
 namespace {
@@ -173,8 +174,8 @@ class DirChecker {
     d.end = end;
     d.after_raw = std::move(after_key);
     d.before_raw = std::move(before_key);
-    d.after_key = d.after_raw.empty() ? "" : PrintableKey(d.after_raw);
-    d.before_key = d.before_raw.empty() ? "" : PrintableKey(d.before_raw);
+    d.after_key = d.after_raw.empty() ? "" : storage::Printable(d.after_raw);
+    d.before_key = d.before_raw.empty() ? "" : storage::Printable(d.before_raw);
     d.message = std::move(message);
     on_damage_(d);
   }

@@ -358,9 +358,20 @@ std::optional<FoldKey> ParseLogKeyFold(std::string_view key) {
 }
 
 std::string Printable(std::string_view key) {
-  std::string printable;
-  for (char c : key) printable += (c >= 0x20 && c < 0x7F) ? c : '.';
-  return printable;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7F && b != '\\') {
+      out.push_back(c);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[b >> 4]);
+      out.push_back(kHex[b & 0xF]);
+    }
+  }
+  return out;
 }
 
 std::string PrefixEnd(std::string_view prefix) {

@@ -228,7 +228,8 @@ std::optional<LogKeyView> SplitLogKey(std::string_view key);
 // The fold key alone, without copying the entity and id out.
 std::optional<FoldKey> ParseLogKeyFold(std::string_view key);
 
-// A key as error messages show it: each non-printable byte as '.'.
+// A key as messages show it: printable bytes as they are, every other byte
+// (and the backslash) as \xNN, so that two different keys never print alike.
 std::string Printable(std::string_view key);
 
 // The smallest key greater than every key starting with `prefix`.

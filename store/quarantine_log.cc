@@ -328,7 +328,7 @@ void QuarantineLog::Check(const CheckProblemFn& on_problem, CheckSummary* sum) {
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     ++sum->records;
     ++sum->refused;
-    const std::string key = "quarantine/" + PrintableKey(View(it->key()));
+    const std::string key = "quarantine/" + storage::Printable(View(it->key()));
     if (!ParseSeqKey(View(it->key()), kQuarantinePrefix)) {
       problem(key, "malformed quarantine key");
       continue;

@@ -43,7 +43,7 @@ class Salvage {
     ++sum_->dropped;
     LostData l;
     l.kind = LostData::Kind::kRecords;
-    l.detail = PrintableKey(key) + ": " + why;
+    l.detail = storage::Printable(key) + ": " + why;
     Lost(std::move(l));
   }
 

@@ -82,13 +82,13 @@ std::string NthKey(leveldb::DB* db, const std::string& prefix, size_t n = 0) {
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     if (n-- == 0) return it->key().ToString();
   }
-  ADD_FAILURE() << "no key " << n << " under " << PrintableKey(prefix);
+  ADD_FAILURE() << "no key " << n << " under " << storage::Printable(prefix);
   return "";
 }
 
 std::string Value(leveldb::DB* db, const std::string& key) {
   std::string v;
-  EXPECT_TRUE(db->Get(leveldb::ReadOptions(), key, &v).ok()) << PrintableKey(key);
+  EXPECT_TRUE(db->Get(leveldb::ReadOptions(), key, &v).ok()) << storage::Printable(key);
   return v;
 }
 
@@ -113,7 +113,7 @@ std::string Describe(const std::vector<CheckProblem>& problems) {
 bool Reported(const std::vector<CheckProblem>& problems, const std::string& key,
               const std::string& words) {
   for (const CheckProblem& p : problems) {
-    if (p.key == PrintableKey(key) && p.message.find(words) != std::string::npos) return true;
+    if (p.key == storage::Printable(key) && p.message.find(words) != std::string::npos) return true;
   }
   return false;
 }
@@ -194,7 +194,7 @@ TEST_F(CheckTest, FlippedByteInAnyFamilyIsReportedWithItsKey) {
   ScratchDir pristine;
   std::filesystem::copy(dir_.path(), pristine.path(), std::filesystem::copy_options::recursive);
   for (const std::string& prefix : prefixes) {
-    SCOPED_TRACE("family " + PrintableKey(prefix));
+    SCOPED_TRACE("family " + storage::Printable(prefix));
     std::filesystem::remove_all(dir_.path());
     std::filesystem::copy(pristine.path(), dir_.path(), std::filesystem::copy_options::recursive);
     // Refused deliveries live in the quarantine's own database, and their
@@ -220,7 +220,8 @@ TEST_F(CheckTest, FlippedByteInAnyFamilyIsReportedWithItsKey) {
                   cli.out.c_str());
     }
     EXPECT_EQ(cli.exit_code, 1) << cli.out << cli.err;
-    EXPECT_NE(cli.err.find(PrintableKey(key) + ": record at key"), std::string::npos) << cli.err;
+    EXPECT_NE(cli.err.find(storage::Printable(key) + ": record at key"), std::string::npos)
+        << cli.err;
     EXPECT_NE(cli.err.find("checksum mismatch"), std::string::npos) << cli.err;
     EXPECT_NE(cli.out.find("\"ok\":false"), std::string::npos) << cli.out;
   }

@@ -55,7 +55,7 @@ std::vector<CheckProblem> RawCheck(const std::string& dir) {
 
 bool Reported(const std::vector<CheckProblem>& problems, const std::string& key) {
   for (const CheckProblem& p : problems) {
-    if (p.key == PrintableKey(key)) return true;
+    if (p.key == storage::Printable(key)) return true;
   }
   return false;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <string>
@@ -337,8 +338,8 @@ TEST(storage_record_codec, RefusedDeliveryRoundTrips) {
 struct Family {
   std::string name;
   std::string key;
-  std::string printable_key;  // as the error message shows it: '.' for
-                              // each non-printable byte
+  std::string printable_key;  // as the error message shows it: \xNN for
+                              // each non-printable byte and the backslash
   std::string value;
   // Decodes and re-encodes: the status, and the re-encoded value on success.
   std::function<Status(std::string_view, std::string_view, std::string*)> decode;
@@ -401,10 +402,20 @@ std::vector<Family> Families() {
   out.push_back(
       {"quarantine", QuarantineKey(4), "", EncodeRefused(q), Recode(DecodeRefused, EncodeRefused)});
   for (Family& f : out) {
-    // As documented: each non-printable byte of the key shows as '.'.
-    for (char ch : f.key) f.printable_key += (ch >= 0x20 && ch < 0x7F) ? ch : '.';
+    // As documented: each non-printable byte of the key (and the
+    // backslash) shows as \xNN, in lower-case hex.
+    for (char ch : f.key) {
+      const auto b = static_cast<unsigned char>(ch);
+      if (b >= 0x20 && b < 0x7F && b != '\\') {
+        f.printable_key += ch;
+      } else {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", b);
+        f.printable_key += hex;
+      }
+    }
   }
-  EXPECT_EQ(out[0].printable_key, "a/........");
+  EXPECT_EQ(out[0].printable_key, R"(a/\x00\x00\x00\x00\x00\x00\x00\x01)");
   return out;
 }
 
