@@ -69,14 +69,21 @@ class Run {
         while (true) {
           if (pending_ == 0) return;
           if (!queue_.empty() && queue_.top().due <= SteadyClock::now()) break;
-          if (queue_.empty()) {
+          if (queue_.empty() || timekeeper_) {
             cv_.wait(lock);
           } else {
+            // One idle thread waits for the next attempt's time; the others
+            // sleep until handed that role. Every connection waiting with a
+            // timeout woke them all at each due time, a herd of wake-ups per
+            // request on the cores the receiver under test runs on.
+            timekeeper_ = true;
             cv_.wait_until(lock, queue_.top().due);
+            timekeeper_ = false;
           }
         }
         a = queue_.top();
         queue_.pop();
+        if (!queue_.empty()) cv_.notify_one();  // an idle thread watches the next one
       }
       Deliver(client, a);
     }
@@ -126,6 +133,7 @@ class Run {
       queue_.push(Attempt{SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                                    std::chrono::duration<double>(delay)),
                           a.index, a.number + 1});
+      cv_.notify_all();  // it may be due before what the timekeeper waits for
     } else {
       report_.final_status[a.index] = status;
       if (status >= 200 && status < 300) {
@@ -133,9 +141,8 @@ class Run {
       } else {
         ++report_.dead_letters;
       }
-      --pending_;
+      if (--pending_ == 0) cv_.notify_all();  // everyone leaves
     }
-    cv_.notify_all();
   }
 
   const std::vector<Outgoing>& outgoing_;
@@ -145,6 +152,7 @@ class Run {
   std::condition_variable cv_;
   std::priority_queue<Attempt, std::vector<Attempt>, std::greater<>> queue_;
   size_t pending_ = 0;
+  bool timekeeper_ = false;  // an idle thread waits for the top attempt's time
   SendReport report_;
 };
 

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "bench/driver/driver.h"
 #include "core/signature.h"
@@ -178,7 +179,9 @@ void WrkThroughput(Context& ctx, const std::string& key, Durability durability) 
                           (req_dir / "send.lua").string() +
                           "' http://127.0.0.1:" + std::to_string(server.port()) + kPath + " 2>&1";
   int code = 0;
+  std::optional<ProfileScope> profile(std::in_place, key);  // wrk included: perf follows children
   const std::string out = RunCommand(cmd, &code);
+  profile.reset();
   server.Stop();
   std::error_code ec;
   fs::remove_all(req_dir, ec);
@@ -254,7 +257,9 @@ void SteadyLatency(Context& ctx) {
   so.secret = kSecret;
   so.connections = c.http_connections;
   so.rate_per_second = c.steady_rate;
+  std::optional<ProfileScope> profile(std::in_place, "steady");
   sim::SendReport r = sim::Send(outgoing, so);
+  profile.reset();
   res.Set("steady_rate_target", c.steady_rate);
   res.Set("steady_rate_achieved", static_cast<double>(r.attempts) / r.seconds);
   RecordLatencies(res, "steady", r.latencies);
