@@ -18,6 +18,22 @@
 // fetches only from its own, deleted or orphaned, consumer and can never
 // acknowledge (and so hide) a message of the new owner's.
 //
+// Gaps: a consumer is not trusted to deliver every message of its subject.
+// nats-server 2.9 can elect as consumer leader a replica whose copy of the
+// stream is behind (the consumer's and the stream's raft groups elect
+// separately, so a node resumed after a pause leads consumers while its
+// stream is still catching up). Such a consumer delivers only what that
+// copy holds and reports nothing pending, for as long as it lives, or
+// skips what it cannot load and goes on with later messages. So before a
+// fetched message advances the .seq, the worker asks the stream leader for
+// the first message on the subject after the .seq (one request per batch,
+// and one more where the batch itself may hide a gap: at a redelivery or a
+// jump in the consumer's delivery sequence); any message the consumer
+// skipped is read from the stream leader and folded first, in stream order.
+// When the consumer has nothing, the same question, at most once per lease
+// period, finds a tail it does not deliver: that tail is folded from the
+// stream leader and the consumer replaced (see TailCheck).
+//
 // Standbys: key "s.<k>.<id>" (same TTL) says worker <id> keeps a warm copy
 // of partition k in its DIR/p<k>, fed by its own durable consumer
 // "<stream>_s<k>_<id>" exactly as an owner's store is (DIR/p<k>.seq, acks
@@ -41,6 +57,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
@@ -73,9 +90,40 @@ struct Partition {
   std::unique_ptr<Store> store;
   natsSubscription* sub = nullptr;
   uint64_t folded_seq = 0;  // last intake sequence folded into `store`
+  // A fetched batch not folded yet because the stream leader could not be
+  // asked about gaps before it: folded (and acknowledged) on a later try
+  // instead of fetched again. Destroyed with `sub`.
+  natsMsgList held{};
+  std::string durable;  // its consumer's name
+  // The furthest stream sequence the consumer has delivered, and for
+  // TailCheck, when to ask next and what the stream leader named last.
+  uint64_t delivered_seq = 0;
+  int64_t next_tail_check = 0;  // clock micros
+  uint64_t tail_seen = 0;
   // After `store`: destroyed (stopped) first, as they read it.
   std::vector<std::unique_ptr<Subscription>> subs;
 };
+
+// The Delivery an intake message carries (cluster/wire.h).
+Delivery DeliveryOf(natsMsg* m) {
+  Delivery d;
+  for (const char* name : cluster::kForwardedHeaders) {
+    const char* v = nullptr;
+    if (natsMsgHeader_Get(m, name, &v) == NATS_OK && v) d.headers.emplace_back(name, v);
+  }
+  d.body.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
+  const char* at = nullptr;
+  if (natsMsgHeader_Get(m, cluster::kReceivedAtHeader, &at) == NATS_OK && at) {
+    d.received_at = cluster::ParseReceivedAt(at);
+  }
+  return d;
+}
+
+// Destroys the batch `list` holds, if any, and empties it.
+void DropBatch(natsMsgList* list) {
+  if (list->Count > 0) natsMsgList_Destroy(list);
+  *list = natsMsgList{};
+}
 
 class FoldWorkerImpl final : public FoldWorker {
  public:
@@ -423,6 +471,7 @@ class FoldWorkerImpl final : public FoldWorker {
   void CloseStandby(int k, bool stale) {
     auto it = standby_.find(k);
     if (it == standby_.end()) return;
+    DropBatch(&it->second.held);
     natsSubscription_Destroy(it->second.sub);
     standby_.erase(it);
     jsErrCode err = jsErrCode{};
@@ -475,7 +524,16 @@ class FoldWorkerImpl final : public FoldWorker {
     if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
     part->store = std::move(*store);
 
+    part->durable = durable;
+    return Subscribe(k, part);
+  }
+
+  // (Re)creates partition k's consumer part->durable to start right after
+  // part->folded_seq (at the start of the stream when 0) and pulls from it.
+  Status Subscribe(int k, Partition* part) {
+    const std::string& durable = part->durable;
     const std::string subject = PartitionSubject(cluster_.stream, k);
+    part->delivered_seq = part->folded_seq;
     jsErrCode err = jsErrCode{};
     (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), durable.c_str(), nullptr, &err);
     jsConsumerConfig cc;
@@ -537,6 +595,7 @@ class FoldWorkerImpl final : public FoldWorker {
   void Close(int k) {
     auto it = parts_.find(k);
     if (it == parts_.end()) return;
+    DropBatch(&it->second.held);
     natsSubscription_Destroy(it->second.sub);
     // Handlers finish and checkpoints are saved while the store is open.
     for (auto& sub : it->second.subs) sub->Stop();
@@ -565,62 +624,211 @@ class FoldWorkerImpl final : public FoldWorker {
     }
   }
 
-  // Fetches one batch of partition k, ingests it with one IngestBatch and
-  // acknowledges it after that; on a storage failure nothing is acked and
-  // JetStream redelivers after the ack wait. False on a failure.
-  bool FoldSome(int k, Partition* part, bool owned) {
-    natsMsgList list{};
-    jsErrCode err = jsErrCode{};
-    const int64_t wait = std::max<int64_t>(
-        options_.fetch_wait_ms / static_cast<int64_t>(parts_.size() + standby_.size()), 10);
-    natsStatus s = natsSubscription_Fetch(&list, part->sub, options_.fetch_batch, wait, &err);
-    if (s == NATS_TIMEOUT) return true;  // nothing new
-    if (s != NATS_OK) {
-      Fail(FromNats(s, "fetching partition " + std::to_string(k), err));
-      return false;
-    }
-    std::vector<Delivery> deliveries(static_cast<size_t>(list.Count));
-    for (int i = 0; i < list.Count; ++i) {
-      natsMsg* m = list.Msgs[i];
-      Delivery& d = deliveries[static_cast<size_t>(i)];
-      for (const char* name : cluster::kForwardedHeaders) {
-        const char* v = nullptr;
-        if (natsMsgHeader_Get(m, name, &v) == NATS_OK && v) d.headers.emplace_back(name, v);
-      }
-      d.body.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
-      const char* at = nullptr;
-      if (natsMsgHeader_Get(m, cluster::kReceivedAtHeader, &at) == NATS_OK && at) {
-        d.received_at = cluster::ParseReceivedAt(at);
-      }
-    }
-    std::vector<IngestResult> results = part->store->IngestBatch(deliveries);
+  // Folds `batch` into partition k's store with one IngestBatch; when it
+  // is stored, the .seq becomes `through` (if that is further). False on a
+  // storage failure (nothing folded for certain).
+  bool Fold(int k, Partition* part, const std::vector<Delivery>& batch, uint64_t through,
+            bool owned) {
+    if (batch.empty()) return true;
+    std::vector<IngestResult> results = part->store->IngestBatch(batch);
     const bool stored = std::none_of(results.begin(), results.end(), [](const IngestResult& r) {
       return r.outcome == Outcome::kStorageError || r.outcome == Outcome::kOverloaded;
     });
-    uint64_t last_seq = part->folded_seq;
-    if (list.Count > 0) {
-      jsMsgMetaData* meta = nullptr;
-      if (natsMsg_GetMetaData(&meta, list.Msgs[list.Count - 1]) == NATS_OK) {
-        last_seq = meta->Sequence.Stream;
-      }
-      jsMsgMetaData_Destroy(meta);
-    }
-    if (stored && last_seq > part->folded_seq) {
-      if (Status st = WriteSeq(k, last_seq); !st.ok()) Fail(st);
-      part->folded_seq = last_seq;
-    }
-    for (int i = 0; i < list.Count; ++i) {
-      if (stored) {
-        (void)natsMsg_Ack(list.Msgs[i], nullptr);
-      } else {
-        (void)natsMsg_Nak(list.Msgs[i], nullptr);
-      }
-    }
-    if (stored) {
-      if (owned) folded_.fetch_add(static_cast<uint64_t>(list.Count));
-    } else {
+    if (!stored) {
       Fail(Status::Unavailable("partition " + std::to_string(k) +
                                ": the store refused a batch; JetStream redelivers it"));
+      return false;
+    }
+    if (through > part->folded_seq) {
+      if (Status st = WriteSeq(k, through); !st.ok()) Fail(st);
+      part->folded_seq = through;
+    }
+    if (owned) folded_.fetch_add(batch.size());
+    return true;
+  }
+
+  // Reads from the stream leader the messages on partition k's subject
+  // after the .seq and before sequence `until`, which the consumer skipped,
+  // and folds them (in stream order, at most a fetch batch per
+  // IngestBatch). With `limit` > 0 it stops after that many. False when
+  // the stream leader did not answer or the store failed; what was folded
+  // stays folded.
+  bool FoldSkipped(int k, Partition* part, uint64_t until, size_t limit, bool owned) {
+    const std::string subject = PartitionSubject(cluster_.stream, k);
+    std::vector<Delivery> batch;
+    uint64_t through = part->folded_seq, first = 0, count = 0;
+    bool ok = true;
+    while (true) {
+      Result<uint64_t> next = cluster::NextSeqOnSubject(conn_->nc(), cluster_.stream, subject,
+                                                        through + 1, conn_->timeout_ms());
+      if (!next.ok()) {
+        Fail(next.status());
+        ok = false;
+        break;
+      }
+      if (*next == 0 || *next >= until || (limit > 0 && count >= limit) || stop_.load()) break;
+      natsMsg* m = nullptr;
+      jsErrCode err = jsErrCode{};
+      const natsStatus s =
+          js_GetMsg(&m, conn_->js(), cluster_.stream.c_str(), *next, nullptr, &err);
+      if (s != NATS_OK) {
+        Status st = FromNats(s, "reading message " + std::to_string(*next), err);
+        if (st.code() != Status::Code::kNotFound) {
+          Fail(st);
+          ok = false;
+          break;
+        }
+        // Removed (its age) since the answer above: nothing to fold.
+      } else {
+        batch.push_back(DeliveryOf(m));
+        natsMsg_Destroy(m);
+        if (first == 0) first = *next;
+        ++count;
+      }
+      through = *next;
+      if (batch.size() >= static_cast<size_t>(options_.fetch_batch)) {
+        if (!Fold(k, part, batch, through, owned)) return false;
+        batch.clear();
+      }
+    }
+    if (!batch.empty() && !Fold(k, part, batch, through, owned)) return false;
+    if (count > 0) {
+      Fail(Status::Unavailable("partition " + std::to_string(k) + ": the consumer skipped " +
+                               std::to_string(count) + " message(s) from sequence " +
+                               std::to_string(first) +
+                               " that the stream holds; folded them from the stream leader"));
+    }
+    return ok;
+  }
+
+  // When the consumer had nothing: at most once per lease period, asks the
+  // stream leader for the first message on the subject after the .seq. A
+  // message seen for the first time may just have been published: the
+  // consumer gets a period to deliver it. One it already named at the
+  // previous check and the consumer has still not delivered was skipped or
+  // is held back: up to a batch of the tail is folded from the stream
+  // leader and the consumer is recreated after the new .seq. So a stuck
+  // consumer costs one replacement per two periods, never a stream of
+  // naks or redeliveries.
+  bool TailCheck(int k, Partition* part, bool owned) {
+    const int64_t now = clock_->NowMicros();
+    if (now < part->next_tail_check) return true;
+    part->next_tail_check = now + renew_ms_ * 1000;
+    const uint64_t seen = std::exchange(part->tail_seen, 0);
+    if (seen > part->delivered_seq) {
+      // The consumer has not delivered for a whole period what the stream
+      // leader named: it is stuck (its leader's copy of the stream behind)
+      // or skipped it. Fold the tail from the stream leader and replace
+      // the consumer, whose new leader may well be a current replica.
+      if (!FoldSkipped(k, part, ~uint64_t{0}, static_cast<size_t>(options_.fetch_batch), owned)) {
+        return false;
+      }
+      natsSubscription_Destroy(part->sub);
+      part->sub = nullptr;
+      if (Status st = Subscribe(k, part); !st.ok()) {
+        Fail(st);
+        return false;
+      }
+      return true;
+    }
+    Result<uint64_t> next = cluster::NextSeqOnSubject(conn_->nc(), cluster_.stream,
+                                                      PartitionSubject(cluster_.stream, k),
+                                                      part->folded_seq + 1, conn_->timeout_ms());
+    if (!next.ok()) {
+      Fail(next.status());
+      return false;
+    }
+    part->tail_seen = *next;
+    return true;
+  }
+
+  // Fetches one batch of partition k (or takes the one held from a previous
+  // try), folds it with what the consumer skipped before and within it
+  // (see Gaps above), and acknowledges it after that; on a storage failure
+  // nothing is acked and JetStream redelivers. False on a failure.
+  bool FoldSome(int k, Partition* part, bool owned) {
+    if (part->sub == nullptr) {
+      // Its replacement failed (TailCheck): try again.
+      if (Status st = Subscribe(k, part); !st.ok()) {
+        Fail(st);
+        return false;
+      }
+    }
+    natsMsgList list = part->held;
+    part->held = natsMsgList{};
+    if (list.Count == 0) {
+      jsErrCode err = jsErrCode{};
+      const int64_t wait = std::max<int64_t>(
+          options_.fetch_wait_ms / static_cast<int64_t>(parts_.size() + standby_.size()), 10);
+      natsStatus s = natsSubscription_Fetch(&list, part->sub, options_.fetch_batch, wait, &err);
+      if (s == NATS_TIMEOUT) return TailCheck(k, part, owned);  // nothing new
+      if (s != NATS_OK) {
+        Fail(FromNats(s, "fetching partition " + std::to_string(k), err));
+        return false;
+      }
+    }
+    // In stream order: redeliveries can come before newer messages.
+    struct Fetched {
+      uint64_t stream_seq = 0;
+      uint64_t delivery_seq = 0;  // the consumer's
+      bool redelivered = false;
+      natsMsg* msg = nullptr;
+    };
+    std::vector<Fetched> fetched;
+    for (int i = 0; i < list.Count; ++i) {
+      Fetched f;
+      f.msg = list.Msgs[i];
+      jsMsgMetaData* meta = nullptr;
+      if (natsMsg_GetMetaData(&meta, f.msg) == NATS_OK) {
+        f.stream_seq = meta->Sequence.Stream;
+        f.delivery_seq = meta->Sequence.Consumer;
+        f.redelivered = meta->NumDelivered > 1;
+      }
+      jsMsgMetaData_Destroy(meta);
+      part->delivered_seq = std::max(part->delivered_seq, f.stream_seq);
+      fetched.push_back(f);
+    }
+    std::stable_sort(fetched.begin(), fetched.end(), [](const Fetched& a, const Fetched& b) {
+      return a.stream_seq < b.stream_seq;
+    });
+    // Messages at or before the .seq are folded already (redelivered after
+    // a lost acknowledgement): duplicates, folded again for their acks.
+    std::vector<Delivery> batch;
+    size_t i = 0;
+    for (; i < fetched.size() && fetched[i].stream_seq <= part->folded_seq; ++i) {
+      batch.push_back(DeliveryOf(fetched[i].msg));
+    }
+    const Fetched* prev = nullptr;
+    for (; i < fetched.size(); ++i) {
+      const Fetched& f = fetched[i];
+      // A gap can hide before the batch and wherever the consumer's
+      // deliveries are not one run of first deliveries: ask there.
+      const bool ask = prev == nullptr || f.redelivered || prev->redelivered ||
+                       f.delivery_seq != prev->delivery_seq + 1;
+      if (ask) {
+        const uint64_t through = prev != nullptr ? prev->stream_seq : part->folded_seq;
+        if (!Fold(k, part, batch, through, owned)) break;
+        batch.clear();
+        if (!FoldSkipped(k, part, f.stream_seq, 0, owned)) {
+          // The stream leader did not answer: keep the batch (unacked)
+          // and ask again on the next round rather than fold past a gap.
+          part->held = list;
+          return false;
+        }
+      }
+      batch.push_back(DeliveryOf(f.msg));
+      prev = &f;
+    }
+    bool stored = i == fetched.size();
+    if (stored) {
+      stored = Fold(k, part, batch, prev != nullptr ? prev->stream_seq : part->folded_seq, owned);
+    }
+    for (int j = 0; j < list.Count; ++j) {
+      if (stored) {
+        (void)natsMsg_Ack(list.Msgs[j], nullptr);
+      } else {
+        (void)natsMsg_Nak(list.Msgs[j], nullptr);
+      }
     }
     natsMsgList_Destroy(&list);
     return stored;

@@ -1,6 +1,10 @@
 #include "cluster/nats_connection.h"
 
+#include <simdjson.h>
+
 #include <string>
+
+#include "core/json_writer.h"
 
 namespace eventfold::cluster {
 
@@ -90,6 +94,38 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
   // apart by looking.
   if (KvGet(kv, key).ok()) return Status::Busy("key " + key + " exists");
   return failed;
+}
+
+Result<uint64_t> NextSeqOnSubject(natsConnection* nc, const std::string& stream,
+                                  const std::string& subject, uint64_t from, int64_t timeout_ms) {
+  const std::string api = "$JS.API.STREAM.MSG.GET." + stream;
+  const std::string what = "asking the leader of stream " + stream + " for " + subject;
+  std::string request = "{\"seq\":" + std::to_string(from) + ",\"next_by_subj\":";
+  AppendJsonString(subject, &request);
+  request += "}";
+  natsMsg* reply = nullptr;
+  const natsStatus s = natsConnection_Request(&reply, nc, api.c_str(), request.data(),
+                                              static_cast<int>(request.size()), timeout_ms);
+  if (s != NATS_OK) return FromNats(s, what);
+  simdjson::padded_string padded(natsMsg_GetData(reply),
+                                 static_cast<size_t>(natsMsg_GetDataLength(reply)));
+  natsMsg_Destroy(reply);
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS) {
+    return Status::Unavailable(what + ": the answer is not JSON");
+  }
+  int64_t err_code = 0;
+  if (doc["error"]["err_code"].get_int64().get(err_code) == simdjson::SUCCESS) {
+    // 10037: no message found, i.e. none at or after `from` on the subject.
+    if (err_code == JSNoMessageFoundErr) return uint64_t{0};
+    return Status::Unavailable(what + ": JetStream error " + std::to_string(err_code));
+  }
+  uint64_t seq = 0;
+  if (doc["message"]["seq"].get_uint64().get(seq) != simdjson::SUCCESS) {
+    return Status::Unavailable(what + ": the answer has no message sequence");
+  }
+  return seq;
 }
 
 }  // namespace eventfold::cluster

@@ -75,6 +75,15 @@ Result<KvValue> KvGet(kvStore* kv, const std::string& key);
 // another writer created it first.
 Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value);
 
+// The sequence of the first message on `subject` at or after sequence
+// `from` in `stream`, as the stream's leader holds it; 0 when there is none.
+// Asked with a JetStream message-get request ("next_by_subj"), which only
+// the stream leader answers (a direct get could be answered by a lagging
+// replica), waiting at most `timeout_ms`. kUnavailable when no leader
+// answers.
+Result<uint64_t> NextSeqOnSubject(natsConnection* nc, const std::string& stream,
+                                  const std::string& subject, uint64_t from, int64_t timeout_ms);
+
 }  // namespace eventfold::cluster
 
 #endif  // EVENTFOLD_CLUSTER_NATS_CONNECTION_H_

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
+#include "cluster/consumer_names.h"
 #include "core/signature.h"
 #include "eventfold/cluster.h"
 #include "eventfold/partitioner.h"
@@ -269,6 +271,104 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
     Options o;
     o.create_if_missing = false;
     Result<std::unique_ptr<Store>> part = Store::Open(dirs[1].path() + "/p" + std::to_string(k), o);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
+  }
+  EXPECT_EQ(merged, AllProjections(ref->get()));
+}
+
+// A consumer that skips messages the stream holds (nats-server 2.9 does,
+// when a replica whose copy of the stream is behind leads the consumer)
+// loses nothing: the worker asks the stream leader and folds what was
+// skipped. Here the worker's own consumers are replaced behind its back by
+// ones that start past the next deliveries: on partitions 0 and 1 past the
+// first half of them (a gap before later messages), on 2 and 3 past all of
+// them (a skipped tail, the consumer reporting nothing pending).
+TEST_F(ClusterFoldTest, MessagesTheConsumerSkipsAreFoldedFromTheStream) {
+  const uint64_t seed = test_util::TestSeed("MessagesTheConsumerSkips", 1012);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 40;
+  ho.products = 10;
+  ho.malformed = 0;
+  ho.conflicts = 0;
+  ho.target_body_bytes = 200;
+  sim::History history = sim::GenerateHistory(ho);
+  const size_t half = history.deliveries.size() / 2;
+  std::unique_ptr<IngestSink> sink = Sink();
+  ASSERT_TRUE(sink);
+  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  TempDir dir("worker");
+  std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "w");
+  ASSERT_TRUE(worker);
+  TempDir ref_dir("reference");
+  Result<std::unique_ptr<Store>> ref = Store::Open(ref_dir.path() + "/store", Options{});
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  auto send = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const Delivery& d = history.deliveries[i];
+      EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
+      (void)(*ref)->Ingest(d);
+    }
+  };
+  send(0, half);
+  ASSERT_EQ(WaitFolded({worker.get()}).size(), static_cast<size_t>(kPartitions));
+
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, nats_.Urls().c_str()), NATS_OK);
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  jsStreamInfo* si = nullptr;
+  ASSERT_EQ(js_GetStreamInfo(&si, js, cluster_.stream.c_str(), nullptr, nullptr), NATS_OK);
+  const uint64_t last = si->State.LastSeq;
+  jsStreamInfo_Destroy(si);
+  // The second half is published one by one: it takes the sequences right
+  // after `last`.
+  const uint64_t rest = history.deliveries.size() - half;
+  for (int k = 0; k < kPartitions; ++k) {
+    const std::string durable = cluster::OwnerDurable(cluster_.stream, k, "w");
+    const std::string subject = PartitionSubject(cluster_.stream, k);
+    ASSERT_EQ(js_DeleteConsumer(js, cluster_.stream.c_str(), durable.c_str(), nullptr, nullptr),
+              NATS_OK);
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = durable.c_str();
+    cc.FilterSubject = subject.c_str();
+    cc.AckPolicy = js_AckExplicit;
+    cc.DeliverPolicy = js_DeliverByStartSequence;
+    cc.OptStartSeq = k < 2 ? last + rest / 2 : last + rest + 1000;
+    jsConsumerInfo* ci = nullptr;
+    ASSERT_EQ(js_AddConsumer(&ci, js, cluster_.stream.c_str(), &cc, nullptr, nullptr), NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+  }
+  send(half, history.deliveries.size());
+
+  // Every partition's .seq reaches the last message of its subject.
+  auto caught_up = [&] {
+    for (int k = 0; k < kPartitions; ++k) {
+      natsMsg* m = nullptr;
+      const std::string subject = PartitionSubject(cluster_.stream, k);
+      if (js_GetLastMsg(&m, js, cluster_.stream.c_str(), subject.c_str(), nullptr, nullptr) !=
+          NATS_OK) {
+        return false;
+      }
+      const uint64_t want = natsMsg_GetSequence(m);
+      natsMsg_Destroy(m);
+      const std::string seq = test_util::ReadFile(dir.path() + "/p" + std::to_string(k) + ".seq");
+      if (std::strtoull(seq.c_str(), nullptr, 10) < want) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(WaitFor(caught_up, 60)) << worker->LastError();
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  worker->Stop();
+
+  std::map<std::pair<std::string, std::string>, Projection> merged;
+  for (int k = 0; k < kPartitions; ++k) {
+    Options o;
+    o.create_if_missing = false;
+    Result<std::unique_ptr<Store>> part = Store::Open(dir.path() + "/p" + std::to_string(k), o);
     ASSERT_TRUE(part.ok()) << part.status().ToString();
     for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
   }
