@@ -54,6 +54,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -371,12 +372,13 @@ class FoldWorkerImpl final : public FoldWorker {
       // The warm copy becomes the owner's store: its consumer goes, the
       // owner's starts after its .seq.
       if (standby_.count(k)) CloseStandby(k, /*stale=*/false);
-      Status st = Acquire(k, *created);
+      uint64_t lease_rev = *created;
+      Status st = Acquire(k, &lease_rev);
       if (st.ok()) {
         // Ready: the lease now names us plainly (revision-checked).
         const std::string& id = options_.worker_id;
         s = kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), id.data(),
-                           static_cast<int>(id.size()), *created);
+                           static_cast<int>(id.size()), lease_rev);
         if (s == NATS_OK) {
           parts_[k].lease_rev = rev;
         } else {
@@ -387,7 +389,12 @@ class FoldWorkerImpl final : public FoldWorker {
       }
       if (!st.ok()) {
         Fail(st);
-        (void)kvStore_Delete(leases_->get(), cluster::LeaseKey(k).c_str());
+        // Given back only while it is still the entry we wrote: one that
+        // expired during a slow set-up may be another worker's by now.
+        Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
+        if (held.ok() && held->revision == lease_rev) {
+          (void)kvStore_Delete(leases_->get(), cluster::LeaseKey(k).c_str());
+        }
       }
     }
     Standbys(live, keys);
@@ -508,8 +515,10 @@ class FoldWorkerImpl final : public FoldWorker {
 
   // Opens partition k's store DIR/p<k> into `part` and (re)creates the
   // durable pull consumer `durable` to start right after the store's .seq,
-  // or at the start of the stream when there is no store.
-  Status OpenFed(int k, const std::string& durable, Partition* part) {
+  // or at the start of the stream when there is no store. `before_consumer`,
+  // when given, runs between the two and can stop the set-up.
+  Status OpenFed(int k, const std::string& durable, Partition* part,
+                 const std::function<Status()>& before_consumer = nullptr) {
     std::error_code ec;
     // No store: replay the whole subject (a .seq without its store is void).
     const bool have_store = fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec);
@@ -523,6 +532,9 @@ class FoldWorkerImpl final : public FoldWorker {
     Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
     if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
     part->store = std::move(*store);
+    if (before_consumer) {
+      if (Status st = before_consumer(); !st.ok()) return st;
+    }
 
     part->durable = durable;
     return Subscribe(k, part);
@@ -565,11 +577,33 @@ class FoldWorkerImpl final : public FoldWorker {
     return Status::OK();
   }
 
-  Status Acquire(int k, uint64_t lease_rev) {
+  // Rewrites partition k's "acquiring:<id>" lease at `*lease_rev`
+  // (revision-checked) so that it does not expire while a slow set-up
+  // (consumer deletions and creation, each up to the request timeout) is
+  // still going on; kBusy when it is no longer ours.
+  Status RenewAcquiring(int k, uint64_t* lease_rev) {
+    const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
+    uint64_t rev = 0;
+    const natsStatus s =
+        kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), acquiring.data(),
+                       static_cast<int>(acquiring.size()), *lease_rev);
+    if (s != NATS_OK) {
+      return FromNats(s,
+                      "renewing the lease of partition " + std::to_string(k) + " while taking it");
+    }
+    *lease_rev = rev;
+    return Status::OK();
+  }
+
+  // Sets partition k up as ours; `*lease_rev` is the revision of our
+  // "acquiring" lease, updated as it is renewed on the way.
+  Status Acquire(int k, uint64_t* lease_rev) {
     Partition part;
-    part.lease_rev = lease_rev;
     DeleteOtherOwnerConsumers(k);
-    if (Status st = OpenFed(k, Durable(k), &part); !st.ok()) return st;
+    if (Status st = RenewAcquiring(k, lease_rev); !st.ok()) return st;
+    Status st = OpenFed(k, Durable(k), &part, [&] { return RenewAcquiring(k, lease_rev); });
+    if (!st.ok()) return st;
+    part.lease_rev = *lease_rev;
     std::error_code ec;
     fs::remove(StalePath(k), ec);  // ours again: it catches up from its .seq
     fs::remove(StandbyPath(k), ec);
