@@ -892,6 +892,48 @@ class FoldWorkerImpl final : public FoldWorker {
   std::thread thread_;
 };
 
+// What a worker needs from the cluster before it starts.
+struct WorkerSetup {
+  ClusterLayout layout;
+  Profile profile;
+  std::unique_ptr<NatsConnection> conn;
+  std::unique_ptr<KvBucket> leases;
+  int64_t renew_ms = 0;
+};
+
+// Reads the layout and profile, connects and opens the lease bucket.
+Result<WorkerSetup> ConnectWorker(const ClusterOptions& cluster, const FoldWorkerOptions& options) {
+  Result<ClusterLayout> layout = ReadClusterLayout(cluster);
+  if (!layout.ok()) return layout.status();
+  Result<Profile> profile = Profile::FromJson(layout->profile_json);
+  if (!profile.ok()) return profile.status().WithContext("the cluster's recorded profile");
+  Result<std::unique_ptr<NatsConnection>> conn =
+      NatsConnection::Open(cluster.urls, cluster.timeout_ms);
+  if (!conn.ok()) return conn.status();
+  const std::string bucket = cluster.stream + "_leases";
+  kvStore* kv = nullptr;
+  natsStatus s = js_KeyValue(&kv, (*conn)->js(), bucket.c_str());
+  if (s != NATS_OK) return FromNats(s, "opening bucket " + bucket);
+  auto leases = std::make_unique<KvBucket>(kv);
+
+  int64_t renew_ms = options.renew_every_ms;
+  if (renew_ms <= 0) {
+    // A third of the TTL: two renewals may fail before the lease is lost.
+    jsStreamInfo* si = nullptr;
+    const std::string kv_stream = "KV_" + bucket;
+    jsErrCode err = jsErrCode{};
+    s = js_GetStreamInfo(&si, (*conn)->js(), kv_stream.c_str(), nullptr, &err);
+    // Not a guess when it does not answer: a period longer than the TTL
+    // would lose every lease.
+    if (s != NATS_OK) return FromNats(s, "reading stream " + kv_stream, err);
+    const int64_t ttl_ms = si->Config->MaxAge > 0 ? si->Config->MaxAge / 1000000 : 10000;
+    jsStreamInfo_Destroy(si);
+    renew_ms = std::max<int64_t>(ttl_ms / 3, 100);
+  }
+  return WorkerSetup{std::move(*layout), std::move(*profile), std::move(*conn), std::move(leases),
+                     renew_ms};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& cluster,
@@ -916,33 +958,22 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
   std::error_code ec;
   fs::create_directories(options.data_dir, ec);
   if (ec) return Status::IOError("--data " + options.data_dir + ": " + ec.message());
-  Result<ClusterLayout> layout = ReadClusterLayout(cluster);
-  if (!layout.ok()) return layout.status();
-  Result<Profile> profile = Profile::FromJson(layout->profile_json);
-  if (!profile.ok()) return profile.status().WithContext("the cluster's recorded profile");
-  Result<std::unique_ptr<NatsConnection>> conn =
-      NatsConnection::Open(cluster.urls, cluster.timeout_ms);
-  if (!conn.ok()) return conn.status();
-  const std::string bucket = cluster.stream + "_leases";
-  kvStore* kv = nullptr;
-  natsStatus s = js_KeyValue(&kv, (*conn)->js(), bucket.c_str());
-  if (s != NATS_OK) return FromNats(s, "opening bucket " + bucket);
-  auto leases = std::make_unique<KvBucket>(kv);
-
-  int64_t renew_ms = options.renew_every_ms;
-  if (renew_ms <= 0) {
-    // A third of the TTL: two renewals may fail before the lease is lost.
-    jsStreamInfo* si = nullptr;
-    const std::string kv_stream = "KV_" + bucket;
-    s = js_GetStreamInfo(&si, (*conn)->js(), kv_stream.c_str(), nullptr, nullptr);
-    const int64_t ttl_ms =
-        (s == NATS_OK && si->Config->MaxAge > 0) ? si->Config->MaxAge / 1000000 : 10000;
-    jsStreamInfo_Destroy(si);
-    renew_ms = std::max<int64_t>(ttl_ms / 3, 100);
+  // JetStream may not answer for a moment (a node restarting, a leader
+  // election): every step below is a read, so trying again is safe.
+  Clock* clock = options.clock != nullptr ? options.clock : SystemClock();
+  const int64_t until = clock->NowMicros() + options.start_timeout_ms * 1000;
+  Result<WorkerSetup> setup = Status::Unavailable("not tried");
+  while (true) {
+    setup = ConnectWorker(cluster, options);
+    if (setup.ok() || setup.status().code() != Status::Code::kUnavailable) break;
+    const int64_t now = clock->NowMicros();
+    if (now >= until) break;
+    clock->SleepUntil(std::min(until, now + 250 * 1000));
   }
-  auto worker =
-      std::make_unique<FoldWorkerImpl>(cluster, options, std::move(*layout), std::move(*profile),
-                                       std::move(*conn), std::move(leases), renew_ms);
+  if (!setup.ok()) return setup.status();
+  auto worker = std::make_unique<FoldWorkerImpl>(cluster, options, std::move(setup->layout),
+                                                 std::move(setup->profile), std::move(setup->conn),
+                                                 std::move(setup->leases), setup->renew_ms);
   worker->StartThread();
   return std::unique_ptr<FoldWorker>(std::move(worker));
 }

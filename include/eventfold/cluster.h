@@ -167,7 +167,13 @@ struct FoldWorkerOptions {
   // Lease renewal period, ms; 0: a third of the cluster's lease TTL.
   int64_t renew_every_ms = 0;
 
-  // Source of time for lease scheduling; nullptr: SystemClock().
+  // How long Start keeps trying, 250 ms apart, while JetStream does not
+  // answer (a node restarting or paused, a leader election), ms; 0: fail
+  // at the first timeout.
+  int64_t start_timeout_ms = 30000;
+
+  // Source of time for lease scheduling and Start's retries; nullptr:
+  // SystemClock().
   Clock* clock = nullptr;
 
   // Warm copies wanted per partition (Kafka Streams' standby replicas):
