@@ -22,28 +22,41 @@ namespace {
 
 constexpr uint64_t kNoConsumer = ~uint64_t{0};
 
-// Pending plus unacknowledged messages of consumer `durable` of partition
-// k; kNoConsumer when it does not exist. A consumer led by a replica whose
-// copy of the stream is behind reports nothing pending while the stream
-// holds more (see fold_worker.cc): when it reports nothing, the stream
-// leader is asked whether the subject has a message past the consumer's
-// position, and then the backlog is at least 1.
-Result<uint64_t> Backlog(NatsConnection* c, const std::string& stream, int k,
-                         const std::string& durable) {
+// Pending plus unacknowledged messages of consumer `durable`; kNoConsumer
+// when it does not exist.
+Result<uint64_t> Backlog(jsCtx* js, const std::string& stream, const std::string& durable) {
   jsConsumerInfo* ci = nullptr;
   jsErrCode err = jsErrCode{};
-  const natsStatus s =
-      js_GetConsumerInfo(&ci, c->js(), stream.c_str(), durable.c_str(), nullptr, &err);
+  const natsStatus s = js_GetConsumerInfo(&ci, js, stream.c_str(), durable.c_str(), nullptr, &err);
   if (s == NATS_NOT_FOUND || err == JSConsumerNotFoundErr) return kNoConsumer;
   if (s != NATS_OK) return FromNats(s, "reading consumer " + durable, err);
   const uint64_t behind = ci->NumPending + static_cast<uint64_t>(ci->NumAckPending);
-  const uint64_t position = std::max(ci->Delivered.Stream, ci->AckFloor.Stream);
   jsConsumerInfo_Destroy(ci);
-  if (behind > 0) return behind;
+  return behind;
+}
+
+// Whether partition k's owner `owner` has said ("f.<k>") that its store
+// folded the subject to a sequence past which the stream leader holds no
+// message. A consumer led by a replica whose copy of the stream is behind
+// reports nothing pending while the stream holds more, or skips messages
+// and counts them as delivered (see fold_worker.cc): its "nothing pending"
+// alone does not mean the owner has folded everything.
+Result<bool> FoldedToEnd(NatsConnection* c, kvStore* leases, const std::string& stream, int k,
+                         const std::string& owner) {
+  Result<cluster::KvValue> folded = cluster::KvGet(leases, cluster::FoldedKey(k));
+  if (!folded.ok()) {
+    if (folded.status().code() == Status::Code::kNotFound) return false;
+    return folded.status();
+  }
+  const std::string_view value = folded->value;
+  const size_t space = value.rfind(' ');
+  if (space == std::string_view::npos || value.substr(0, space) != owner) return false;
+  uint64_t seq = 0;
+  std::from_chars(value.data() + space + 1, value.data() + value.size(), seq);
   Result<uint64_t> next = cluster::NextSeqOnSubject(c->nc(), stream, PartitionSubject(stream, k),
-                                                    position + 1, c->timeout_ms());
+                                                    seq + 1, c->timeout_ms());
   if (!next.ok()) return next.status();
-  return *next > 0 ? 1 : 0;
+  return *next == 0;
 }
 
 }  // namespace
@@ -102,9 +115,14 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
       continue;
     }
     const std::string durable = cluster::OwnerDurable(options.stream, p.partition, p.owner);
-    Result<uint64_t> behind = Backlog(c->get(), options.stream, p.partition, durable);
+    Result<uint64_t> behind = Backlog(js, options.stream, durable);
     if (!behind.ok()) return behind.status();
     if (*behind != kNoConsumer) p.lag = std::min(*behind, p.messages);
+    if (p.lag == 0 && p.messages > 0) {
+      Result<bool> done = FoldedToEnd(c->get(), leases.get(), options.stream, p.partition, p.owner);
+      if (!done.ok()) return done.status();
+      if (!*done) p.lag = 1;  // at least: not yet confirmed by the owner
+    }
   }
   kvKeysList keys{};
   std::vector<std::string> all_keys;
@@ -129,7 +147,7 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
     std::sort(p.standbys.begin(), p.standbys.end());
     for (const std::string& id : p.standbys) {
       const std::string durable = cluster::StandbyDurable(options.stream, p.partition, id);
-      Result<uint64_t> behind = Backlog(c->get(), options.stream, p.partition, durable);
+      Result<uint64_t> behind = Backlog(js, options.stream, durable);
       if (!behind.ok()) return behind.status();
       // Registered, consumer not readable yet: assume nothing folded.
       p.lag = std::max(p.lag, std::min(*behind == kNoConsumer ? p.messages : *behind, p.messages));

@@ -4,7 +4,8 @@
 //
 // Lease bucket keys: "p.<k>" holds partition k's owner id ("acquiring:<id>"
 // while the owner sets up its consumer); "s.<k>.<id>" says worker <id> keeps
-// a warm copy of partition k; "w.<id>" says worker <id> is alive.
+// a warm copy of partition k; "w.<id>" says worker <id> is alive; "f.<k>"
+// says how far partition k's owner has folded for certain.
 //
 // Every consumer belongs to one worker: an owner's is "<stream>_p<k>_<id>",
 // a standby's "<stream>_s<k>_<id>". A worker that lost a partition's lease
@@ -53,6 +54,12 @@ inline std::string LeaseKey(int k) { return "p." + std::to_string(k); }
 inline std::string WorkerKey(std::string_view worker_id) {
   return std::string(kWorkerKeyPrefix) + std::string(worker_id);
 }
+
+// "f.<k>": "<owner id> <seq>", the owner's word that partition k's store
+// has folded every message of the subject up to stream sequence <seq>,
+// which the stream leader then held as the subject's last (see
+// fold_worker.cc, Gaps). Rewritten every lease round while it holds.
+inline std::string FoldedKey(int k) { return "f." + std::to_string(k); }
 
 // "s.<k>.": the prefix of every standby key of partition k.
 inline std::string StandbyKeyPrefix(int k) {

@@ -101,6 +101,10 @@ struct Partition {
   uint64_t delivered_seq = 0;
   int64_t next_tail_check = 0;  // clock micros
   uint64_t tail_seen = 0;
+  // The .seq at the last TailCheck that found nothing after it on the
+  // stream leader (the subject folded to its end), for the "f.<k>" key.
+  bool at_end = false;
+  uint64_t end_seq = 0;
   // After `store`: destroyed (stopped) first, as they read it.
   std::vector<std::unique_ptr<Subscription>> subs;
 };
@@ -333,6 +337,14 @@ class FoldWorkerImpl final : public FoldWorker {
       } else {
         Fail(FromNats(s, "renewing the lease of partition " + std::to_string(k)));
         lost.push_back(k);
+        continue;
+      }
+      if (part.at_end) {
+        // How far this store has folded for certain: `cluster status`
+        // trusts a consumer's "nothing pending" only up to here.
+        const std::string folded = id + " " + std::to_string(part.end_seq);
+        s = kvStore_PutString(&rev, leases_->get(), cluster::FoldedKey(k).c_str(), folded.c_str());
+        if (s != NATS_OK) Fail(FromNats(s, "recording partition " + std::to_string(k)));
       }
     }
     for (int k : lost) {
@@ -773,6 +785,10 @@ class FoldWorkerImpl final : public FoldWorker {
       return false;
     }
     part->tail_seen = *next;
+    if (*next == 0) {
+      part->at_end = true;
+      part->end_seq = part->folded_seq;
+    }
     return true;
   }
 

@@ -247,7 +247,9 @@ struct PartitionStatus {
   uint64_t messages = 0;              // messages in the partition's subject
   uint64_t acked = 0;                 // messages - lag
   // Not yet folded and acknowledged by the owner or by a standby: the
-  // largest of their backlogs (messages when there is no owner yet).
+  // largest of their backlogs (messages when there is no owner yet). At
+  // least 1 while the owner has not recorded that its store folded the
+  // subject to the end the stream leader holds (docs/CLUSTER.md).
   uint64_t lag = 0;
 };
 
