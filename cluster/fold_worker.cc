@@ -105,6 +105,7 @@ struct Partition {
   // stream leader (the subject folded to its end), for the "f.<k>" key.
   bool at_end = false;
   uint64_t end_seq = 0;
+  int64_t next_end_check = 0;  // clock micros; see ConfirmEnd
   // After `store`: destroyed (stopped) first, as they read it.
   std::vector<std::unique_ptr<Subscription>> subs;
 };
@@ -758,7 +759,7 @@ class FoldWorkerImpl final : public FoldWorker {
   // naks or redeliveries.
   bool TailCheck(int k, Partition* part, bool owned) {
     const int64_t now = clock_->NowMicros();
-    if (now < part->next_tail_check) return true;
+    if (now < part->next_tail_check) return ConfirmEnd(k, part, owned, now);
     part->next_tail_check = now + renew_ms_ * 1000;
     const uint64_t seen = std::exchange(part->tail_seen, 0);
     if (seen > part->delivered_seq) {
@@ -785,11 +786,43 @@ class FoldWorkerImpl final : public FoldWorker {
       return false;
     }
     part->tail_seen = *next;
-    if (*next == 0) {
-      part->at_end = true;
-      part->end_seq = part->folded_seq;
-    }
+    if (*next == 0) RecordEnd(k, part, owned);
     return true;
+  }
+
+  // Between TailChecks: an owner whose store has folded past the end it
+  // last recorded asks the stream leader at once (at most every 100 ms)
+  // whether the subject holds more, and records the new end when it does
+  // not. `cluster status` reports lag 0 only up to that record, so waiting
+  // for the next TailCheck would keep a settled partition at lag 1 for up
+  // to a lease period. A message found here is left to TailCheck.
+  bool ConfirmEnd(int k, Partition* part, bool owned, int64_t now) {
+    if (!owned || (part->at_end && part->end_seq == part->folded_seq)) return true;
+    if (now < part->next_end_check) return true;
+    part->next_end_check = now + 100 * 1000;
+    Result<uint64_t> next = cluster::NextSeqOnSubject(conn_->nc(), cluster_.stream,
+                                                      PartitionSubject(cluster_.stream, k),
+                                                      part->folded_seq + 1, conn_->timeout_ms());
+    if (!next.ok()) {
+      Fail(next.status());
+      return false;
+    }
+    if (*next == 0) RecordEnd(k, part, owned);
+    return true;
+  }
+
+  // The stream leader holds nothing on partition k's subject after the
+  // .seq: an owner records it in "f.<k>" now (the lease round rewrites it).
+  void RecordEnd(int k, Partition* part, bool owned) {
+    const bool moved = !part->at_end || part->end_seq != part->folded_seq;
+    part->at_end = true;
+    part->end_seq = part->folded_seq;
+    if (!owned || !moved) return;
+    const std::string folded = options_.worker_id + " " + std::to_string(part->end_seq);
+    uint64_t rev = 0;
+    const natsStatus s =
+        kvStore_PutString(&rev, leases_->get(), cluster::FoldedKey(k).c_str(), folded.c_str());
+    if (s != NATS_OK) Fail(FromNats(s, "recording partition " + std::to_string(k)));
   }
 
   // Fetches one batch of partition k (or takes the one held from a previous
