@@ -326,6 +326,12 @@ void IdleConnections(Context& ctx) {
   res.Set("idle_answered", *ResultField(held_line, "answered"));
   res.Set("idle_open_seconds", *ResultField(held_line, "open_seconds"));
   res.Set("idle_still_open", *ResultField(open_line, "still_open"));
+  // Those not open: answered unasked (an HTTP-layer refusal), closed, reset.
+  res.Set("idle_closed_answered", ResultField(open_line, "closed_answered").value_or(0));
+  res.Set("idle_closed_eof", ResultField(open_line, "closed_eof").value_or(0));
+  res.Set("idle_closed_error", ResultField(open_line, "closed_error").value_or(0));
+  if (res.Get("idle_still_open") < res.Get("idle_held"))
+    Log("idle: not open: %s", open_line.c_str());
   res.Set("idle_rss_before_mib", before);
   res.Set("idle_rss_growth_mib", held_rss - before);
   res.Set("idle_rss_growth_after_signed_mib", after_rss - before);

@@ -91,13 +91,31 @@ int ChildIdle(int port, uint64_t connections, double hold_seconds) {
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
   // Still open: nothing to read and no end of stream.
-  uint64_t still_open = 0;
+  // The others, by what the server did: answered something (its status
+  // line is printed), closed (end of stream), or reset.
+  uint64_t still_open = 0, closed_answered = 0, closed_eof = 0, closed_error = 0;
+  std::string first_unasked;
   for (int fd : fds) {
-    char b;
-    const ssize_t n = ::recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++still_open;
+    char b[64];
+    const ssize_t n = ::recv(fd, b, sizeof b, MSG_DONTWAIT | MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      ++still_open;
+    } else if (n > 0) {
+      if (closed_answered++ == 0) {
+        first_unasked.assign(b, static_cast<size_t>(n));
+        first_unasked = first_unasked.substr(0, first_unasked.find('\r'));
+        for (char& c : first_unasked) c = c == ' ' ? '_' : c;
+      }
+    } else if (n == 0) {
+      ++closed_eof;
+    } else {
+      ++closed_error;
+    }
   }
-  std::printf("RESULT still_open=%" PRIu64 "\n", still_open);
+  std::printf("RESULT still_open=%" PRIu64 " closed_answered=%" PRIu64 " closed_eof=%" PRIu64
+              " closed_error=%" PRIu64 " first_unasked=%s\n",
+              still_open, closed_answered, closed_eof, closed_error,
+              first_unasked.empty() ? "-" : first_unasked.c_str());
   std::fflush(stdout);
   for (int fd : fds) ::close(fd);
   return 0;
