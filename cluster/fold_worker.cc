@@ -340,13 +340,7 @@ class FoldWorkerImpl final : public FoldWorker {
         lost.push_back(k);
         continue;
       }
-      if (part.at_end) {
-        // How far this store has folded for certain: `cluster status`
-        // trusts a consumer's "nothing pending" only up to here.
-        const std::string folded = id + " " + std::to_string(part.end_seq);
-        s = kvStore_PutString(&rev, leases_->get(), cluster::FoldedKey(k).c_str(), folded.c_str());
-        if (s != NATS_OK) Fail(FromNats(s, "recording partition " + std::to_string(k)));
-      }
+      if (part.at_end) WriteFoldedEnd(k, part);
     }
     for (int k : lost) {
       Close(k);
@@ -778,13 +772,8 @@ class FoldWorkerImpl final : public FoldWorker {
       }
       return true;
     }
-    Result<uint64_t> next = cluster::NextSeqOnSubject(conn_->nc(), cluster_.stream,
-                                                      PartitionSubject(cluster_.stream, k),
-                                                      part->folded_seq + 1, conn_->timeout_ms());
-    if (!next.ok()) {
-      Fail(next.status());
-      return false;
-    }
+    Result<uint64_t> next = FirstUnfolded(k, *part);
+    if (!next.ok()) return false;
     part->tail_seen = *next;
     if (*next == 0) RecordEnd(k, part, owned);
     return true;
@@ -800,15 +789,20 @@ class FoldWorkerImpl final : public FoldWorker {
     if (!owned || (part->at_end && part->end_seq == part->folded_seq)) return true;
     if (now < part->next_end_check) return true;
     part->next_end_check = now + 100 * 1000;
-    Result<uint64_t> next = cluster::NextSeqOnSubject(conn_->nc(), cluster_.stream,
-                                                      PartitionSubject(cluster_.stream, k),
-                                                      part->folded_seq + 1, conn_->timeout_ms());
-    if (!next.ok()) {
-      Fail(next.status());
-      return false;
-    }
+    Result<uint64_t> next = FirstUnfolded(k, *part);
+    if (!next.ok()) return false;
     if (*next == 0) RecordEnd(k, part, owned);
     return true;
+  }
+
+  // The first stream sequence on partition k's subject after the .seq, as
+  // the stream leader answers (0: none); a failure is also Fail()ed.
+  Result<uint64_t> FirstUnfolded(int k, const Partition& part) {
+    Result<uint64_t> next = cluster::NextSeqOnSubject(conn_->nc(), cluster_.stream,
+                                                      PartitionSubject(cluster_.stream, k),
+                                                      part.folded_seq + 1, conn_->timeout_ms());
+    if (!next.ok()) Fail(next.status());
+    return next;
   }
 
   // The stream leader holds nothing on partition k's subject after the
@@ -817,8 +811,14 @@ class FoldWorkerImpl final : public FoldWorker {
     const bool moved = !part->at_end || part->end_seq != part->folded_seq;
     part->at_end = true;
     part->end_seq = part->folded_seq;
-    if (!owned || !moved) return;
-    const std::string folded = options_.worker_id + " " + std::to_string(part->end_seq);
+    if (owned && moved) WriteFoldedEnd(k, *part);
+  }
+
+  // Writes "f.<k>" = "<id> <end_seq>": how far this store has folded for
+  // certain. `cluster status` trusts a consumer's "nothing pending" only up
+  // to here.
+  void WriteFoldedEnd(int k, const Partition& part) {
+    const std::string folded = options_.worker_id + " " + std::to_string(part.end_seq);
     uint64_t rev = 0;
     const natsStatus s =
         kvStore_PutString(&rev, leases_->get(), cluster::FoldedKey(k).c_str(), folded.c_str());

@@ -195,7 +195,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // reactor can report a socket readable with nothing to read (an edge left
   // from bytes a previous read already took): starting the header read then
   // would answer a connection that sent nothing 408 at the header timeout,
-  // which the bench's 10,000 idle connections showed about once a run. So
+  // which the bench's 10,000 idle connections showed in half its runs. So
   // the header read starts only once a byte (or the end of the stream) is
   // there to read; otherwise the wait goes on, under the same deadline.
   void AwaitFirstByte() {
