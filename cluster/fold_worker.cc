@@ -63,6 +63,7 @@
 #include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
 #include "cluster/wire.h"
+#include "core/thread_annotations.h"
 #include "eventfold/cluster.h"
 #include "eventfold/store.h"
 #include "eventfold/subscription.h"
@@ -155,12 +156,12 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
   std::vector<int> Owned() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return owned_;
   }
 
   std::vector<int> Standbys() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return standing_by_;
   }
 
@@ -169,13 +170,13 @@ class FoldWorkerImpl final : public FoldWorker {
   uint64_t SubscriptionBacklog() const override { return backlog_.load(); }
 
   std::string LastError() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return last_error_;
   }
 
   void Stop() override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (stopped_) return;
       stopped_ = true;
       stop_ = true;
@@ -236,7 +237,7 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
   void Fail(const Status& st) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     last_error_ = st.ToString();
   }
 
@@ -255,11 +256,19 @@ class FoldWorkerImpl final : public FoldWorker {
 
   // Makes Owned() reflect parts_.
   void Publish() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     owned_.clear();
     for (const auto& [k, p] : parts_) owned_.push_back(k);
     standing_by_.clear();
     for (const auto& [k, p] : standby_) standing_by_.push_back(k);
+  }
+
+  // Waits `micros` on the store's Clock, or until Stop.
+  void Pause(int64_t micros) {
+    const int64_t until = clock_->NowMicros() + micros;
+    MutexLock lock(&mu_);
+    while (!stop_.load() && clock_->NowMicros() < until)
+      clock_->WaitUntil(lock.native(), cv_, until);
   }
 
   void Run() {
@@ -271,9 +280,7 @@ class FoldWorkerImpl final : public FoldWorker {
         next_lease = now + renew_ms_ * 1000;
       }
       if (parts_.empty() && standby_.empty()) {
-        std::unique_lock lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(renew_ms_ / 4, 10)),
-                     [this] { return stop_.load(); });
+        Pause(std::max<int64_t>(renew_ms_ / 4, 10) * 1000);
         continue;
       }
       bool failed = false;
@@ -288,8 +295,7 @@ class FoldWorkerImpl final : public FoldWorker {
       NoteBacklog();
       if (failed) {
         // JetStream unreachable or a store failing: do not spin.
-        std::unique_lock lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_.load(); });
+        Pause(200 * 1000);
       }
     }
   }
@@ -932,12 +938,12 @@ class FoldWorkerImpl final : public FoldWorker {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> folded_{0};
   std::atomic<uint64_t> backlog_{0};
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;          // guarded by mu_
-  std::vector<int> owned_;        // guarded by mu_
-  std::vector<int> standing_by_;  // guarded by mu_
-  std::string last_error_;        // guarded by mu_
+  mutable Mutex mu_;
+  std::condition_variable cv_;  // Stop, for Pause
+  bool stopped_ GUARDED_BY(mu_) = false;
+  std::vector<int> owned_ GUARDED_BY(mu_);
+  std::vector<int> standing_by_ GUARDED_BY(mu_);
+  std::string last_error_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 
