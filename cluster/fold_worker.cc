@@ -263,7 +263,7 @@ class FoldWorkerImpl final : public FoldWorker {
     for (const auto& [k, p] : standby_) standing_by_.push_back(k);
   }
 
-  // Waits `micros` on the store's Clock, or until Stop.
+  // Waits `micros` on the worker's Clock, or until Stop.
   void Pause(int64_t micros) {
     const int64_t until = clock_->NowMicros() + micros;
     MutexLock lock(&mu_);

@@ -172,8 +172,8 @@ struct FoldWorkerOptions {
   // at the first timeout.
   int64_t start_timeout_ms = 30000;
 
-  // Source of time for lease scheduling and Start's retries; nullptr:
-  // SystemClock().
+  // Source of time for lease scheduling, Start's retries and the worker's
+  // pauses (nothing owned; JetStream unreachable); nullptr: SystemClock().
   Clock* clock = nullptr;
 
   // Warm copies wanted per partition (Kafka Streams' standby replicas):
