@@ -792,13 +792,18 @@ class FoldWorkerImpl final : public FoldWorker {
   // for the next TailCheck would keep a settled partition at lag 1 for up
   // to a lease period. A message found here is left to TailCheck.
   bool ConfirmEnd(int k, Partition* part, bool owned, int64_t now) {
-    if (!owned || (part->at_end && part->end_seq == part->folded_seq)) return true;
+    if (!owned || AtKnownEnd(*part)) return true;
     if (now < part->next_end_check) return true;
     part->next_end_check = now + 100 * 1000;
     Result<uint64_t> next = FirstUnfolded(k, *part);
     if (!next.ok()) return false;
     if (*next == 0) RecordEnd(k, part, owned);
     return true;
+  }
+
+  // The stream leader last said nothing follows what the store has folded.
+  static bool AtKnownEnd(const Partition& part) {
+    return part.at_end && part.end_seq == part.folded_seq;
   }
 
   // The first stream sequence on partition k's subject after the .seq, as
@@ -814,7 +819,7 @@ class FoldWorkerImpl final : public FoldWorker {
   // The stream leader holds nothing on partition k's subject after the
   // .seq: an owner records it in "f.<k>" now (the lease round rewrites it).
   void RecordEnd(int k, Partition* part, bool owned) {
-    const bool moved = !part->at_end || part->end_seq != part->folded_seq;
+    const bool moved = !AtKnownEnd(*part);
     part->at_end = true;
     part->end_seq = part->folded_seq;
     if (owned && moved) WriteFoldedEnd(k, *part);
