@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -325,6 +326,52 @@ TEST_F(HttpServerTest, SlowHeaderTimesOutWith408) {
   EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{408});
   EXPECT_TRUE(c.WaitForClose());
   EXPECT_LT(SteadyClock::now() - start, milliseconds(2500));
+}
+
+// The header clock starts with a request's first byte, not with the idle
+// wait: a kept-alive connection that sends nothing after its answers gets
+// no 408 at the header timeout, however its earlier requests arrived (whole,
+// cut into pieces, two in one write), and is closed without an answer at the
+// idle timeout.
+TEST_F(HttpServerTest, AKeptAliveConnectionThatSendsNothingGetsNo408AndClosesWhenIdle) {
+  HttpServerOptions o = TestOptions();  // header_timeout 400 ms
+  o.idle_timeout = milliseconds(3000);
+  StartServer(o);
+  const std::string get = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  const std::string post = Post(Issued("evt_idle", "r_idle"));
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(std::make_unique<RawClient>(server_->port()));
+  // Whole; a header cut mid-line; a body sent after its header; two in one write.
+  ASSERT_TRUE(clients[0]->Send(get));
+  ASSERT_TRUE(clients[1]->Send(get.substr(0, 7)));
+  ASSERT_TRUE(clients[1]->Send(get.substr(7)));
+  ASSERT_TRUE(clients[2]->Send(post.substr(0, post.find("\r\n\r\n") + 4)));
+  ASSERT_TRUE(clients[2]->Send(post.substr(post.find("\r\n\r\n") + 4)));
+  ASSERT_TRUE(clients[3]->Send(get + post));
+  const std::vector<size_t> answers = {1, 1, 1, 2};
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ASSERT_EQ(clients[i]->ReadAnswers(answers[i]), std::vector<int>(answers[i], 200))
+        << "client " << i;
+  }
+  // Three header timeouts of silence: nothing arrives, nothing closes.
+  const auto silent_until = SteadyClock::now() + milliseconds(1200);
+  for (size_t i = 0; i < clients.size(); ++i) {
+    const std::string before = clients[i]->received();
+    const auto left = std::chrono::duration_cast<milliseconds>(silent_until - SteadyClock::now());
+    clients[i]->ReadUntil([&](const std::string& r) { return r.size() > before.size(); },
+                          std::max(left, milliseconds(1)));
+    EXPECT_EQ(clients[i]->received(), before) << "client " << i;
+    EXPECT_FALSE(clients[i]->closed()) << "client " << i;
+  }
+  // Still served; then closed at the idle timeout, with no answer.
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ASSERT_TRUE(clients[i]->Send(get));
+    EXPECT_EQ(clients[i]->ReadAnswers(answers[i] + 1), std::vector<int>(answers[i] + 1, 200))
+        << "client " << i;
+  }
+  const std::string before = clients[0]->received();
+  EXPECT_TRUE(clients[0]->WaitForClose(milliseconds(10000)));
+  EXPECT_EQ(clients[0]->received(), before);
 }
 
 TEST_F(HttpServerTest, SlowBodyIs408) {
