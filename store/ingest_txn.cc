@@ -116,6 +116,9 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
       store_->locks_.Releases(absent->stripe) == absent->releases) {
     return std::optional<DedupEntry>();
   }
+  // Under the event id's stripe: a write of its entry by another ingest
+  // is in the filter by now (store/dedup_filter.cc).
+  if (!store_->MayHoldDedup(event_id)) return std::optional<DedupEntry>();
   std::string value;
   const std::string key = DedupKey(event_id);
   leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);

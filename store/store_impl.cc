@@ -66,8 +66,9 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
       recent_(options.recent_events) {}
 
 StoreImpl::~StoreImpl() {
-  AwaitDrop();     // it writes to the database
-  StopRecovery();  // first of the rest: an attempt holds rebuild_mu_ and reopens the database
+  StopDedupFilter();  // it reads the database and takes rebuild_mu_
+  AwaitDrop();        // it writes to the database
+  StopRecovery();     // first of the rest: an attempt holds rebuild_mu_ and reopens the database
   StopGc();
   quarantine_.reset();  // its writer counts into counters_, which goes first otherwise
 }
@@ -153,6 +154,7 @@ Status StoreImpl::Init(const std::string& path) {
                                       &counters_.quarantine_headers_dropped);
   MoveLegacyQuarantine();
   quarantine_->Start();
+  StartDedupFilter();
   if (options_.gc_interval_micros > 0) {
     // Due one interval after Open, wherever the clock is when the thread starts.
     const int64_t first_due = clock_->NowMicros() + options_.gc_interval_micros;
@@ -410,6 +412,10 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, Ingest
     // stores the event need not read it again (IngestTxn::FindDedup).
     const size_t stripe = LockTable::StripeOf(StableHash(*id));
     const uint64_t releases = locks_.Releases(stripe);
+    if (!MayHoldDedup(*id)) {  // a new event: no read (store/absent_filter.h)
+      learned->absent = AbsentDedup{*id, stripe, releases};
+      return false;
+    }
     std::string value;
     const leveldb::Status s = db_->Get(leveldb::ReadOptions(), dedup_key, &value);
     if (s.IsNotFound()) learned->absent = AbsentDedup{*id, stripe, releases};
@@ -484,7 +490,13 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       if (!st.ok()) break;
     }
     const uint64_t recent_epoch = recent_.epoch();  // before the commit: see Add
-    if (st.ok()) st = txn.Commit(options_.durability == Durability::kSync);
+    if (st.ok()) {
+      // Before the write, while the stripes are held (store/dedup_filter.cc).
+      for (const auto& [i, decoded] : items) {
+        if (results[i].outcome == Outcome::kAccepted) NoteDedupWritten(results[i].event_id);
+      }
+      st = txn.Commit(options_.durability == Durability::kSync);
+    }
     if (st.ok()) {
       for (const auto& [i, decoded] : items) {
         if (results[i].outcome == Outcome::kAccepted && learned[i].key) {
@@ -518,6 +530,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     }
   }
   if (known_duplicates != 0) counters_.duplicate.fetch_add(known_duplicates);
+  if (!items.empty()) MaybeGrowDedupFilter();
   if (st.ok()) {
     unrouted_stored_.fetch_add(unrouted);  // still under rebuild_guard: no switch between
     counters_.unrouted.fetch_add(unrouted);

@@ -8,15 +8,17 @@
 // order: rebuild_mu_, then the stripes (the quarantine's own mutex is a
 // leaf, taken under any of them); gc_mu_ before
 // rebuild_mu_ and trim_mu_; GuardedDb's write lock before recover_mu_ (its
-// failure listener); recover_mu_, gc_thread_mu_ and profile_mu_ are never
-// held while another is taken. LevelDB merges concurrent synced writes into one log write and
-// sync (group commit), so parallel ingests share their syncs.
+// failure listener); recover_mu_, gc_thread_mu_, profile_mu_ and
+// dedup_filter_mu_ are never held while another is taken. LevelDB merges
+// concurrent synced writes into one log write and sync (group commit), so
+// parallel ingests share their syncs.
 //
 // The store's files: store_impl.cc (open, metadata, reads, rebuild),
 // ingest_txn.cc (the ingest transaction), quarantine.cc, unrouted.cc,
 // subscription_state.cc (checkpoints, dead letters, feed retention),
 // retention.cc (gc: entity compaction, tombstones, the background pass),
-// recovery.cc (reopening after a failed write).
+// recovery.cc (reopening after a failed write), dedup_filter.cc (the
+// filter of stored event ids).
 
 #ifndef EVENTFOLD_STORE_STORE_IMPL_H_
 #define EVENTFOLD_STORE_STORE_IMPL_H_
@@ -42,6 +44,7 @@
 #include "storage/guarded_db.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
+#include "store/absent_filter.h"
 #include "store/lock_table.h"
 #include "store/quarantine_log.h"
 #include "store/recent_events.h"
@@ -205,6 +208,32 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   void GcLoop(int64_t first_due) EXCLUDES(gc_thread_mu_);
   void StopGc() EXCLUDES(gc_thread_mu_);
 
+  // The filter of stored event ids (dedup_filter.cc, store/absent_filter.h).
+  // False: no dedup entry for `event_id` is stored or being written, so the
+  // caller need not read one. True: read it. The caller holds `rebuild_mu_`
+  // shared, which keeps the filter alive (not annotated: IngestTxn calls it
+  // under its caller's lock, which the analysis cannot see).
+  bool MayHoldDedup(std::string_view event_id) const;
+  // Records, before the write that stores it, a dedup entry for `event_id`;
+  // the caller holds `rebuild_mu_` shared and the id's stripe.
+  void NoteDedupWritten(std::string_view event_id);
+  // Asks for a larger filter once the live one holds its capacity.
+  void MaybeGrowDedupFilter();
+  // The thread that builds the filters: the first at Open, a larger one on
+  // request. Each scans the d/ family; what ingest writes meanwhile it
+  // hears of through NoteDedupWritten.
+  void StartDedupFilter();
+  void DedupFilterLoop() EXCLUDES(dedup_filter_mu_);
+  // Builds one filter; false when stopped or the scan failed.
+  bool BuildDedupFilter() EXCLUDES(dedup_filter_mu_);
+  void StopDedupFilter() EXCLUDES(dedup_filter_mu_);
+
+ public:
+  // Tests: waits until no filter build is pending or running, and returns
+  // the live filter's capacity (0: none yet).
+  size_t AwaitDedupFilterForTesting() EXCLUDES(dedup_filter_mu_);
+
+ private:
   // Replaces the profile; the caller holds `rebuild_mu_` exclusively (or is
   // Open, before anyone else can see the store).
   void SetProfile(Profile profile) REQUIRES(rebuild_mu_);
@@ -231,6 +260,20 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // compaction, a switch of generation, a recovery's reopen.
   RecentEvents recent_;
   std::atomic<uint64_t> next_seq_{1};
+  // The live filter of stored event ids (nullptr: none yet; ingest reads
+  // every dedup entry), and the one being built, which hears of every id
+  // written from before its scan starts. Both are swapped only under
+  // `rebuild_mu_` held exclusively, so one read under it shared stays valid
+  // while the lock is held (atomics: IngestTxn reads them too).
+  std::atomic<AbsentFilter*> dedup_filter_{nullptr};
+  std::atomic<AbsentFilter*> dedup_filter_building_{nullptr};
+  std::unique_ptr<AbsentFilter> dedup_filter_owned_;  // the live one
+  Mutex dedup_filter_mu_;
+  std::condition_variable dedup_filter_cv_;
+  bool dedup_filter_wanted_ GUARDED_BY(dedup_filter_mu_) = false;
+  bool dedup_filter_busy_ GUARDED_BY(dedup_filter_mu_) = false;
+  std::atomic<bool> dedup_filter_stop_{false};
+  std::thread dedup_filter_thread_;
   // The live generations (storage/key_codec.h), and the routing epoch that
   // dedup entries' identities were computed under; they change only under
   // `rebuild_mu_` held exclusively.

@@ -1,0 +1,223 @@
+// The filter of stored event ids (store/absent_filter.h, store/dedup_filter.cc):
+// the filter never forgets a key and rarely guesses one, and a store that
+// skips the dedup read of ids the filter has never seen answers every
+// delivery as a store without a filter, through its growth, a reopen and
+// concurrent ingests.
+
+#include "store/absent_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eventfold/store.h"
+#include "store/store_impl.h"
+#include "tests/storage/storage_test_util.h"
+
+namespace eventfold::storage {
+namespace {
+
+using storage_test::TestSeed;
+
+std::string RandomKey(std::mt19937_64& rng) {
+  std::string key = "evt_";
+  const size_t n = 4 + rng() % 40;
+  for (size_t i = 0; i < n; ++i) key += static_cast<char>('!' + rng() % 90);
+  return key;
+}
+
+TEST(AbsentFilter, NeverForgetsAKeyAndRarelyGuessesOne) {
+  const uint64_t seed = TestSeed("AbsentFilter.NeverForgetsAKeyAndRarelyGuessesOne", 3);
+  std::mt19937_64 rng(seed);
+  for (size_t capacity : {size_t{1}, size_t{100}, size_t{20000}}) {
+    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    AbsentFilter filter(capacity);
+    std::set<std::string> added;
+    while (added.size() < capacity) {
+      const std::string key = RandomKey(rng);
+      filter.Add(key);
+      added.insert(key);
+    }
+    for (const std::string& key : added) ASSERT_TRUE(filter.MayContain(key)) << key;
+    size_t guessed = 0, asked = 0;
+    while (asked < 20000) {
+      const std::string key = RandomKey(rng);
+      if (added.count(key)) continue;
+      ++asked;
+      guessed += filter.MayContain(key);
+    }
+    // About 1% at capacity (a one-block filter of one key: far less).
+    EXPECT_LE(guessed, asked * 3 / 100) << guessed << " of " << asked;
+    EXPECT_EQ(filter.added(), added.size());
+  }
+}
+
+TEST(AbsentFilter, ConcurrentAddersSeeTheirOwnKeysAndEveryoneSeesThemAfter) {
+  const uint64_t seed =
+      TestSeed("AbsentFilter.ConcurrentAddersSeeTheirOwnKeysAndEveryoneSeesThemAfter", 5);
+  AbsentFilter filter(8000);
+  std::vector<std::vector<std::string>> keys(4);
+  std::atomic<int> missing{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < keys.size(); ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + t);
+      for (int i = 0; i < 2000; ++i) {
+        keys[t].push_back(RandomKey(rng));
+        filter.Add(keys[t].back());
+        if (!filter.MayContain(keys[t].back())) ++missing;
+        (void)filter.MayContain(RandomKey(rng));  // reads beside the others' adds
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(missing.load(), 0);
+  for (const auto& list : keys) {
+    for (const std::string& key : list) ASSERT_TRUE(filter.MayContain(key)) << key;
+  }
+}
+
+constexpr int64_t kT0 = 1795000000000000;  // 2026-11-18
+
+std::unique_ptr<Store> OpenStore(leveldb::Env* env, Clock* clock, size_t filter_bytes) {
+  Options o;
+  o.env = env;
+  o.clock = clock;
+  o.durability = Durability::kBuffered;
+  o.recent_events = 0;  // every redelivery asks the dedup entry
+  o.gc_interval_micros = 0;
+  o.dedup_filter_max_bytes = filter_bytes;
+  Result<std::unique_ptr<Store>> s = Store::Open("/mem/store", o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+size_t AwaitFilter(Store* store) {
+  return static_cast<StoreImpl*>(store)->AwaitDedupFilterForTesting();
+}
+
+// Seeded deliveries drawn with repetition from a pool of receipts and
+// conflicting variants (the same event id, another time).
+std::vector<std::string> Deliveries(std::mt19937_64& rng, int pool, int count) {
+  std::vector<std::string> bodies;
+  for (int k = 0; k < count; ++k) {
+    const int i = static_cast<int>(rng() % pool);
+    const std::string n = std::to_string(i);
+    const std::string at = FormatTimestamp(kT0 + i * 1000000LL + (rng() % 8 == 0 ? 1 : 0));
+    bodies.push_back(rng() % 3 == 0 ? storage_test::Refunded("evt_r" + n, "r" + n, at)
+                                    : storage_test::Issued("evt_i" + n, "r" + n, at));
+  }
+  return bodies;
+}
+
+std::string Describe(const IngestResult& r) {
+  std::string out = std::string(OutcomeName(r.outcome)) + " " + r.event_id;
+  if (r.entity) out += " " + r.entity->entity + "/" + r.entity->id;
+  return out;
+}
+
+// The property, one thread: the same seeded batches into a store with the
+// filter (from its smallest size, so it grows twice, and reopened half way,
+// so it is built again from the stored entries) and one without; every
+// answer is the same.
+TEST(DedupFilterStore, AnswersEveryDeliveryAsAStoreWithoutIt) {
+  const uint64_t seed = TestSeed("DedupFilterStore.AnswersEveryDeliveryAsAStoreWithoutIt", 11);
+  std::mt19937_64 rng(seed);
+  const std::vector<std::string> bodies = Deliveries(rng, 6000, 24000);
+  ManualClock clock{kT0};
+  auto filtered_env = storage_test::NewMemEnv();
+  auto plain_env = storage_test::NewMemEnv();
+  std::unique_ptr<Store> filtered = OpenStore(filtered_env.get(), &clock, 64 << 20);
+  std::unique_ptr<Store> plain = OpenStore(plain_env.get(), &clock, 0);
+  ASSERT_TRUE(filtered && plain);
+  EXPECT_EQ(AwaitFilter(filtered.get()), size_t{4096});
+  EXPECT_EQ(AwaitFilter(plain.get()), size_t{0});
+  size_t at = 0, duplicates = 0, conflicts = 0;
+  bool reopened = false;
+  while (at < bodies.size()) {
+    if (!reopened && at >= bodies.size() / 2) {
+      filtered.reset();
+      filtered = OpenStore(filtered_env.get(), &clock, 64 << 20);
+      ASSERT_TRUE(filtered);
+      EXPECT_GT(AwaitFilter(filtered.get()), size_t{8192});  // sized for what is stored
+      reopened = true;
+    }
+    std::vector<Delivery> batch;
+    for (size_t n = 1 + rng() % 16; n > 0 && at < bodies.size(); --n, ++at) {
+      Delivery d;
+      d.body = bodies[at];
+      batch.push_back(std::move(d));
+    }
+    const std::vector<IngestResult> want = plain->IngestBatch(batch);
+    const std::vector<IngestResult> got = filtered->IngestBatch(batch);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(Describe(got[i]), Describe(want[i])) << "delivery " << at - want.size() + i;
+      duplicates += want[i].outcome == Outcome::kDuplicate;
+      conflicts += want[i].outcome == Outcome::kConflict;
+    }
+    // Between batches the filter may be rebuilt larger (in the background).
+  }
+  EXPECT_GT(duplicates, bodies.size() / 3);  // the history exercised the dedup path
+  EXPECT_GT(conflicts, size_t{100});
+  EXPECT_GT(AwaitFilter(filtered.get()), size_t{8192});
+}
+
+// Concurrent ingests of the same deliveries in different orders, while the
+// filter is built and grown: each event is accepted exactly once.
+TEST(DedupFilterStore, ConcurrentIngestsAcceptEachEventOnceWhileTheFilterGrows) {
+  const uint64_t seed =
+      TestSeed("DedupFilterStore.ConcurrentIngestsAcceptEachEventOnceWhileTheFilterGrows", 13);
+  ManualClock clock{kT0};
+  auto env = storage_test::NewMemEnv();
+  std::unique_ptr<Store> store = OpenStore(env.get(), &clock, 64 << 20);
+  ASSERT_TRUE(store);
+  std::vector<std::string> ids;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 12000; ++i) {
+    const std::string n = std::to_string(i);
+    ids.push_back("evt_i" + n);
+    bodies.push_back(storage_test::Issued(ids.back(), "r" + n, FormatTimestamp(kT0 + i)));
+  }
+  std::atomic<size_t> accepted{0}, duplicate{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + t);
+      std::vector<size_t> order(bodies.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+      for (size_t at = 0; at < order.size();) {
+        std::vector<Delivery> batch;
+        for (size_t n = 1 + rng() % 8; n > 0 && at < order.size(); --n, ++at) {
+          Delivery d;
+          d.body = bodies[order[at]];
+          batch.push_back(std::move(d));
+        }
+        for (const IngestResult& r : store->IngestBatch(batch)) {
+          if (r.outcome == Outcome::kAccepted) {
+            ++accepted;
+          } else if (r.outcome == Outcome::kDuplicate) {
+            ++duplicate;
+          } else {
+            ++other;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(accepted.load(), bodies.size());
+  EXPECT_EQ(duplicate.load(), bodies.size() * 3);
+  EXPECT_EQ(other.load(), size_t{0});
+  EXPECT_GT(AwaitFilter(store.get()), size_t{8192});  // it grew on the way
+}
+
+}  // namespace
+}  // namespace eventfold::storage
