@@ -22,8 +22,9 @@ void ForEachProbe(uint64_t hash, int probes, Fn fn) {
 
 }  // namespace
 
-AbsentFilter::AbsentFilter(size_t capacity)
+AbsentFilter::AbsentFilter(size_t capacity, uint64_t tag)
     : capacity_(capacity),
+      tag_(tag),
       blocks_(std::max<size_t>(1, (capacity * kBitsPerKey + 511) / 512)),
       table_(new Block[blocks_]) {
   for (size_t b = 0; b < blocks_; ++b) {
@@ -41,10 +42,12 @@ const AbsentFilter::Block& AbsentFilter::BlockOf(uint64_t hash) const {
 void AbsentFilter::Add(std::string_view key) {
   const uint64_t hash = XXH3_64bits(key.data(), key.size());
   Block& block = const_cast<Block&>(BlockOf(hash));
+  bool fresh = false;
   ForEachProbe(hash, kProbes, [&](uint32_t bit) {
-    block.words[bit >> 6].fetch_or(uint64_t{1} << (bit & 63), std::memory_order_relaxed);
+    const uint64_t mask = uint64_t{1} << (bit & 63);
+    fresh |= (block.words[bit >> 6].fetch_or(mask, std::memory_order_relaxed) & mask) == 0;
   });
-  added_.fetch_add(1, std::memory_order_relaxed);
+  if (fresh) added_.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool AbsentFilter::MayContain(std::string_view key) const {

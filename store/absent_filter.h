@@ -1,12 +1,13 @@
-// AbsentFilter: an in-memory Bloom filter over the event ids a store has
-// written dedup entries (d/) for, so that ingest learns that a new event's
-// id was never stored without asking LevelDB.
+// AbsentFilter: an in-memory Bloom filter over the keys of one family a
+// store has written (the event ids of its dedup entries, d/, or its
+// projection keys, g/<gen>/p/), so that ingest learns that a new event's id,
+// or its entity, was never stored without asking LevelDB.
 //
 // Why not just ask: a LevelDB `Get` of a key that is absent consults a file
 // in every level, and LevelDB charges each lookup that consults more than
 // one file to the first file's "allowed seeks"; a file whose allowance runs
 // out is compacted into the next level, whether or not that level needs it.
-// One missed `Get` per new event thus makes the background thread compact
+// A missed `Get` per new event (two, with its new entity) thus makes the background thread compact
 // far more than the writes alone need (docs/BENCHMARKS.md, "Seek
 // compactions"). A `MayContain` of false decides instead, and a true (an id
 // stored, or a false positive, about 1% at the default size) asks LevelDB
@@ -20,7 +21,7 @@
 //
 // It holds `capacity` keys at its false-positive rate; past that the rate
 // climbs, which costs reads, never answers (the owner builds a larger one:
-// StoreImpl::DedupFilterLoop). Keys are never removed.
+// StoreImpl::KeyFiltersLoop in store/key_filters.cc). Keys are never removed.
 //
 // Thread-safe and lock-free: Add and MayContain may run concurrently. An Add
 // that happens-before a MayContain (through a mutex, for instance) is seen by
@@ -42,19 +43,22 @@ class AbsentFilter {
   // Bits of filter per key of capacity: about 1% false positives.
   static constexpr size_t kBitsPerKey = 10;
 
-  // Room for `capacity` keys (at least one block).
-  explicit AbsentFilter(size_t capacity);
+  // Room for `capacity` keys (at least one block), for the keys of what
+  // `tag` names (its owner's: a generation, say).
+  explicit AbsentFilter(size_t capacity, uint64_t tag = 0);
   AbsentFilter(const AbsentFilter&) = delete;
   AbsentFilter& operator=(const AbsentFilter&) = delete;
 
-  // Records `key`: every later MayContain(key) is true.
+  // Records `key`: every later MayContain(key) is true. A key the filter
+  // may contain already changes nothing and is not counted.
   void Add(std::string_view key);
 
   // False: `key` was never added. True: it may have been.
   bool MayContain(std::string_view key) const;
 
   size_t capacity() const { return capacity_; }
-  // Keys added so far (each Add counts, a repeated key too).
+  uint64_t tag() const { return tag_; }
+  // Keys added so far (not counting those it may have contained).
   size_t added() const { return added_.load(std::memory_order_relaxed); }
   // The filter's memory.
   size_t bytes() const { return blocks_ * sizeof(Block); }
@@ -68,6 +72,7 @@ class AbsentFilter {
   const Block& BlockOf(uint64_t hash) const;
 
   const size_t capacity_;
+  const uint64_t tag_;
   const size_t blocks_;
   std::unique_ptr<Block[]> table_;
   std::atomic<size_t> added_{0};

@@ -117,8 +117,8 @@ Result<std::optional<DedupEntry>> IngestTxn::FindDedup(const std::string& event_
     return std::optional<DedupEntry>();
   }
   // Under the event id's stripe: a write of its entry by another ingest
-  // is in the filter by now (store/dedup_filter.cc).
-  if (!store_->MayHoldDedup(event_id)) return std::optional<DedupEntry>();
+  // is in the filter by now (store/key_filters.cc).
+  if (use_key_filters_ && !store_->MayHoldDedup(event_id)) return std::optional<DedupEntry>();
   std::string value;
   const std::string key = DedupKey(event_id);
   leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
@@ -164,7 +164,10 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   EntityState loaded;
   std::string value;
   const std::string key = ProjectionKey(gens_.projections, ref);
-  leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), key, &value);
+  // Under the entity's stripe, as FindDedup's filter.
+  leveldb::Status s = use_key_filters_ && !store_->MayHoldProjection(gens_.projections, key)
+                          ? leveldb::Status::NotFound(key)
+                          : store_->db_->Get(leveldb::ReadOptions(), key, &value);
   if (s.ok()) {
     Result<ProjectionState> p = DecodeProjection(key, value);
     if (!p.ok()) return p.status();

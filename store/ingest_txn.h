@@ -62,6 +62,12 @@ class IngestTxn {
   // folds see only the logged events below `seq` and those Project staged.
   void SetLogsHoldFrom(uint64_t seq) { logs_hold_from_ = seq; }
 
+  // Lets FindDedup and the load of an entity skip reads the store's key
+  // filters say are of absent keys (store/key_filters.cc). Only for a
+  // caller that holds the store's `rebuild_mu_` shared until after Commit,
+  // as an ingest does.
+  void UseKeyFilters() { use_key_filters_ = true; }
+
   // Stages one decoded delivery (its event is moved into the staged log
   // entry) and sets its outcome; a read error fails the whole transaction
   // (nothing is written). `body_digest` is the body's SHA-256 when the
@@ -85,6 +91,15 @@ class IngestTxn {
   // Adds the final projections and snapshot changes to the batch; writes it
   // (synced when `sync`). Nothing is visible before.
   Status Commit(bool sync);
+
+  // Calls fn(projection key) for each entity whose projection Commit will
+  // write.
+  template <typename Fn>
+  void ForEachProjected(Fn fn) const {
+    for (const auto& [ref, e] : entities_) {
+      if (!e.staged.empty()) fn(ProjectionKey(gens_.projections, ref));
+    }
+  }
 
   uint64_t unrouted() const { return unrouted_; }  // events MarkUnrouted
   uint64_t late() const { return late_; }
@@ -124,6 +139,7 @@ class IngestTxn {
   uint32_t routing_epoch_;
   const Profile* profile_;
   bool record_changes_;
+  bool use_key_filters_ = false;
   leveldb::WriteBatch batch_;
   std::map<std::string, DedupEntry, std::less<>> dedup_;
   std::map<EntityRef, EntityState> entities_;

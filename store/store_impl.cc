@@ -66,9 +66,9 @@ StoreImpl::StoreImpl(const Options& options, Profile profile)
       recent_(options.recent_events) {}
 
 StoreImpl::~StoreImpl() {
-  StopDedupFilter();  // it reads the database and takes rebuild_mu_
-  AwaitDrop();        // it writes to the database
-  StopRecovery();     // first of the rest: an attempt holds rebuild_mu_ and reopens the database
+  StopKeyFilters();  // it reads the database and takes rebuild_mu_
+  AwaitDrop();       // it writes to the database
+  StopRecovery();    // first of the rest: an attempt holds rebuild_mu_ and reopens the database
   StopGc();
   quarantine_.reset();  // its writer counts into counters_, which goes first otherwise
 }
@@ -154,7 +154,7 @@ Status StoreImpl::Init(const std::string& path) {
                                       &counters_.quarantine_headers_dropped);
   MoveLegacyQuarantine();
   quarantine_->Start();
-  StartDedupFilter();
+  StartKeyFilters();
   if (options_.gc_interval_micros > 0) {
     // Due one interval after Open, wherever the clock is when the thread starts.
     const int64_t first_due = clock_->NowMicros() + options_.gc_interval_micros;
@@ -412,7 +412,7 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, Ingest
     // stores the event need not read it again (IngestTxn::FindDedup).
     const size_t stripe = LockTable::StripeOf(StableHash(*id));
     const uint64_t releases = locks_.Releases(stripe);
-    if (!MayHoldDedup(*id)) {  // a new event: no read (store/absent_filter.h)
+    if (!MayHoldDedup(*id)) {  // a new event: no read (store/key_filters.cc)
       learned->absent = AbsentDedup{*id, stripe, releases};
       return false;
     }
@@ -484,6 +484,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     }
     LockTable::Guard guard(&locks_, std::move(stripes));
     IngestTxn txn(this, gens_, routing_epoch_, profile_.get(), /*record_changes=*/true);
+    txn.UseKeyFilters();
     for (auto& [i, decoded] : items) {
       st = txn.Stage(std::move(decoded), *deliveries[i], learned[i].digest, learned[i].absent,
                      &results[i]);
@@ -491,10 +492,12 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     }
     const uint64_t recent_epoch = recent_.epoch();  // before the commit: see Add
     if (st.ok()) {
-      // Before the write, while the stripes are held (store/dedup_filter.cc).
+      // Before the write, while the stripes are held (store/key_filters.cc).
       for (const auto& [i, decoded] : items) {
         if (results[i].outcome == Outcome::kAccepted) NoteDedupWritten(results[i].event_id);
       }
+      txn.ForEachProjected(
+          [&](const std::string& key) { NoteProjectionWritten(gens_.projections, key); });
       st = txn.Commit(options_.durability == Durability::kSync);
     }
     if (st.ok()) {
@@ -530,7 +533,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     }
   }
   if (known_duplicates != 0) counters_.duplicate.fetch_add(known_duplicates);
-  if (!items.empty()) MaybeGrowDedupFilter();
+  if (!items.empty()) MaybeRequestKeyFilters(gens_.projections);
   if (st.ok()) {
     unrouted_stored_.fetch_add(unrouted);  // still under rebuild_guard: no switch between
     counters_.unrouted.fetch_add(unrouted);
@@ -769,7 +772,9 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     for (const ProjectionState& snap : snapshots) {
       batch.Put(SnapshotKey(gens_.projections, ref, snap.last), EncodeProjection(snap));
     }
-    batch.Put(ProjectionKey(gens_.projections, ref), EncodeProjectionCursor(state));
+    const std::string pkey = ProjectionKey(gens_.projections, ref);
+    NoteProjectionWritten(gens_.projections, pkey);  // it may not have been stored
+    batch.Put(pkey, EncodeProjectionCursor(state));
     Status st = FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch), "writing projection");
     if (!st.ok()) return st;
     ++sum.entities;

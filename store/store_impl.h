@@ -9,7 +9,7 @@
 // leaf, taken under any of them); gc_mu_ before
 // rebuild_mu_ and trim_mu_; GuardedDb's write lock before recover_mu_ (its
 // failure listener); recover_mu_, gc_thread_mu_, profile_mu_ and
-// dedup_filter_mu_ are never held while another is taken. LevelDB merges
+// key_filters_mu_ are never held while another is taken. LevelDB merges
 // concurrent synced writes into one log write and sync (group commit), so
 // parallel ingests share their syncs.
 //
@@ -17,8 +17,8 @@
 // ingest_txn.cc (the ingest transaction), quarantine.cc, unrouted.cc,
 // subscription_state.cc (checkpoints, dead letters, feed retention),
 // retention.cc (gc: entity compaction, tombstones, the background pass),
-// recovery.cc (reopening after a failed write), dedup_filter.cc (the
-// filter of stored event ids).
+// recovery.cc (reopening after a failed write), key_filters.cc (the
+// filters of stored event ids and projection keys).
 
 #ifndef EVENTFOLD_STORE_STORE_IMPL_H_
 #define EVENTFOLD_STORE_STORE_IMPL_H_
@@ -208,30 +208,47 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   void GcLoop(int64_t first_due) EXCLUDES(gc_thread_mu_);
   void StopGc() EXCLUDES(gc_thread_mu_);
 
-  // The filter of stored event ids (dedup_filter.cc, store/absent_filter.h).
-  // False: no dedup entry for `event_id` is stored or being written, so the
-  // caller need not read one. True: read it. The caller holds `rebuild_mu_`
-  // shared, which keeps the filter alive (not annotated: IngestTxn calls it
-  // under its caller's lock, which the analysis cannot see).
+  // The filters of stored keys (key_filters.cc, store/absent_filter.h).
+  // The caller holds `rebuild_mu_` shared, which keeps them alive (not
+  // annotated: IngestTxn calls them under its caller's lock, which the
+  // analysis cannot see).
+  // MayHoldDedup: false when no dedup entry for `event_id` is stored or being
+  // written, so the caller need not read one. True: read it.
   bool MayHoldDedup(std::string_view event_id) const;
-  // Records, before the write that stores it, a dedup entry for `event_id`;
-  // the caller holds `rebuild_mu_` shared and the id's stripe.
+  // MayHoldProjection: the same for the projection key `key` of generation
+  // `gen`.
+  bool MayHoldProjection(uint32_t gen, std::string_view key) const;
+  // Record, before the write that stores it, a dedup entry for `event_id`
+  // or the projection key `key` of generation `gen`; the caller also holds
+  // the stripe of the id or the entity.
   void NoteDedupWritten(std::string_view event_id);
-  // Asks for a larger filter once the live one holds its capacity.
-  void MaybeGrowDedupFilter();
-  // The thread that builds the filters: the first at Open, a larger one on
-  // request. Each scans the d/ family; what ingest writes meanwhile it
-  // hears of through NoteDedupWritten.
-  void StartDedupFilter();
-  void DedupFilterLoop() EXCLUDES(dedup_filter_mu_);
+  void NoteProjectionWritten(uint32_t gen, std::string_view key);
+  // Asks for a larger filter once the live one holds its capacity, and for
+  // a projection filter of generation `projection_gen` (the live one).
+  void MaybeRequestKeyFilters(uint32_t projection_gen);
+  // The thread that builds the filters: both at Open, either again on
+  // request. Each build scans its family; what ingest writes meanwhile it
+  // hears of through the Note calls.
+  struct KeyFilter {
+    std::atomic<AbsentFilter*> live{nullptr};      // nullptr: none yet
+    std::atomic<AbsentFilter*> building{nullptr};  // hears of every key written
+    std::unique_ptr<AbsentFilter> owned;           // the live one
+  };
+  void StartKeyFilters();
+  void KeyFiltersLoop() EXCLUDES(key_filters_mu_);
   // Builds one filter; false when stopped or the scan failed.
-  bool BuildDedupFilter() EXCLUDES(dedup_filter_mu_);
-  void StopDedupFilter() EXCLUDES(dedup_filter_mu_);
+  bool BuildKeyFilter(KeyFilter* slot, bool projections) EXCLUDES(key_filters_mu_);
+  void StopKeyFilters() EXCLUDES(key_filters_mu_);
 
  public:
   // Tests: waits until no filter build is pending or running, and returns
-  // the live filter's capacity (0: none yet).
-  size_t AwaitDedupFilterForTesting() EXCLUDES(dedup_filter_mu_);
+  // the live filters' capacities (0: none yet) and the projection filter's
+  // generation.
+  struct KeyFilterSizes {
+    size_t dedup = 0, projections = 0;
+    uint32_t projection_gen = 0;
+  };
+  KeyFilterSizes AwaitKeyFiltersForTesting() EXCLUDES(key_filters_mu_);
 
  private:
   // Replaces the profile; the caller holds `rebuild_mu_` exclusively (or is
@@ -260,20 +277,18 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // compaction, a switch of generation, a recovery's reopen.
   RecentEvents recent_;
   std::atomic<uint64_t> next_seq_{1};
-  // The live filter of stored event ids (nullptr: none yet; ingest reads
-  // every dedup entry), and the one being built, which hears of every id
-  // written from before its scan starts. Both are swapped only under
-  // `rebuild_mu_` held exclusively, so one read under it shared stays valid
-  // while the lock is held (atomics: IngestTxn reads them too).
-  std::atomic<AbsentFilter*> dedup_filter_{nullptr};
-  std::atomic<AbsentFilter*> dedup_filter_building_{nullptr};
-  std::unique_ptr<AbsentFilter> dedup_filter_owned_;  // the live one
-  Mutex dedup_filter_mu_;
-  std::condition_variable dedup_filter_cv_;
-  bool dedup_filter_wanted_ GUARDED_BY(dedup_filter_mu_) = false;
-  bool dedup_filter_busy_ GUARDED_BY(dedup_filter_mu_) = false;
-  std::atomic<bool> dedup_filter_stop_{false};
-  std::thread dedup_filter_thread_;
+  // The filters of stored event ids and of the live generation's
+  // projection keys. Their pointers are swapped only under `rebuild_mu_`
+  // held exclusively, so one read under it shared stays valid while the
+  // lock is held (atomics: IngestTxn reads them too).
+  KeyFilter dedup_filter_;
+  KeyFilter projection_filter_;
+  Mutex key_filters_mu_;
+  std::condition_variable key_filters_cv_;
+  unsigned key_filters_wanted_ GUARDED_BY(key_filters_mu_) = 0;  // which to build
+  bool key_filters_busy_ GUARDED_BY(key_filters_mu_) = false;
+  std::atomic<bool> key_filters_stop_{false};
+  std::thread key_filters_thread_;
   // The live generations (storage/key_codec.h), and the routing epoch that
   // dedup entries' identities were computed under; they change only under
   // `rebuild_mu_` held exclusively.

@@ -104,14 +104,15 @@ struct Options {
   // bytes are not remembered. 0: remember none.
   size_t recent_events = 1 << 18;
 
-  // Memory for the filter of stored event ids, which tells a new event's
-  // id from a stored one without reading the database (about 1.25 bytes per
-  // id it has room for, sized at twice the events stored and grown as they
-  // grow; built in the background after Open). Every read it saves also
-  // saves LevelDB compaction work. Past this size it stops growing and
-  // saves fewer reads as the store grows. 0: no filter; every new event
-  // reads its dedup entry.
-  size_t dedup_filter_max_bytes = 64 << 20;
+  // Memory for each of two filters of stored keys, which tell a new event
+  // from a stored one and an entity's first event from a later one without
+  // reading the database (about 1.25 bytes per key they have room for,
+  // sized at twice the keys there may be and grown as the store grows;
+  // built in the background after Open). Every read they save also saves
+  // LevelDB compaction work. Past this size a filter stops growing and saves
+  // fewer reads as the store grows. 0: no filters; every new event reads
+  // its dedup entry and its entity's projection.
+  size_t key_filter_max_bytes = 64 << 20;
 
   // Refused deliveries kept for operators; the oldest go first when either
   // cap is reached. 0 in either: keep none.
