@@ -496,8 +496,9 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       for (const auto& [i, decoded] : items) {
         if (results[i].outcome == Outcome::kAccepted) NoteDedupWritten(results[i].event_id);
       }
-      txn.ForEachProjected(
-          [&](const std::string& key) { NoteProjectionWritten(gens_.projections, key); });
+      // Read here: the analysis cannot see the lock in the lambda.
+      const uint32_t gen = gens_.projections;
+      txn.ForEachProjected([&](const std::string& key) { NoteProjectionWritten(gen, key); });
       st = txn.Commit(options_.durability == Durability::kSync);
     }
     if (st.ok()) {
