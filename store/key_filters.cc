@@ -65,11 +65,14 @@ void StoreImpl::NoteProjectionWritten(uint32_t gen, std::string_view key) {
 
 void StoreImpl::MaybeRequestKeyFilters(uint32_t projection_gen) {
   if (options_.key_filter_max_bytes == 0) return;
+  // None yet (the first ingest since Open asks for both: a store opened to
+  // read or rebuild never scans for them), too full, or of another
+  // generation.
   unsigned want = 0;
   const AbsentFilter* d = dedup_filter_.live.load(std::memory_order_acquire);
-  if (d != nullptr && Overfull(d, options_.key_filter_max_bytes)) want |= kDedupFilter;
+  if (d == nullptr || Overfull(d, options_.key_filter_max_bytes)) want |= kDedupFilter;
   const AbsentFilter* p = projection_filter_.live.load(std::memory_order_acquire);
-  if (p != nullptr && (p->tag() != projection_gen || Overfull(p, options_.key_filter_max_bytes))) {
+  if (p == nullptr || p->tag() != projection_gen || Overfull(p, options_.key_filter_max_bytes)) {
     want |= kProjectionFilter;
   }
   if (want == 0) return;
@@ -84,10 +87,6 @@ void StoreImpl::MaybeRequestKeyFilters(uint32_t projection_gen) {
 
 void StoreImpl::StartKeyFilters() {
   if (options_.key_filter_max_bytes == 0) return;
-  {
-    MutexLock lock(&key_filters_mu_);
-    key_filters_wanted_ = kDedupFilter | kProjectionFilter;
-  }
   key_filters_thread_ = std::thread([this] { KeyFiltersLoop(); });
 }
 

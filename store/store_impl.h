@@ -226,9 +226,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Asks for a larger filter once the live one holds its capacity, and for
   // a projection filter of generation `projection_gen` (the live one).
   void MaybeRequestKeyFilters(uint32_t projection_gen);
-  // The thread that builds the filters: both at Open, either again on
-  // request. Each build scans its family; what ingest writes meanwhile it
-  // hears of through the Note calls.
+  // The thread that builds the filters on request: both at the first
+  // ingest after Open, either again later. Each build scans its family; what ingest writes
+  // meanwhile it hears of through the Note calls.
   struct KeyFilter {
     std::atomic<AbsentFilter*> live{nullptr};      // nullptr: none yet
     std::atomic<AbsentFilter*> building{nullptr};  // hears of every key written
