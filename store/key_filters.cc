@@ -64,7 +64,9 @@ void StoreImpl::NoteProjectionWritten(uint32_t gen, std::string_view key) {
 }
 
 void StoreImpl::MaybeRequestKeyFilters(uint32_t projection_gen) {
-  if (options_.key_filter_max_bytes == 0) return;
+  // After a failed scan (a damaged table, say) no more: every ingest would
+  // start another. The store goes on reading every key, as without filters.
+  if (options_.key_filter_max_bytes == 0 || key_filters_failed_.load()) return;
   // None yet (the first ingest since Open asks for both: a store opened to
   // read or rebuild never scans for them), too full, or of another
   // generation.
@@ -141,6 +143,7 @@ bool StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
       next->Add(View(it->key()).substr(strip));
     }
     complete = it->status().ok() && !key_filters_stop_.load();
+    if (!it->status().ok()) key_filters_failed_.store(true);
   }
   std::unique_ptr<AbsentFilter> old;
   {

@@ -288,6 +288,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   unsigned key_filters_wanted_ GUARDED_BY(key_filters_mu_) = 0;  // which to build
   bool key_filters_busy_ GUARDED_BY(key_filters_mu_) = false;
   std::atomic<bool> key_filters_stop_{false};
+  std::atomic<bool> key_filters_failed_{false};  // a scan failed: build no more
   std::thread key_filters_thread_;
   // The live generations (storage/key_codec.h), and the routing epoch that
   // dedup entries' identities were computed under; they change only under
