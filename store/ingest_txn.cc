@@ -162,20 +162,21 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   auto it = entities_.find(ref);
   if (it != entities_.end()) return &it->second;
   EntityState loaded;
-  std::string value;
-  const std::string key = ProjectionKey(gens_.projections, ref);
-  // Under the entity's stripe, as FindDedup's filter.
-  leveldb::Status s = use_key_filters_ && !store_->MayHoldProjection(gens_.projections, key)
-                          ? leveldb::Status::NotFound(key)
-                          : store_->db_->Get(leveldb::ReadOptions(), key, &value);
-  if (s.ok()) {
-    Result<ProjectionState> p = DecodeProjection(key, value);
-    if (!p.ok()) return p.status();
-    loaded.state = std::move(*p);
-    loaded.before_state = loaded.state.projection.state;
-    loaded.stored_snapshots = loaded.state.snapshots != ProjectionState::Snapshots::kNone;
-  } else if (!s.IsNotFound()) {
-    return FromLevelDb(s, "reading projection");
+  loaded.key = ProjectionKey(gens_.projections, ref);
+  // Read only a key that may be stored: under the entity's stripe, as
+  // FindDedup's filter.
+  if (!use_key_filters_ || store_->MayHoldProjection(gens_.projections, loaded.key)) {
+    std::string value;
+    leveldb::Status s = store_->db_->Get(leveldb::ReadOptions(), loaded.key, &value);
+    if (s.ok()) {
+      Result<ProjectionState> p = DecodeProjection(loaded.key, value);
+      if (!p.ok()) return p.status();
+      loaded.state = std::move(*p);
+      loaded.before_state = loaded.state.projection.state;
+      loaded.stored_snapshots = loaded.state.snapshots != ProjectionState::Snapshots::kNone;
+    } else if (!s.IsNotFound()) {
+      return FromLevelDb(s, "reading projection");
+    }
   }
   return &entities_.emplace(ref, std::move(loaded)).first->second;
 }
@@ -324,7 +325,7 @@ Status IngestTxn::Commit(bool sync) {
       batch_.Put(SnapshotKey(gen, ref, at), EncodeProjection(snapshot));
     }
     // The cursor only: a read folds the fields (storage/projection_read.h).
-    batch_.Put(ProjectionKey(gen, ref), EncodeProjectionCursor(e.state));
+    batch_.Put(e.key, EncodeProjectionCursor(e.state));
   }
   if (batch_.ApproximateSize() <= kEmptyBatchBytes) return Status::OK();  // all duplicates
   return store_->commit_queue_->Commit(&batch_, &changes, sync);

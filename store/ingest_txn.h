@@ -97,7 +97,7 @@ class IngestTxn {
   template <typename Fn>
   void ForEachProjected(Fn fn) const {
     for (const auto& [ref, e] : entities_) {
-      if (!e.staged.empty()) fn(ProjectionKey(gens_.projections, ref));
+      if (!e.staged.empty()) fn(e.key);
     }
   }
 
@@ -108,6 +108,7 @@ class IngestTxn {
  private:
   // What the transaction knows and changed about one entity.
   struct EntityState {
+    std::string key;                               // its projection's
     std::string before_state;                      // as stored; empty: none
     ProjectionState state;                         // loaded (maybe cursor_only), then updated
     std::vector<RankedEvent> staged;               // new log entries

@@ -37,6 +37,12 @@ void AddTo(const std::atomic<AbsentFilter*>& slot, uint64_t tag, std::string_vie
   if (f != nullptr && f->tag() == tag) f->Add(key);
 }
 
+// False: the filter in `slot` (one of `tag`) never saw `key`.
+bool MayHold(const std::atomic<AbsentFilter*>& slot, uint64_t tag, std::string_view key) {
+  const AbsentFilter* f = slot.load(std::memory_order_acquire);
+  return f == nullptr || f->tag() != tag || f->MayContain(key);
+}
+
 bool Overfull(const AbsentFilter* f, size_t max_bytes) {
   return f->added() > f->capacity() && f->bytes() * 2 <= max_bytes;
 }
@@ -44,8 +50,7 @@ bool Overfull(const AbsentFilter* f, size_t max_bytes) {
 }  // namespace
 
 bool StoreImpl::MayHoldDedup(std::string_view event_id) const {
-  const AbsentFilter* f = dedup_filter_.live.load(std::memory_order_acquire);
-  return f == nullptr || f->MayContain(event_id);
+  return MayHold(dedup_filter_.live, 0, event_id);
 }
 
 void StoreImpl::NoteDedupWritten(std::string_view event_id) {
@@ -54,8 +59,7 @@ void StoreImpl::NoteDedupWritten(std::string_view event_id) {
 }
 
 bool StoreImpl::MayHoldProjection(uint32_t gen, std::string_view key) const {
-  const AbsentFilter* f = projection_filter_.live.load(std::memory_order_acquire);
-  return f == nullptr || f->tag() != gen || f->MayContain(key);
+  return MayHold(projection_filter_.live, gen, key);
 }
 
 void StoreImpl::NoteProjectionWritten(uint32_t gen, std::string_view key) {
@@ -112,7 +116,7 @@ void StoreImpl::KeyFiltersLoop() {
   }
 }
 
-bool StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
+void StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
   // Room for twice the keys there may be: one dedup entry per stored event
   // at most, and at most one projection per event, or twice the entities
   // the previous filter held (its count, not its room, as the generation
@@ -155,7 +159,6 @@ bool StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
       slot->owned = std::move(next);
     }
   }
-  return complete;
 }
 
 void StoreImpl::StopKeyFilters() {

@@ -227,8 +227,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // a projection filter of generation `projection_gen` (the live one).
   void MaybeRequestKeyFilters(uint32_t projection_gen);
   // The thread that builds the filters on request: both at the first
-  // ingest after Open, either again later. Each build scans its family; what ingest writes
-  // meanwhile it hears of through the Note calls.
+  // ingest after Open, either again later. Each build scans its family;
+  // what ingest writes meanwhile it hears of through the Note calls.
   struct KeyFilter {
     std::atomic<AbsentFilter*> live{nullptr};      // nullptr: none yet
     std::atomic<AbsentFilter*> building{nullptr};  // hears of every key written
@@ -236,8 +236,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   };
   void StartKeyFilters();
   void KeyFiltersLoop() EXCLUDES(key_filters_mu_);
-  // Builds one filter; false when stopped or the scan failed.
-  bool BuildKeyFilter(KeyFilter* slot, bool projections) EXCLUDES(key_filters_mu_);
+  // Builds one filter and makes it live, unless stopped or the scan failed.
+  void BuildKeyFilter(KeyFilter* slot, bool projections) EXCLUDES(key_filters_mu_);
   void StopKeyFilters() EXCLUDES(key_filters_mu_);
 
  public:

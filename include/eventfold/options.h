@@ -108,10 +108,10 @@ struct Options {
   // from a stored one and an entity's first event from a later one without
   // reading the database (about 1.25 bytes per key they have room for,
   // sized at twice the keys there may be and grown as the store grows;
-  // built in the background from the first ingest after Open). Every read they save also saves
-  // LevelDB compaction work. Past this size a filter stops growing and saves
-  // fewer reads as the store grows. 0: no filters; every new event reads
-  // its dedup entry and its entity's projection.
+  // built in the background from the first ingest after Open). Every read
+  // they save also saves LevelDB compaction work. Past this size a filter
+  // stops growing and saves fewer reads as the store grows. 0: no filters;
+  // every new event reads its dedup entry and its entity's projection.
   size_t key_filter_max_bytes = 64 << 20;
 
   // Refused deliveries kept for operators; the oldest go first when either
