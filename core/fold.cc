@@ -60,6 +60,9 @@ std::string ApplyEvent(const Transition& t, const Event& event, Projection* p) {
     return reason;
   }
   p->state = t.to;
+  // A new entity's first event brings most of its fields: one allocation
+  // for them, not one per doubling.
+  if (p->fields.empty()) p->fields.reserve(event.data.size());
   for (const Field& f : event.data) {
     auto it = std::find_if(p->fields.begin(), p->fields.end(),
                            [&](const Field& g) { return g.name == f.name; });

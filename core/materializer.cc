@@ -20,8 +20,8 @@ Status ApplyToState(const EntityType& type, const RankedEvent& event, Projection
   return Status::OK();
 }
 
-Status FoldOnto(const EntityType& type, const EntityRef& ref,
-                const std::vector<RankedEvent>& sorted, uint64_t interval, ProjectionState* state,
+Status FoldOnto(const EntityType& type, const EntityRef& ref, std::span<const RankedEvent> sorted,
+                uint64_t interval, ProjectionState* state,
                 std::vector<ProjectionState>* snapshots) {
   if (state->events == 0) StartFromNone(ref, state);
   for (const RankedEvent& e : sorted) {
@@ -47,7 +47,9 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   const bool snapshot_due = snapshot_interval > 0 && (state->events + 1) % snapshot_interval == 0;
   if (in_order && !(state->cursor_only && snapshot_due)) {
     // A refused rank leaves `state` as it was (ApplyToState checks first).
-    if (Status st = FoldOnto(type, ref, {event}, snapshot_interval, state, &out.snapshots);
+    // The event itself, not a copy in a vector of one: it is most events.
+    if (Status st =
+            FoldOnto(type, ref, std::span(&event, 1), snapshot_interval, state, &out.snapshots);
         !st.ok()) {
       return st;
     }

@@ -13,6 +13,7 @@
 #define EVENTFOLD_CORE_MATERIALIZER_H_
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/fold.h"
@@ -51,7 +52,7 @@ void StartFromNone(const EntityRef& ref, ProjectionState* state);
 // `interval` (0: never). Stops at the first event ApplyToState refuses and
 // returns its status.
 [[nodiscard]] Status FoldOnto(const EntityType& type, const EntityRef& ref,
-                              const std::vector<RankedEvent>& sorted, uint64_t interval,
+                              std::span<const RankedEvent> sorted, uint64_t interval,
                               ProjectionState* state, std::vector<ProjectionState>* snapshots);
 
 // Adds `event` to `state` (state->events == 0 for an entity without events).

@@ -235,10 +235,12 @@ Result<std::string> DecodeText(std::string_view key, std::string_view value) {
 // the body's, and its route the profile's; format 7 (kEvent) repeated them:
 // flags (bit 0 versioned, bit 1 routed), event_id, type, occurred_at
 // fixed64, [version zigzag], received_at fixed64, [entity, entity_id], body.
-std::string EncodeEvent(const StoredEvent& e) {
+std::string EncodeEvent(const StoredEvent& e) { return EncodeEventRecord(e.received_at, e.body); }
+
+std::string EncodeEventRecord(int64_t received_at, std::string_view body) {
   std::string& out = StartCompact(CompactTag::kLeanEvent);
-  PutFixed64(&out, e.received_at);
-  out.append(e.body);
+  PutFixed64(&out, received_at);
+  out.append(body);
   return FrameRecord(out);
 }
 
@@ -311,21 +313,6 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
 // fixed64, [data: count, then name and JSON of each field].
 namespace {
 
-std::string EncodeLogRecord(const LogEntry& e, bool with_data) {
-  if (!with_data) {
-    std::string& out = StartCompact(CompactTag::kLeanLog);
-    PutVarint(&out, e.seq);
-    return FrameRecord(out);
-  }
-  std::string& out = StartCompact(CompactTag::kLog);
-  out.push_back(1);
-  PutString(&out, e.ranked.event.type);
-  PutVarint(&out, e.seq);
-  PutFixed64(&out, e.received_at);
-  PutFields(&out, e.ranked.event.data);
-  return FrameRecord(out);
-}
-
 // The fold position the key of a lean record holds; with `entity`, also
 // the key's entity type (a view into `key`).
 Status FoldFromKey(std::string_view key, LogEntry* e, std::string_view* entity = nullptr) {
@@ -361,9 +348,23 @@ Status TypeFromRank(std::string_view key, std::string_view entity, const Profile
 
 }  // namespace
 
-std::string EncodeLog(const LogEntry& e) { return EncodeLogRecord(e, /*with_data=*/false); }
+std::string EncodeLeanLog(uint64_t seq) {
+  std::string& out = StartCompact(CompactTag::kLeanLog);
+  PutVarint(&out, seq);
+  return FrameRecord(out);
+}
 
-std::string EncodeLogWithData(const LogEntry& e) { return EncodeLogRecord(e, /*with_data=*/true); }
+std::string EncodeLog(const LogEntry& e) { return EncodeLeanLog(e.seq); }
+
+std::string EncodeLogWithData(const LogEntry& e) {
+  std::string& out = StartCompact(CompactTag::kLog);
+  out.push_back(1);  // flags: with data
+  PutString(&out, e.ranked.event.type);
+  PutVarint(&out, e.seq);
+  PutFixed64(&out, e.received_at);
+  PutFields(&out, e.ranked.event.data);
+  return FrameRecord(out);
+}
 
 Result<LogEntry> DecodeLog(std::string_view key, std::string_view value, const Profile& profile) {
   Status error;

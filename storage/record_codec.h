@@ -110,6 +110,10 @@ struct ConflictEntry {
 
 // Writes e.received_at and e.body (the rest is the body's).
 std::string EncodeEvent(const StoredEvent& e);
+// The same record from its two parts, for a writer that has the body
+// elsewhere (ingest: the delivery's) and need not copy it into a
+// StoredEvent first.
+std::string EncodeEventRecord(int64_t received_at, std::string_view body);
 // The stored event with its identity, which a format 8 record's body gives
 // (decoded here: kCorruption naming the key when it no longer decodes).
 Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view value);
@@ -118,8 +122,11 @@ Result<StoredEvent> DecodeStoredEvent(std::string_view key, std::string_view val
 // body itself.
 Result<StoredEvent> DecodeStoredBody(std::string_view key, std::string_view value);
 
-// The lean record: no data and (since format 8) no type.
+// The lean record: no data and (since format 8) no type. It holds only
+// e.seq (the key holds the fold position), so a writer that has no
+// LogEntry at hand need not build one.
 std::string EncodeLog(const LogEntry& e);
+std::string EncodeLeanLog(uint64_t seq);
 // The record with its type and data, as format 1 kept it (tests and fuzzers
 // write it; the store no longer does).
 std::string EncodeLogWithData(const LogEntry& e);

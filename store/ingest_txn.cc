@@ -230,16 +230,8 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
   }
 
   const uint64_t seq = store_->next_seq_.fetch_add(1);
-  StoredEvent stored;
-  stored.seq = seq;
-  stored.event.event_id = ev.event_id;
-  stored.event.type = ev.type;
-  stored.event.occurred_at = ev.occurred_at;
-  stored.event.version = ev.version;
-  stored.received_at = now;
-  stored.body = delivery.body;
-  stored.entity = ref;
-  batch_.Put(EventKey(seq), EncodeEvent(stored));
+  // The record is the arrival time and the body: the rest is the body's.
+  batch_.Put(EventKey(seq), EncodeEventRecord(now, delivery.body));
 
   DedupEntry dedup{seq,
                    ev.type,
@@ -256,14 +248,13 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
     MarkUnrouted(seq);
     return Status::OK();
   }
-  return Project(*ref, RankedEvent{std::move(decoded.event), decoded.rank}, seq, now);
+  return Project(*ref, RankedEvent{std::move(decoded.event), decoded.rank}, seq);
 }
 
-Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq,
-                          int64_t received_at) {
+Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq) {
   if (!logs_hold_from_) {
     const FoldKey key = KeyOf(ranked.event, ranked.rank);
-    batch_.Put(LogKey(gens_.logs, ref, key), EncodeLog(LogEntry{ranked, seq, received_at}));
+    batch_.Put(LogKey(gens_.logs, ref, key), EncodeLeanLog(seq));
   }
 
   Result<EntityState*> entity = LoadEntity(ref);

@@ -81,7 +81,7 @@ class IngestTxn {
   // its log entry (see SetLogsHoldFrom), snapshots and projection in this
   // transaction's generations. A rebuild uses it to catch up with events
   // ingested meanwhile.
-  Status Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq, int64_t received_at);
+  Status Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq);
 
   // The other half for an event stored as `seq` that no entity routes: its
   // entry in this generation's index of unrouted events (counted by

@@ -947,7 +947,7 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations&
       continue;
     }
     Status st = txn.Project(*decoded->entity, RankedEvent{std::move(decoded->event), decoded->rank},
-                            stored->seq, stored->received_at);
+                            stored->seq);
     if (!st.ok()) return st;
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "catching up");
