@@ -64,9 +64,13 @@ Result<Parsed> Parse(std::string_view line) {
 }  // namespace
 
 Result<Delivery> ParseNdjsonLine(std::string_view line) {
+  return ParseNdjsonLine(std::string(line));
+}
+
+Result<Delivery> ParseNdjsonLine(std::string&& line) {
   Result<Parsed> p = Parse(line);
   if (!p.ok()) return p.status();
-  if (!p->envelope) return Delivery{{}, std::string(line)};
+  if (!p->envelope) return Delivery{{}, std::move(line)};
   return std::move(p->delivery);
 }
 

@@ -17,6 +17,9 @@ namespace eventfold {
 // not one, by decoding). Fails only for an envelope whose headers are not an
 // object of strings.
 Result<Delivery> ParseNdjsonLine(std::string_view line);
+// The same, taking the line's bytes: a bare body becomes the delivery's
+// body without a copy.
+Result<Delivery> ParseNdjsonLine(std::string&& line);
 
 // True when the line was an envelope (for --secret, which requires one).
 bool IsEnvelope(std::string_view line);

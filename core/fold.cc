@@ -37,6 +37,18 @@ FoldKey KeyOf(const Event& event, uint32_t rank) {
   return FoldKey{event.occurred_at, event.version, rank, event.event_id};
 }
 
+bool KeyFoldsBefore(const FoldKey& key, const RankedEvent& e) {
+  return Compare(key.occurred_at, key.version, key.rank, key.event_id, e.event.occurred_at,
+                 e.event.version, e.rank, e.event.event_id) < 0;
+}
+
+void SetKeyOf(const RankedEvent& e, FoldKey* key) {
+  key->occurred_at = e.event.occurred_at;
+  key->version = e.event.version;
+  key->rank = e.rank;
+  key->event_id.assign(e.event.event_id);
+}
+
 Result<const Transition*> TransitionOf(const EntityType& type, const RankedEvent& event) {
   if (event.rank >= type.transitions.size()) {
     return Status::Corruption("event " + event.event.event_id + " (" + event.event.type +

@@ -64,6 +64,10 @@ struct ProjectionState {
 
 // True when `a` folds before `b`.
 bool FoldsBefore(const RankedEvent& a, const RankedEvent& b);
+// key < e's key, and e's key into `key` (reusing its storage): the same
+// order and value as KeyOf, without a FoldKey built per event.
+bool KeyFoldsBefore(const FoldKey& key, const RankedEvent& e);
+void SetKeyOf(const RankedEvent& e, FoldKey* key);
 
 // The transition an event's rank names in `type`. A rank comes from a stored
 // record, so a bad disk or a record written under another profile can make

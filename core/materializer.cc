@@ -15,7 +15,7 @@ Status ApplyToState(const EntityType& type, const RankedEvent& event, Projection
   Result<const Transition*> t = TransitionOf(type, event);
   if (!t.ok()) return t.status();
   ApplyEvent(**t, event.event, &state->projection);
-  state->last = KeyOf(event.event, event.rank);
+  SetKeyOf(event, &state->last);
   ++state->events;
   return Status::OK();
 }
@@ -38,8 +38,7 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  const RankedEvent& event, LogView& log, uint64_t snapshot_interval,
                                  ProjectionState* state) {
   Materialized out;
-  const FoldKey key = KeyOf(event.event, event.rank);
-  const bool in_order = state->events == 0 || state->last < key;
+  const bool in_order = state->events == 0 || KeyFoldsBefore(state->last, event);
   // A cursor-only state applies the next event as well as a whole one, but a
   // snapshot taken from it would lack the fields: at a snapshot's position
   // the whole state is folded first, as for a late event (about one
@@ -58,6 +57,7 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   }
   // Late (or due a snapshot): resume from the nearest snapshot before the
   // event's position and re-fold what follows it, the event included.
+  const FoldKey key = KeyOf(event.event, event.rank);
   Result<std::optional<ProjectionState>> snapshot = log.SnapshotBefore(key);
   if (!snapshot.ok()) return snapshot.status();
   std::vector<RankedEvent> events;

@@ -112,14 +112,16 @@ int Run(const IngestArgs& args) {
   for (size_t line_no = 1; std::getline(*in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    Result<Delivery> d = ParseNdjsonLine(line);
+    // Read before the line's bytes move into the delivery.
+    const bool envelope = verifier && IsEnvelope(line);
+    Result<Delivery> d = ParseNdjsonLine(std::move(line));
     if (!d.ok()) {
       ++tally.invalid;
       std::cerr << "line " << line_no << ": invalid (400): " << d.status().message() << "\n";
       continue;
     }
     if (verifier) {
-      Status st = VerifyLine(*verifier, IsEnvelope(line), *d);
+      Status st = VerifyLine(*verifier, envelope, *d);
       if (!st.ok()) {
         ++tally.unauthorized;
         std::cerr << "line " << line_no << ": unauthorized (401): " << st.message() << "\n";
