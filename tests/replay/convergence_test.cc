@@ -195,6 +195,63 @@ TEST(Convergence, OneBatchEqualsOneByOne) {
   }
 }
 
+// Batches of hundreds of deliveries (`eventfold ingest` sends 1000) answer
+// and store exactly what ingesting them one by one does: duplicates within
+// a batch and across batches, conflicts, refusals, and a second delivery of
+// every batch once it is stored (all duplicates, the fast path's).
+TEST(Convergence, LargeBatchesEqualOneByOne) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    sim::HistoryOptions o;
+    o.seed = seed;
+    o.receipts = 300;
+    o.products = 40;
+    o.malformed = 20;
+    o.conflicts = 8;
+    o.target_body_bytes = 300;
+    const sim::History h = sim::GenerateHistory(o);
+    std::vector<Delivery> arrival = h.deliveries;
+    arrival.push_back(Delivery{{}, std::string((1 << 20) + 1, ' ')});  // over the body limit
+    sim::Shuffle(&arrival, seed + 7);
+    ASSERT_GE(arrival.size(), size_t{1000});
+
+    MemStore batched, single;
+    ASSERT_TRUE(batched && single);
+    std::mt19937_64 rng(seed);
+    std::vector<IngestResult> a, b, again;
+    for (size_t at = 0; at < arrival.size();) {
+      const size_t n = std::min<size_t>(300 + rng() % 600, arrival.size() - at);
+      const std::vector<Delivery> batch(arrival.begin() + static_cast<ptrdiff_t>(at),
+                                        arrival.begin() + static_cast<ptrdiff_t>(at + n));
+      for (IngestResult& r : batched->IngestBatch(batch)) a.push_back(std::move(r));
+      for (IngestResult& r : batched->IngestBatch(batch)) again.push_back(std::move(r));
+      for (const Delivery& d : batch) b.push_back(single->Ingest(d));
+      at += n;
+    }
+    ASSERT_EQ(a.size(), b.size());
+    size_t stored = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE("delivery " + std::to_string(i));
+      EXPECT_EQ(a[i].outcome, b[i].outcome);
+      EXPECT_EQ(a[i].event_id, b[i].event_id);
+      EXPECT_EQ(a[i].entity, b[i].entity);
+      EXPECT_EQ(a[i].message, b[i].message);
+      // Sent again once stored: a duplicate if it was stored or a
+      // duplicate, the same refusal if it was refused.
+      const bool kept = a[i].outcome == Outcome::kAccepted || a[i].outcome == Outcome::kDuplicate;
+      EXPECT_EQ(again[i].outcome, kept ? Outcome::kDuplicate : a[i].outcome);
+      stored += a[i].outcome == Outcome::kAccepted;
+      if (::testing::Test::HasFailure()) return;
+    }
+    EXPECT_EQ(stored, h.events.size());
+    const std::string list = ListAll(batched.get());
+    EXPECT_EQ(list, ListAll(single.get()));
+    EXPECT_EQ(list, ReferenceModel(arrival).list);
+    EXPECT_EQ(batched->counters().too_large, 2u);  // once, then again
+    EXPECT_EQ(batched->counters().invalid, single->counters().invalid * 2);
+  }
+}
+
 // Closing and reopening the store between deliveries changes nothing: the
 // dedup index, logs, projections and sequence numbers all persist.
 TEST(Convergence, ReopeningMidwayChangesNothing) {
