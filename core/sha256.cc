@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <memory>
+
 namespace eventfold {
 
 std::string ToHex(std::string_view bytes) {
@@ -23,13 +25,17 @@ std::string Sha256(std::string_view data) {
   // against 0.63 µs here). Fetched once, immutable, shared by every thread,
   // and kept for the process's life like OpenSSL's own tables.
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  // One digest context per thread, initialised again for each digest:
+  // EVP_Digest makes and frees a context on every call.
+  thread_local const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                                 &EVP_MD_CTX_free);
   std::string digest(SHA256_DIGEST_LENGTH, '\0');
+  auto* out = reinterpret_cast<unsigned char*>(digest.data());
   unsigned int size = 0;
-  if (sha256 == nullptr ||
-      EVP_Digest(data.data(), data.size(), reinterpret_cast<unsigned char*>(digest.data()), &size,
-                 sha256, nullptr) != 1) {
-    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-           reinterpret_cast<unsigned char*>(digest.data()));
+  if (sha256 == nullptr || ctx == nullptr || EVP_DigestInit_ex2(ctx.get(), sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), out, &size) != 1) {
+    SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out);
   }
   return digest;
 }

@@ -407,7 +407,6 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, Ingest
   if (!recent_.Find(key, *id, &entity)) {
     const uint64_t epoch = recent_.epoch();
     learned->digest = Sha256(d.body);
-    const std::string dedup_key = DedupKey(*id);
     // Read before the lookup: if the entry is absent, the transaction that
     // stores the event need not read it again (IngestTxn::FindDedup).
     const size_t stripe = LockTable::StripeOf(StableHash(*id));
@@ -416,6 +415,7 @@ bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, Ingest
       learned->absent = AbsentDedup{*id, stripe, releases};
       return false;
     }
+    const std::string dedup_key = DedupKey(*id);
     std::string value;
     const leveldb::Status s = db_->Get(leveldb::ReadOptions(), dedup_key, &value);
     if (s.IsNotFound()) learned->absent = AbsentDedup{*id, stripe, releases};
