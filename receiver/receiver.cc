@@ -47,6 +47,7 @@ class StoreSink final : public IngestSink {
     return store_->quarantine().Add(std::move(refused));
   }
   uint64_t ApproximateBytes() override { return store_->maintenance().ApproximateBytes(); }
+  uint64_t MemoryBytes() override { return store_->Stats().key_filter_bytes; }
   Counters counters() override { return store_->counters(); }
 
  private:
@@ -166,6 +167,11 @@ class ReceiverImpl final : public Receiver {
     out += "# HELP eventfold_store_bytes Approximate size of the store on disk.\n";
     out += "# TYPE eventfold_store_bytes gauge\n";
     out += "eventfold_store_bytes " + std::to_string(sink_->ApproximateBytes()) + "\n";
+    out +=
+        "# HELP eventfold_store_memory_bytes Memory the store holds that grows with what it "
+        "stores (its filters of stored keys).\n";
+    out += "# TYPE eventfold_store_memory_bytes gauge\n";
+    out += "eventfold_store_memory_bytes " + std::to_string(sink_->MemoryBytes()) + "\n";
     return out;
   }
 

@@ -161,6 +161,18 @@ void StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
   }
 }
 
+uint64_t StoreImpl::KeyFilterBytes() const {
+  // Held shared, rebuild_mu_ keeps every filter a slot points to alive: a
+  // build swaps and frees them under it held exclusively.
+  uint64_t bytes = 0;
+  for (const KeyFilter* slot : {&dedup_filter_, &projection_filter_}) {
+    for (const std::atomic<AbsentFilter*>* f : {&slot->live, &slot->building}) {
+      if (const AbsentFilter* filter = f->load(std::memory_order_acquire)) bytes += filter->bytes();
+    }
+  }
+  return bytes;
+}
+
 void StoreImpl::StopKeyFilters() {
   {
     MutexLock lock(&key_filters_mu_);

@@ -1016,6 +1016,7 @@ StoreStats StoreImpl::Stats() {
     s.profile_fingerprint = profile_->Fingerprint();
     s.generation = gens_.projections;
     s.log_generation = gens_.logs;
+    s.key_filter_bytes = KeyFilterBytes();
   }
   if (options_.profile) {
     const std::string requested = options_.profile->Fingerprint();

@@ -235,6 +235,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
     std::unique_ptr<AbsentFilter> owned;           // the live one
   };
   void StartKeyFilters();
+  // The bytes of every filter, live or being built (StoreStats).
+  uint64_t KeyFilterBytes() const REQUIRES_SHARED(rebuild_mu_);
   void KeyFiltersLoop() EXCLUDES(key_filters_mu_);
   // Builds one filter and makes it live, unless stopped or the scan failed.
   void BuildKeyFilter(KeyFilter* slot, bool projections) EXCLUDES(key_filters_mu_);

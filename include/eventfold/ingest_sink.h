@@ -49,6 +49,11 @@ class IngestSink {
   // Bytes the sink holds, for metrics; 0 when it cannot tell cheaply.
   virtual uint64_t ApproximateBytes() = 0;
 
+  // Memory the sink holds that grows with what it stores (a store's filters
+  // of stored keys: StoreStats::key_filter_bytes), for metrics; 0 when
+  // there is none (cluster mode: the fold workers hold the stores).
+  virtual uint64_t MemoryBytes() { return 0; }
+
   // The outcome counts of the store behind the sink, for metrics; zeros
   // when there is none (cluster mode: the fold workers count).
   virtual Counters counters() { return Counters{}; }

@@ -77,6 +77,11 @@ struct StoreStats {
   // current by ingest and rebuild, not counted by a scan.
   uint64_t unrouted = 0;
   uint64_t approximate_bytes = 0;  // on disk
+  // Memory held by the filters of stored keys (the dedup entries' event
+  // ids, the live projections' keys): at most Options::key_filter_max_bytes
+  // each, twice that while one is rebuilt larger. 0 until the first ingest
+  // after Open has them built.
+  uint64_t key_filter_bytes = 0;
 };
 
 class Store {

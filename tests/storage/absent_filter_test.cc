@@ -229,6 +229,41 @@ TEST(KeyFilterStore, AnswersEveryDeliveryAsAStoreWithoutIt) {
 
 // Concurrent ingests of the same deliveries in different orders, while the
 // filter is built and grown: each event is accepted exactly once.
+// Stats report the filters' memory: none before the first ingest or with
+// the filters off, then exactly the bytes of the filters built, larger as
+// they are rebuilt larger.
+TEST(KeyFilterStore, StatsReportTheFiltersMemory) {
+  const uint64_t seed = TestSeed("KeyFilterStore.StatsReportTheFiltersMemory", 3);
+  std::mt19937_64 rng(seed);
+  const std::vector<std::string> bodies = Deliveries(rng, 12000, 12000);
+  ManualClock clock{kT0};
+  auto filtered_env = storage_test::NewMemEnv();
+  auto plain_env = storage_test::NewMemEnv();
+  std::unique_ptr<Store> filtered = OpenStore(filtered_env.get(), &clock, 64 << 20);
+  std::unique_ptr<Store> plain = OpenStore(plain_env.get(), &clock, 0);
+  ASSERT_TRUE(filtered && plain);
+  EXPECT_EQ(filtered->Stats().key_filter_bytes, 0u);
+  uint64_t before = 0;
+  for (size_t at = 0; at < bodies.size(); at += 1000) {
+    std::vector<Delivery> batch;
+    for (size_t i = at; i < std::min(bodies.size(), at + 1000); ++i) {
+      batch.push_back(Delivery{{}, bodies[i]});
+    }
+    (void)filtered->IngestBatch(batch);
+    (void)plain->IngestBatch(batch);
+    const StoreImpl::KeyFilterSizes sizes = AwaitFilters(filtered.get());
+    ASSERT_GT(sizes.dedup, 0u);
+    ASSERT_GT(sizes.projections, 0u);
+    const uint64_t want =
+        AbsentFilter(sizes.dedup).bytes() + AbsentFilter(sizes.projections).bytes();
+    EXPECT_EQ(filtered->Stats().key_filter_bytes, want) << "after " << at + 1000;
+    EXPECT_GE(want, before);
+    before = want;
+    EXPECT_EQ(plain->Stats().key_filter_bytes, 0u);
+  }
+  EXPECT_GT(before, AbsentFilter(4096).bytes() * 2) << "the filters never grew";
+}
+
 TEST(KeyFilterStore, ConcurrentIngestsAcceptEachEventOnceWhileTheFilterGrows) {
   const uint64_t seed =
       TestSeed("KeyFilterStore.ConcurrentIngestsAcceptEachEventOnceWhileTheFilterGrows", 13);
