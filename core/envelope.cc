@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <optional>
+
 #include "core/json_scratch.h"
 
 namespace eventfold {
@@ -17,13 +19,24 @@ struct Parsed {
 Result<Parsed> Parse(std::string_view line) {
   Parsed out;
   // This thread's parser and buffer: a file of lines parses without
-  // allocating. The views below are copied out before the next parse.
+  // allocating. The views below are copied out before the next parse. A
+  // line of any length may come before any size check, so one far over a
+  // body's size parses with a parser and copy of its own, and the thread
+  // keeps no buffer of its size.
+  constexpr size_t kThreadScratchMax = size_t{4} << 20;
+  std::optional<od::parser> own_parser;
+  std::optional<simdjson::padded_string> own_copy;
+  od::parser* parser = &ThreadJsonParser();
+  simdjson::padded_string_view padded;
+  if (line.size() > kThreadScratchMax) {
+    parser = &own_parser.emplace();
+    padded = own_copy.emplace(line);
+  } else {
+    padded = ThreadPadded({}, line, {});
+  }
   od::document doc;
   od::object root;
-  if (ThreadJsonParser().iterate(ThreadPadded({}, line, {})).get(doc) ||
-      doc.get_object().get(root)) {
-    return out;
-  }
+  if (parser->iterate(padded).get(doc) || doc.get_object().get(root)) return out;
   bool has_body = false, has_event_id = false, headers_ok = true;
   Delivery d;
   for (auto field : root) {

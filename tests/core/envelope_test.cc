@@ -97,5 +97,24 @@ TEST(EnvelopeTest, BodyWithEventIdIsABareBody) {
   }
 }
 
+// Lines far over a body's size (parsed with a parser of their own) read
+// as small ones do, and small lines after them still parse: a bare body,
+// an envelope and its body, each side of the size, in turn.
+TEST(EnvelopeTest, LinesOfAnySizeParseTheSame) {
+  for (const size_t pad : {size_t{16}, size_t{5} << 20, size_t{32}, size_t{6} << 20}) {
+    SCOPED_TRACE("padding " + std::to_string(pad));
+    const std::string bare = R"({"event_id":"e1","pad":")" + std::string(pad, 'x') + R"("})";
+    const Delivery d = ParseOk(bare);
+    EXPECT_TRUE(d.headers.empty());
+    EXPECT_EQ(d.body, bare);
+    // The body as the envelope's JSON string holds it: quotes escaped.
+    const std::string body = R"({\"pad\":\")" + std::string(pad, 'y') + R"(\"})";
+    const Delivery e = ParseOk(R"({"headers":{"X-A":"v"},"body":")" + body + R"("})");
+    ASSERT_EQ(e.headers.size(), 1u);
+    EXPECT_EQ(e.headers[0].second, "v");
+    EXPECT_EQ(e.body, R"({"pad":")" + std::string(pad, 'y') + R"("})");
+  }
+}
+
 }  // namespace
 }  // namespace eventfold
