@@ -9,9 +9,10 @@
 // out is compacted into the next level, whether or not that level needs it.
 // A missed `Get` per new event (two, with its new entity) thus makes the
 // background thread compact far more than the writes alone need
-// (docs/BENCHMARKS.md, "Seek compactions"). A `MayContain` of false decides instead, and a true (an
-// id stored, or a false positive, about 1% at the default size) asks LevelDB as before, so the
-// filter only ever saves reads and never changes an answer.
+// (docs/BENCHMARKS.md, "Seek compactions"). A `MayContain` of false
+// decides instead, and a true (an id stored, or a false positive, about 1%
+// at the default size) asks LevelDB as before, so the filter only ever
+// saves reads and never changes an answer.
 //
 // A blocked Bloom filter: each key sets and tests kProbes bits of one
 // 512-bit block (one cache line) chosen by its 64-bit hash (XXH3). Written by
