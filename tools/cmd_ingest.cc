@@ -2,11 +2,15 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/envelope.h"
 #include "core/json_writer.h"
 #include "core/signature.h"
 #include "tools/cli_common.h"
+#include "tools/prefetch.h"
 #include "tools/secrets.h"
 
 namespace eventfold::cli {
@@ -60,6 +64,62 @@ Status VerifyLine(const SignatureVerifier& verifier, bool envelope, const Delive
   return verifier.Verify(d.headers, d.body, SystemClock()->NowMicros(), nullptr);
 }
 
+// A line refused before ingest (unparseable, or its signature fails): the
+// receiver's 400 or 401, and for a 401 what the quarantine keeps.
+struct LineRefusal {
+  size_t line_no = 0;
+  Outcome outcome = Outcome::kInvalid;
+  std::string message;
+  std::optional<RefusedDelivery> quarantine;
+};
+
+// Up to kBatchLines deliveries, and the lines refused while reading them
+// (reported before the batch's results, in line order).
+struct LineBatch {
+  std::vector<Delivery> deliveries;
+  std::vector<size_t> line_numbers;
+  std::vector<LineRefusal> refusals;
+};
+
+// Reads lines from `in` until a batch is full or the input ends; nullopt at
+// the end with nothing read. `line_no` is the last line read.
+std::optional<LineBatch> ReadBatch(std::istream& in,
+                                   const std::optional<SignatureVerifier>& verifier,
+                                   size_t* line_no) {
+  LineBatch batch;
+  batch.deliveries.reserve(kBatchLines);
+  batch.line_numbers.reserve(kBatchLines);
+  std::string line;
+  while (batch.deliveries.size() < kBatchLines && std::getline(in, line)) {
+    ++*line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    // Read before the line's bytes move into the delivery.
+    const bool envelope = verifier && IsEnvelope(line);
+    Result<Delivery> d = ParseNdjsonLine(std::move(line));
+    if (!d.ok()) {
+      batch.refusals.push_back({*line_no, Outcome::kInvalid, d.status().message(), std::nullopt});
+      continue;
+    }
+    if (verifier) {
+      Status st = VerifyLine(*verifier, envelope, *d);
+      if (!st.ok()) {
+        RefusedDelivery r;
+        r.outcome = Outcome::kUnauthorized;
+        r.reason = st.message();
+        r.headers = d->headers;
+        r.body_prefix = d->body;
+        batch.refusals.push_back({*line_no, Outcome::kUnauthorized, st.message(), std::move(r)});
+        continue;
+      }
+    }
+    batch.deliveries.push_back(std::move(*d));
+    batch.line_numbers.push_back(*line_no);
+  }
+  if (batch.deliveries.empty() && batch.refusals.empty()) return std::nullopt;
+  return batch;
+}
+
 int Run(const IngestArgs& args) {
   const std::string& dir = args.dir;
   const std::string& input = args.input;
@@ -99,46 +159,27 @@ int Run(const IngestArgs& args) {
     return kExitError;
   }
 
+  size_t line_no = 0;
+  // Lines are read, parsed and verified a batch ahead, on a thread of their
+  // own, while this one writes and syncs the batch before.
+  Prefetch<LineBatch> batches(
+      [&]() -> std::optional<LineBatch> { return ReadBatch(*in, verifier, &line_no); });
   Tally tally;
-  std::vector<Delivery> batch;
-  std::vector<size_t> line_numbers;
-  auto flush = [&] {
-    std::vector<IngestResult> results = store->IngestBatch(batch);
-    for (size_t i = 0; i < results.size(); ++i) Report(line_numbers[i], results[i], &tally);
-    batch.clear();
-    line_numbers.clear();
-  };
-  std::string line;
-  for (size_t line_no = 1; std::getline(*in, line); ++line_no) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    // Read before the line's bytes move into the delivery.
-    const bool envelope = verifier && IsEnvelope(line);
-    Result<Delivery> d = ParseNdjsonLine(std::move(line));
-    if (!d.ok()) {
-      ++tally.invalid;
-      std::cerr << "line " << line_no << ": invalid (400): " << d.status().message() << "\n";
-      continue;
-    }
-    if (verifier) {
-      Status st = VerifyLine(*verifier, envelope, *d);
-      if (!st.ok()) {
+  while (std::optional<LineBatch> batch = batches.Next()) {
+    for (LineRefusal& r : batch->refusals) {
+      std::cerr << "line " << r.line_no << ": " << OutcomeName(r.outcome) << " ("
+                << (r.outcome == Outcome::kUnauthorized ? 401 : 400) << "): " << r.message << "\n";
+      if (r.outcome == Outcome::kUnauthorized) {
         ++tally.unauthorized;
-        std::cerr << "line " << line_no << ": unauthorized (401): " << st.message() << "\n";
-        RefusedDelivery r;
-        r.outcome = Outcome::kUnauthorized;
-        r.reason = st.message();
-        r.headers = d->headers;
-        r.body_prefix = d->body;
-        (void)store->quarantine().Add(std::move(r));
-        continue;
+        (void)store->quarantine().Add(std::move(*r.quarantine));
+      } else {
+        ++tally.invalid;
       }
     }
-    batch.push_back(std::move(*d));
-    line_numbers.push_back(line_no);
-    if (batch.size() == kBatchLines) flush();
+    if (batch->deliveries.empty()) continue;
+    std::vector<IngestResult> results = store->IngestBatch(batch->deliveries);
+    for (size_t i = 0; i < results.size(); ++i) Report(batch->line_numbers[i], results[i], &tally);
   }
-  if (!batch.empty()) flush();
 
   // Accepted, but in no entity's log: this run is the store's only writer.
   const uint64_t unrouted = store->counters().unrouted;

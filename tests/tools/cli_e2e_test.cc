@@ -8,15 +8,20 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "core/signature.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/common/run_cli.h"
+#include "tests/common/test_seed.h"
 
 #ifndef EVENTFOLD_CLI
 #error "EVENTFOLD_CLI must name the eventfold binary"
@@ -434,6 +439,98 @@ TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
                                      R"({"invoice_id":"inv_2"})")})});
   EXPECT_EQ(more.exit_code, 0) << more.err;
   EXPECT_EQ(Run({"show", "--data", data_, "invoice", "inv_2"}).exit_code, 0);
+}
+
+// `eventfold ingest` reads and checks lines a batch ahead of the batch being
+// written (1000 lines to a write, docs/SPEC.md §5). Over a seeded file of a
+// few batches, with duplicates and conflicts of lines in earlier batches,
+// every line is reported once, under its own number, with the outcome a
+// line-by-line reading gives; the summary counts them, and each unsigned
+// line is quarantined.
+TEST_F(cli_e2e, IngestAcrossBatchesReportsEachLineOnceUnderItsNumber) {
+  std::mt19937_64 rng(eventfold::test_util::TestSeed("IngestAcrossBatches", 20261204));
+  const std::string secret = "cli-e2e-secret-0123456789";
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  auto signed_line = [&](const std::string& body) {
+    return Envelope(R"({"X-RR-Signature":")" + eventfold::SignRr(secret, now, body) + "\"}", body);
+  };
+  std::vector<std::string> lines;
+  std::vector<std::string> good_bodies;    // accepted, in order
+  std::map<size_t, std::string> expected;  // line number -> outcome reported
+  size_t accepted = 0, duplicate = 0, conflict = 0, invalid = 0, unauthorized = 0;
+  size_t malformed_lines = 0;
+  // Each refusal is quarantined; below the quarantine's 200 a second, none
+  // is dropped.
+  constexpr size_t kMaxRefusals = 150;
+  auto refuse = [&](std::string line, const char* outcome, size_t* count) {
+    expected[lines.size() + 1] = outcome;
+    lines.push_back(std::move(line));
+    ++*count;
+  };
+  while (lines.size() < 3500) {
+    const int kind = std::uniform_int_distribution<int>(0, 99)(rng);
+    const bool may_refuse = conflict + invalid + unauthorized < kMaxRefusals;
+    if (kind < 80 || good_bodies.empty() || (kind < 98 && kind >= 92 && !may_refuse)) {
+      const std::string n = std::to_string(good_bodies.size());
+      good_bodies.push_back(Body("evt_" + n, "receipt.issued", "2026-11-29T10:00:00Z",
+                                 R"({"receipt_id":"rcp_)" + n + R"("})"));
+      lines.push_back(signed_line(good_bodies.back()));
+      ++accepted;
+      continue;
+    }
+    const std::string& earlier =
+        good_bodies[std::uniform_int_distribution<size_t>(0, good_bodies.size() - 1)(rng)];
+    if (kind < 92) {
+      lines.push_back(signed_line(earlier));
+      ++duplicate;
+    } else if (kind < 94) {
+      // The same event id, another identity (occurred_at).
+      std::string other = earlier;
+      other.replace(other.find("T10:"), 4, "T11:");
+      refuse(signed_line(other), "conflict", &conflict);
+    } else if (kind < 95) {
+      // A malformed envelope: refused by the line check. It is no delivery,
+      // so nothing is quarantined.
+      refuse(R"({"headers":{"n":1},"body":"{}"})", "invalid", &invalid);
+      ++malformed_lines;
+    } else if (kind < 96) {
+      refuse(signed_line("not json"), "invalid", &invalid);  // refused by the store
+    } else if (kind < 98) {
+      refuse(earlier, "unauthorized", &unauthorized);  // a bare body: not signed
+    } else {
+      lines.push_back("");  // blank: skipped, but still numbered
+    }
+  }
+  const std::string f = File("batches.ndjson", lines);
+  CliResult r = Run({"ingest", "--data", data_, "--secret", secret, f});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "{\"accepted\":" + std::to_string(accepted) + ",\"duplicate\":" +
+                       std::to_string(duplicate) + ",\"conflict\":" + std::to_string(conflict) +
+                       ",\"invalid\":" + std::to_string(invalid) +
+                       ",\"unauthorized\":" + std::to_string(unauthorized) + "}\n");
+  std::map<size_t, std::string> reported;
+  for (const std::string& line : Lines(r.err)) {
+    // "line N: OUTCOME (STATUS): reason"
+    ASSERT_TRUE(line.starts_with("line ")) << line;
+    const size_t colon = line.find(':');
+    const size_t number = std::stoul(line.substr(5, colon - 5));
+    const std::string outcome = line.substr(colon + 2, line.find(' ', colon + 2) - colon - 2);
+    EXPECT_TRUE(reported.emplace(number, outcome).second) << "line " << number << " twice";
+  }
+  EXPECT_EQ(reported, expected);
+  CliResult refused = Run({"refused", "--data", data_});
+  EXPECT_EQ(refused.exit_code, 0) << refused.err;
+  std::map<std::string, size_t> quarantined;
+  for (const std::string& line : Lines(refused.out)) {
+    const size_t at = line.find(R"("outcome":")");
+    ASSERT_NE(at, std::string::npos) << line;
+    ++quarantined[line.substr(at + 11, line.find('"', at + 11) - at - 11)];
+  }
+  EXPECT_EQ(quarantined, (std::map<std::string, size_t>{
+                             {"conflict", conflict},
+                             {"invalid", invalid - malformed_lines},
+                             {"unauthorized", unauthorized},
+                         }));
 }
 
 TEST_F(cli_e2e, UsageErrorsExit2) {
