@@ -347,6 +347,11 @@ int ChildScan(const std::string& dir);
 // The idle keep-alive figure's client (idle_client.cc): holds `connections`
 // served-once connections to 127.0.0.1:port for `hold_seconds`.
 int ChildIdle(int port, uint64_t connections, double hold_seconds);
+// The steady-latency figure's receiver and sender (http_figures.cc): serves
+// the store at `dir` and sends the bodies of `input` (NDJSON) to it, signed,
+// at `rate` a second over `connections`; prints "RESULT attempts=...
+// p99_us=...".
+int ChildSteady(const std::string& dir, const std::string& input, double rate, int connections);
 // Raises the soft limit on open descriptors to the hard one.
 void RaiseFdLimit();
 

@@ -604,6 +604,12 @@ int Main(int argc, char** argv) {
   double child_hold_seconds = 0;
   app.add_option("--child-port", child_port)->group("");
   app.add_option("--child-hold-seconds", child_hold_seconds)->group("");
+  std::string child_input;
+  double child_rate = 0;
+  int child_connections = 0;
+  app.add_option("--child-input", child_input)->group("");
+  app.add_option("--child-rate", child_rate)->group("");
+  app.add_option("--child-connections", child_connections)->group("");
   CLI11_PARSE(app, argc, argv);
   // The idle-connection figure holds 10k server-side descriptors.
   RaiseFdLimit();
@@ -611,6 +617,9 @@ int Main(int argc, char** argv) {
   if (child == "rebuild") return ChildRebuild(child_dir, child_threads, child_profile);
   if (child == "scan") return ChildScan(child_dir);
   if (child == "idle") return ChildIdle(child_port, child_events, child_hold_seconds);
+  if (child == "steady") {
+    return ChildSteady(child_dir, child_input, child_rate, child_connections);
+  }
   if (child == "fill") {
     // For profiling: a store of the first N pool events, as the runs build.
     Pool pool = MakePool(std::max<uint64_t>(child_events, 1000), 20260601);
