@@ -68,8 +68,7 @@ Status VerifyLine(const SignatureVerifier& verifier, bool envelope, const Delive
 // receiver's 400 or 401, and for a 401 what the quarantine keeps.
 struct LineRefusal {
   size_t line_no = 0;
-  Outcome outcome = Outcome::kInvalid;
-  std::string message;
+  IngestResult result;
   std::optional<RefusedDelivery> quarantine;
 };
 
@@ -79,6 +78,15 @@ struct LineBatch {
   std::vector<Delivery> deliveries;
   std::vector<size_t> line_numbers;
   std::vector<LineRefusal> refusals;
+
+  void Refuse(size_t line_no, Outcome outcome, std::string message,
+              std::optional<RefusedDelivery> quarantine) {
+    LineRefusal& r = refusals.emplace_back();
+    r.line_no = line_no;
+    r.result.outcome = outcome;
+    r.result.message = std::move(message);
+    r.quarantine = std::move(quarantine);
+  }
 };
 
 // Reads lines from `in` until a batch is full or the input ends; nullopt at
@@ -98,7 +106,7 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
     const bool envelope = verifier && IsEnvelope(line);
     Result<Delivery> d = ParseNdjsonLine(std::move(line));
     if (!d.ok()) {
-      batch.refusals.push_back({*line_no, Outcome::kInvalid, d.status().message(), std::nullopt});
+      batch.Refuse(*line_no, Outcome::kInvalid, d.status().message(), std::nullopt);
       continue;
     }
     if (verifier) {
@@ -109,7 +117,7 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
         r.reason = st.message();
         r.headers = d->headers;
         r.body_prefix = d->body;
-        batch.refusals.push_back({*line_no, Outcome::kUnauthorized, st.message(), std::move(r)});
+        batch.Refuse(*line_no, Outcome::kUnauthorized, st.message(), std::move(r));
         continue;
       }
     }
@@ -159,22 +167,16 @@ int Run(const IngestArgs& args) {
     return kExitError;
   }
 
-  size_t line_no = 0;
   // Lines are read, parsed and verified a batch ahead, on a thread of their
   // own, while this one writes and syncs the batch before.
-  Prefetch<LineBatch> batches(
-      [&]() -> std::optional<LineBatch> { return ReadBatch(*in, verifier, &line_no); });
+  Prefetch<LineBatch> batches([&, line_no = size_t{0}]() mutable -> std::optional<LineBatch> {
+    return ReadBatch(*in, verifier, &line_no);
+  });
   Tally tally;
   while (std::optional<LineBatch> batch = batches.Next()) {
     for (LineRefusal& r : batch->refusals) {
-      std::cerr << "line " << r.line_no << ": " << OutcomeName(r.outcome) << " ("
-                << (r.outcome == Outcome::kUnauthorized ? 401 : 400) << "): " << r.message << "\n";
-      if (r.outcome == Outcome::kUnauthorized) {
-        ++tally.unauthorized;
-        (void)store->quarantine().Add(std::move(*r.quarantine));
-      } else {
-        ++tally.invalid;
-      }
+      Report(r.line_no, r.result, &tally);
+      if (r.quarantine) (void)store->quarantine().Add(std::move(*r.quarantine));
     }
     if (batch->deliveries.empty()) continue;
     std::vector<IngestResult> results = store->IngestBatch(batch->deliveries);

@@ -284,20 +284,23 @@ void SteadyLatency(Context& ctx) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::remove(input, ec);
-  const std::optional<double> attempts = ResultField(out, "attempts");
-  const std::optional<double> delivered = ResultField(out, "delivered");
-  const std::optional<double> seconds = ResultField(out, "seconds");
-  if (code != 0 || !attempts || !delivered || !seconds || *seconds <= 0) {
-    Die("steady child (exit " + std::to_string(code) + "): " + out);
-  }
+  // Every field of the child's RESULT line, or the run dies: a missing
+  // latency must never read as 0 ms.
+  auto field = [&](const std::string& key) {
+    const std::optional<double> v = ResultField(out, key);
+    if (code != 0 || !v) Die("steady child (exit " + std::to_string(code) + "): " + out);
+    return *v;
+  };
+  const double attempts = field("attempts"), delivered = field("delivered");
+  const double seconds = field("seconds");
+  if (seconds <= 0) Die("steady child: no time measured: " + out);
   res.Set("steady_rate_target", c.steady_rate);
-  res.Set("steady_rate_achieved", *attempts / *seconds);
+  res.Set("steady_rate_achieved", attempts / seconds);
   for (const char* q : {"p50", "p99", "p999", "max"}) {
-    res.Set(std::string("steady_") + q + "_ms",
-            ResultField(out, std::string(q) + "_us").value_or(0) / 1e3);
+    res.Set(std::string("steady_") + q + "_ms", field(std::string(q) + "_us") / 1e3);
   }
   res.Set("steady_deliveries", static_cast<double>(outgoing.size()));
-  res.Set("steady_errors", static_cast<double>(outgoing.size()) - *delivered);
+  res.Set("steady_errors", static_cast<double>(outgoing.size()) - delivered);
   res.notes["steady_process"] = "receiver and sender in a child process of their own";
   Log("steady %.0f/s (%.0f achieved): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms", c.steady_rate,
       res.Get("steady_rate_achieved"), res.Get("steady_p50_ms"), res.Get("steady_p99_ms"),
