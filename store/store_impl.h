@@ -62,6 +62,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Store.
   IngestResult Ingest(const Delivery& delivery) override;
   std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) override;
+  Status Sync() override;
   Result<Projection> Get(std::string_view entity, std::string_view id) override;
   Status List(std::string_view entity, const std::function<bool(const Projection&)>& fn) override;
   Result<EntityLog> Log(std::string_view entity, std::string_view id) override;

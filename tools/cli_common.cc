@@ -17,9 +17,10 @@ void AddDataOption(CLI::App* cmd, std::string* dir) {
 }
 
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
-                                 const std::string& profile_file) {
+                                 const std::string& profile_file, Durability durability) {
   Options options;
   options.create_if_missing = create;
+  options.durability = durability;
   if (!profile_file.empty()) {
     Result<Profile> p = Profile::FromFile(profile_file);
     if (!p.ok()) {

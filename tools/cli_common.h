@@ -55,7 +55,8 @@ void AddDataOption(CLI::App* cmd, std::string* dir);
 // Opens the store at `dir`; prints the reason to stderr on failure.
 // `create` allows creating it (with `profile_file`'s profile when given).
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
-                                 const std::string& profile_file = "");
+                                 const std::string& profile_file = "",
+                                 Durability durability = Durability::kSync);
 
 // Explains on stderr why `entity`/`id` has no projection: the profile has
 // no such entity type, or stored events that name the id are unrouted.

@@ -1,6 +1,7 @@
 // eventfold ingest --data DIR [--profile FILE] [FILE|-]
 
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -128,6 +129,35 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
   return batch;
 }
 
+// A batch written unsynced, with the sync started behind it: its lines'
+// results count, and are reported, once that sync returns.
+struct WrittenBatch {
+  LineBatch lines;
+  std::vector<IngestResult> results;
+  std::future<Status> synced;  // not valid when nothing was written
+};
+
+// Waits for `b`'s sync and reports its lines in order: the refusals made
+// while reading, then the store's results. When the sync failed, what the
+// store decided against its stored state (accepted, duplicate, conflict)
+// may not be on disk: those lines are storage errors.
+void Settle(WrittenBatch& b, Store& store, Tally* tally) {
+  const Status synced = b.synced.valid() ? b.synced.get() : Status::OK();
+  for (LineRefusal& r : b.lines.refusals) {
+    Report(r.line_no, r.result, tally);
+    if (r.quarantine) (void)store.quarantine().Add(std::move(*r.quarantine));
+  }
+  for (size_t i = 0; i < b.results.size(); ++i) {
+    IngestResult& r = b.results[i];
+    if (!synced.ok() && (r.outcome == Outcome::kAccepted || r.outcome == Outcome::kDuplicate ||
+                         r.outcome == Outcome::kConflict)) {
+      r.outcome = Outcome::kStorageError;
+      r.message = "storage: " + synced.message();
+    }
+    Report(b.lines.line_numbers[i], r, tally);
+  }
+}
+
 int Run(const IngestArgs& args) {
   const std::string& dir = args.dir;
   const std::string& input = args.input;
@@ -155,7 +185,9 @@ int Run(const IngestArgs& args) {
     }
     in = &file;
   }
-  std::unique_ptr<Store> store = OpenStore(dir, /*create=*/true, args.profile);
+  // Buffered: each batch is synced by Store::Sync behind its write (below).
+  std::unique_ptr<Store> store =
+      OpenStore(dir, /*create=*/true, args.profile, Durability::kBuffered);
   if (!store) return kExitError;
   // An existing store keeps its profile; ingesting under another one would
   // store events its projections never show. Switching is replay's job.
@@ -172,16 +204,22 @@ int Run(const IngestArgs& args) {
   Prefetch<LineBatch> batches([&, line_no = size_t{0}]() mutable -> std::optional<LineBatch> {
     return ReadBatch(*in, verifier, &line_no);
   });
+  // Each batch is one atomic write and one sync, as a synced IngestBatch
+  // would make it, but the sync runs on a thread of its own while this one
+  // stages and writes the next batch; a batch is reported only after its
+  // sync, so every line reported stored is on disk.
   Tally tally;
+  std::optional<WrittenBatch> behind;  // written, its sync running
   while (std::optional<LineBatch> batch = batches.Next()) {
-    for (LineRefusal& r : batch->refusals) {
-      Report(r.line_no, r.result, &tally);
-      if (r.quarantine) (void)store->quarantine().Add(std::move(*r.quarantine));
+    WrittenBatch written{std::move(*batch), {}, {}};
+    if (!written.lines.deliveries.empty()) {
+      written.results = store->IngestBatch(written.lines.deliveries);
+      written.synced = std::async(std::launch::async, [&store] { return store->Sync(); });
     }
-    if (batch->deliveries.empty()) continue;
-    std::vector<IngestResult> results = store->IngestBatch(batch->deliveries);
-    for (size_t i = 0; i < results.size(); ++i) Report(batch->line_numbers[i], results[i], &tally);
+    if (behind) Settle(*behind, *store, &tally);
+    behind = std::move(written);
   }
+  if (behind) Settle(*behind, *store, &tally);
 
   // Accepted, but in no entity's log: this run is the store's only writer.
   const uint64_t unrouted = store->counters().unrouted;

@@ -111,6 +111,16 @@ class Store {
   // kStorageError and none is stored.
   virtual std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) = 0;
 
+  // Makes every ingest that returned before this call durable: synced to
+  // disk, as Durability::kSync makes each one before it returns. For a
+  // store opened with kBuffered that chooses its own sync points: a bulk
+  // load syncs one batch on another thread while it stages the next, and
+  // counts a batch as stored only once its sync returned OK. Concurrent
+  // syncing ingests share the sync. Fails with the disk's error (and the
+  // store then refuses writes until it recovers, as after any failed
+  // write); what was ingested since the last good sync may be lost.
+  virtual Status Sync() = 0;
+
   // The current projection of one entity, as of one snapshot of the store:
   // folded from its nearest fold snapshot through at most
   // Options::snapshot_interval logged events (each a read of its body).
