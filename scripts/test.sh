@@ -4,9 +4,9 @@
 # then
 #   1. builds with ASan+UBSan (build-asan-ubsan/) and runs the unit suite;
 #   2. builds with TSan (build-tsan/) and runs the concurrency tests;
-#   3. builds the libraries with clang's -Wthread-safety as errors
-#      (build-thread-safety/): the lock annotations of core/thread_annotations.h
-#      are checked, nothing runs;
+#   3. builds the libraries and the command with clang's -Wthread-safety as
+#      errors (build-thread-safety/): the lock annotations of
+#      core/thread_annotations.h are checked, nothing runs;
 #   4. builds the libFuzzer targets with clang (build-fuzz/) and runs each
 #      for a few seconds;
 #   5. configures and builds build/ and runs every test except the
