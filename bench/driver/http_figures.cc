@@ -40,6 +40,18 @@ namespace {
 constexpr const char* kSecret = "eventfold-bench-signing-secret";
 constexpr const char* kPath = "/webhooks/receiptroller";
 
+// The bench's signing sender to a server on `port`: `connections`
+// keep-alive connections, paced at `rate` requests a second (0: unpaced).
+sim::SenderOptions SignedSender(int port, int connections, double rate = 0) {
+  sim::SenderOptions so;
+  so.port = port;
+  so.path = kPath;
+  so.secret = kSecret;
+  so.connections = connections;
+  so.rate_per_second = rate;
+  return so;
+}
+
 // A running receiver over a fresh copy of the template store.
 class Server {
  public:
@@ -243,12 +255,7 @@ void SenderThroughput(Context& ctx) {
   std::vector<sim::Outgoing> outgoing =
       Outgoing(ctx, static_cast<uint64_t>(guess * c.http_seconds / 2));
   Server server(ctx, "http-sender", c.http_connections);
-  sim::SenderOptions so;
-  so.port = server.port();
-  so.path = kPath;
-  so.secret = kSecret;
-  so.connections = c.http_connections;
-  sim::SendReport r = sim::Send(outgoing, so);
+  sim::SendReport r = sim::Send(outgoing, SignedSender(server.port(), c.http_connections));
   res.Set("http_rps", static_cast<double>(r.attempts) / r.seconds);
   RecordLatencies(res, "http", r.latencies);
   res.Set("http_requests", static_cast<double>(r.attempts));
@@ -330,12 +337,7 @@ void IdleConnections(Context& ctx) {
   std::vector<sim::Outgoing> warm(outgoing.begin(), outgoing.begin() + signed_count);
   std::vector<sim::Outgoing> during(outgoing.begin() + signed_count, outgoing.end());
   Server server(ctx, "http-idle", c.http_connections);
-  sim::SenderOptions so;
-  so.port = server.port();
-  so.path = kPath;
-  so.secret = kSecret;
-  so.connections = 8;
-  so.rate_per_second = rate;
+  const sim::SenderOptions so = SignedSender(server.port(), 8, rate);
   // The same traffic once before, so that the reading compares a server that
   // has served (its workers' stacks, the store's caches) with itself.
   (void)sim::Send(warm, so);
@@ -396,12 +398,7 @@ int ChildSteady(const std::string& dir, const std::string& input, double rate, i
     if (outgoing.empty()) Die("steady child: no deliveries in " + input);
   }
   Server server(dir, connections);
-  sim::SenderOptions so;
-  so.port = server.port();
-  so.path = kPath;
-  so.secret = kSecret;
-  so.connections = connections;
-  so.rate_per_second = rate;
+  const sim::SenderOptions so = SignedSender(server.port(), connections, rate);
   std::optional<ProfileScope> profile(std::in_place, "steady");
   sim::SendReport r = sim::Send(outgoing, so);
   profile.reset();
