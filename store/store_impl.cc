@@ -393,13 +393,9 @@ struct StoreImpl::FastPathFacts {
   std::optional<AbsentDedup> absent;
 };
 
-bool StoreImpl::KnownDuplicate(const Delivery& d, FastPathFacts* learned, IngestResult* result) {
+bool StoreImpl::KnownDuplicate(const Delivery& d, const RecentEvents::Key& key,
+                               FastPathFacts* learned, IngestResult* result) {
   if (d.body.size() > options_.max_body_bytes) return false;
-  // The key first: hashing reads the whole body into the cache once, and
-  // the table's lines for the key are then on their way while the event id
-  // is read from the (now cached) body.
-  const RecentEvents::Key key = recent_.KeyOf(d.body);
-  recent_.Prefetch(key);
   const std::optional<std::string_view> id = PeekEventId(d.body);
   if (!id || !CheckEventIdHeader(d.headers, *id).ok()) return false;
   learned->key = key;
@@ -468,9 +464,21 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   ReaderLock rebuild_guard(&rebuild_mu_);
   uint64_t known_duplicates = 0;
   std::vector<FastPathFacts> learned(n);  // each body's SHA-256 and key, once
+  // Each body's key among the recent events, and a request for the table's
+  // lines, kLookAhead deliveries before its duplicate check reads them:
+  // the memory arrives while the deliveries before it are checked.
+  constexpr size_t kLookAhead = 4;
+  std::vector<RecentEvents::Key> keys(n);
+  const auto ask = [&](size_t j) {
+    if (j >= n || deliveries[j]->body.size() > options_.max_body_bytes) return;
+    keys[j] = recent_.KeyOf(deliveries[j]->body);
+    recent_.Prefetch(keys[j]);
+  };
+  for (size_t j = 0; j < kLookAhead; ++j) ask(j);
   for (size_t i = 0; i < n; ++i) {
+    ask(i + kLookAhead);
     DecodedEvent decoded;
-    if (KnownDuplicate(*deliveries[i], &learned[i], &results[i])) {
+    if (KnownDuplicate(*deliveries[i], keys[i], &learned[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       if (items.empty()) items.reserve(n - i);  // none for a known duplicate

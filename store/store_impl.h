@@ -174,8 +174,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // guessed event_id's dedup entry and compared by SHA-256, without decoding
   // it. False: decide the slow way, with what it learned in `learned`.
   struct FastPathFacts;  // store_impl.cc
-  bool KnownDuplicate(const Delivery& d, FastPathFacts* learned, IngestResult* result)
-      REQUIRES_SHARED(rebuild_mu_);
+  // `key` is the body's RecentEvents::KeyOf, its lines already asked for.
+  bool KnownDuplicate(const Delivery& d, const RecentEvents::Key& key, FastPathFacts* learned,
+                      IngestResult* result) REQUIRES_SHARED(rebuild_mu_);
   void QuarantineRefusals(const Delivery* const* deliveries,
                           const std::vector<IngestResult>& results);
   // After a failed write the database refuses writes (GuardedDb) until it
