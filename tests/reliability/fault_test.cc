@@ -22,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -653,23 +654,52 @@ struct CutResult {
   uint64_t dropped = 0;  // unsynced bytes the cut dropped
 };
 
-// Ingests the unacknowledged deliveries of `stream` from 4 threads; the
-// power goes at the `cut_at`-th file append or sync (or after the stream).
-// Then the store is closed, what was not synced is dropped, and the env is
-// revived.
-CutResult IngestAndCut(const Options& o, FaultEnv* env, const std::vector<Delivery>& stream,
-                       std::vector<bool>* acked_delivery, Acked* acked, uint64_t cut_at) {
+// Counts delivery `index` of the stream, whose ingest answered `r`, as
+// stored: it is not sent again, and its event must survive every later cut.
+void CountStored(size_t index, const IngestResult& r, std::vector<bool>* acked_delivery,
+                 Acked* acked) {
+  (*acked_delivery)[index] = true;
+  auto [it, added] = acked->try_emplace(r.event_id, r.entity);
+  EXPECT_EQ(it->second, r.entity);
+}
+
+// One way of ingesting `work` (indices into the stream) into `store`,
+// counting (CountStored) what it may; returns how many it counted.
+using IngestWork = std::function<size_t(Store* store, const std::vector<size_t>& work)>;
+
+// Opens the store, has `ingest` ingest the deliveries not yet counted
+// stored, and cuts the power at the `cut_at`-th file append or sync (or
+// after `ingest` returns). Then the store is closed, what was not synced is
+// dropped, and the env is revived.
+CutResult IngestAndCut(const Options& o, FaultEnv* env, const std::vector<bool>& acked_delivery,
+                       uint64_t cut_at, const IngestWork& ingest) {
   CutResult out;
   std::vector<size_t> work;
-  for (size_t i = 0; i < stream.size(); ++i) {
-    if (!(*acked_delivery)[i]) work.push_back(i);
+  for (size_t i = 0; i < acked_delivery.size(); ++i) {
+    if (!acked_delivery[i]) work.push_back(i);
   }
   {
     std::unique_ptr<Store> store = MustOpen(o);
     if (!store) return out;
+    env->CutPowerAfter(cut_at);
+    out.acks = ingest(store.get(), work);
+    env->PowerCut();  // also when the stream ended first
+  }
+  out.dropped = env->DropUnsyncedData();
+  env->Revive();
+  env->ClearFaults();
+  return out;
+}
+
+// Ingests `work` one delivery at a time from 4 threads, as a receiver does,
+// counting each acknowledged one.
+IngestWork FromFourThreads(FaultEnv* env, const std::vector<Delivery>& stream,
+                           std::vector<bool>* acked_delivery, Acked* acked) {
+  // `stream` by reference: it outlives every cut of the test.
+  return [env, &stream, acked_delivery, acked](Store* store, const std::vector<size_t>& work) {
     std::mutex mu;
     std::atomic<size_t> next{0};
-    env->CutPowerAfter(cut_at);
+    size_t acks = 0;
     auto worker = [&] {
       for (size_t k; (k = next.fetch_add(1)) < work.size();) {
         const IngestResult r = store->Ingest(stream[work[k]]);
@@ -679,21 +709,15 @@ CutResult IngestAndCut(const Options& o, FaultEnv* env, const std::vector<Delive
         }
         if (!Acknowledged(r.outcome)) continue;
         std::lock_guard lock(mu);
-        (*acked_delivery)[work[k]] = true;
-        auto [it, added] = acked->try_emplace(r.event_id, r.entity);
-        EXPECT_EQ(it->second, r.entity);
-        ++out.acks;
+        CountStored(work[k], r, acked_delivery, acked);
+        ++acks;
       }
     };
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) threads.emplace_back(worker);
     for (std::thread& t : threads) t.join();
-    env->PowerCut();  // also when the stream ended first
-  }
-  out.dropped = env->DropUnsyncedData();
-  env->Revive();
-  env->ClearFaults();
-  return out;
+    return acks;
+  };
 }
 
 TEST(PowerCut, SyncedIngestLosesNothingAcknowledged) {
@@ -710,7 +734,8 @@ TEST(PowerCut, SyncedIngestLosesNothingAcknowledged) {
   const auto start = SteadyClock::now();
   for (int c = 0; c < cycles; ++c) {
     const uint64_t cut_at = std::uniform_int_distribution<uint64_t>(1, 400)(rng);
-    const CutResult r = IngestAndCut(o, &env, stream, &acked_delivery, &acked, cut_at);
+    const CutResult r = IngestAndCut(o, &env, acked_delivery, cut_at,
+                                     FromFourThreads(&env, stream, &acked_delivery, &acked));
     dropped += r.dropped;
     acks += r.acks;
     if (r.dropped > 0) ++cuts_dropping;
@@ -748,7 +773,9 @@ TEST(PowerCut, BufferedIngestMayLoseAcknowledgedEventsButStaysConsistent) {
   for (int c = 0; c < kCycles; ++c) {
     Acked acked;
     const uint64_t cut_at = std::uniform_int_distribution<uint64_t>(20, 400)(rng);
-    acks += IngestAndCut(o, &env, stream, &acked_delivery, &acked, cut_at).acks;
+    acks += IngestAndCut(o, &env, acked_delivery, cut_at,
+                         FromFourThreads(&env, stream, &acked_delivery, &acked))
+                .acks;
     std::map<std::string, int> stored = RawEventIds(kPath, &env);
     Acked survived;
     for (const auto& [id, ref] : acked) {
@@ -788,50 +815,44 @@ TEST(PowerCut, BufferedBatchesSyncedBehindLoseNothingCounted) {
   size_t counted = 0, cuts_dropping = 0;
   constexpr int kCycles = 20;
   constexpr size_t kBatch = 25;
-  for (int c = 0; c < kCycles; ++c) {
-    std::vector<size_t> work;
-    for (size_t i = 0; i < stream.size(); ++i) {
-      if (!acked_delivery[i]) work.push_back(i);
-    }
-    {
-      std::unique_ptr<Store> store = MustOpen(o);
-      ASSERT_TRUE(store);
-      env.CutPowerAfter(std::uniform_int_distribution<uint64_t>(1, 300)(rng));
-      struct Written {
-        std::vector<size_t> indices;
-        std::vector<IngestResult> results;
-        std::future<Status> synced;
-      };
-      auto count = [&](Written& w) {
-        if (!w.synced.get().ok()) return;
-        for (size_t k = 0; k < w.indices.size(); ++k) {
-          const IngestResult& r = w.results[k];
-          if (!Acknowledged(r.outcome)) continue;
-          acked_delivery[w.indices[k]] = true;
-          auto [it, added] = acked.try_emplace(r.event_id, r.entity);
-          EXPECT_EQ(it->second, r.entity);
-          ++counted;
-        }
-      };
-      std::optional<Written> behind;
-      for (size_t from = 0; from < work.size() && !env.dead(); from += kBatch) {
-        Written w;
-        std::vector<Delivery> batch;
-        for (size_t k = from; k < std::min(work.size(), from + kBatch); ++k) {
-          w.indices.push_back(work[k]);
-          batch.push_back(stream[work[k]]);
-        }
-        w.results = store->IngestBatch(batch);
-        w.synced = std::async(std::launch::async, [&store] { return store->Sync(); });
-        if (behind) count(*behind);
-        behind = std::move(w);
+  // Batches of kBatch, each synced on another thread while the next is
+  // written; a batch is counted only once its sync returned OK.
+  const IngestWork synced_behind = [&](Store* store, const std::vector<size_t>& work) {
+    struct Written {
+      std::vector<size_t> indices;
+      std::vector<IngestResult> results;
+      std::future<Status> synced;
+    };
+    size_t n = 0;
+    auto count = [&](Written& w) {
+      if (!w.synced.get().ok()) return;
+      for (size_t k = 0; k < w.indices.size(); ++k) {
+        if (!Acknowledged(w.results[k].outcome)) continue;
+        CountStored(w.indices[k], w.results[k], &acked_delivery, &acked);
+        ++n;
       }
+    };
+    std::optional<Written> behind;
+    for (size_t from = 0; from < work.size() && !env.dead(); from += kBatch) {
+      Written w;
+      std::vector<Delivery> batch;
+      for (size_t k = from; k < std::min(work.size(), from + kBatch); ++k) {
+        w.indices.push_back(work[k]);
+        batch.push_back(stream[work[k]]);
+      }
+      w.results = store->IngestBatch(batch);
+      w.synced = std::async(std::launch::async, [store] { return store->Sync(); });
       if (behind) count(*behind);
-      env.PowerCut();  // also when the stream ended first
+      behind = std::move(w);
     }
-    if (env.DropUnsyncedData() > 0) ++cuts_dropping;
-    env.Revive();
-    env.ClearFaults();
+    if (behind) count(*behind);
+    return n;
+  };
+  for (int c = 0; c < kCycles; ++c) {
+    const uint64_t cut_at = std::uniform_int_distribution<uint64_t>(1, 300)(rng);
+    const CutResult r = IngestAndCut(o, &env, acked_delivery, cut_at, synced_behind);
+    counted += r.acks;
+    if (r.dropped > 0) ++cuts_dropping;
     ExpectConsistent(o, &env, acked, /*full=*/c % 5 == 4 || c + 1 == kCycles);
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "cycle " << c << " (seed " << seed << ") failed";
