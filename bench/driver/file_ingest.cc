@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstdio>
 #include <fstream>
 #include <vector>
 
@@ -63,7 +62,7 @@ void RunFileIngestFigure(Context& ctx) {
     double seconds = 0, cpu = 0;
   };
   std::vector<Round> rounds;
-  std::string all;
+  std::vector<double> rates;  // lines a second, in the order run
   for (int round = 0; round < std::max(1, c.rounds); ++round) {
     fs::remove_all(dir, ec);
     const double cpu0 = ChildCpuSeconds();
@@ -82,10 +81,7 @@ void RunFileIngestFigure(Context& ctx) {
       Log("eventfold ingest FILE failed: %s", res.notes["file_ingest_errors"].c_str());
       return;
     }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%s%.0f", all.empty() ? "" : ", ",
-                  static_cast<double>(lines) / r.seconds);
-    all += buf;
+    rates.push_back(static_cast<double>(lines) / r.seconds);
     rounds.push_back(r);
   }
   std::sort(rounds.begin(), rounds.end(),
@@ -97,10 +93,13 @@ void RunFileIngestFigure(Context& ctx) {
   res.Set("file_ingest_seconds", median.seconds);
   res.Set("file_ingest_cpu_us_per_line", median.cpu * 1e6 / n);
   res.notes["file_ingest_command"] = "eventfold ingest --data DIR FILE";
-  if (rounds.size() > 1) res.notes["file_ingest_lps_rounds"] = all;
-  Log("eventfold ingest FILE: %" PRIu64 " lines in %.2fs: %.0f lines/s, %.1f us CPU/line%s%s",
-      lines, median.seconds, n / median.seconds, median.cpu * 1e6 / n,
-      rounds.size() > 1 ? " (median; rounds: " : "", rounds.size() > 1 ? (all + ")").c_str() : "");
+  std::string median_of;
+  if (rounds.size() > 1) {
+    res.notes["file_ingest_lps_rounds"] = JoinRates(rates);
+    median_of = " (median; rounds: " + JoinRates(rates) + ")";
+  }
+  Log("eventfold ingest FILE: %" PRIu64 " lines in %.2fs: %.0f lines/s, %.1f us CPU/line%s", lines,
+      median.seconds, n / median.seconds, median.cpu * 1e6 / n, median_of.c_str());
   fs::remove_all(dir, ec);
   fs::remove(file, ec);
 }

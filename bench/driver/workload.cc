@@ -446,14 +446,21 @@ void RecordRun(Results& res, const std::string& key, const Throughput& t) {
       t.seconds, t.cpu_us_per_op(), io.c_str());
 }
 
-void RecordRounds(Results& res, const std::string& key, std::vector<Throughput> rounds) {
-  if (rounds.empty()) return;
+std::string JoinRates(const std::vector<double>& rates) {
   std::string all;
-  for (const Throughput& t : rounds) {
+  for (double rate : rates) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%s%.0f", all.empty() ? "" : ", ", t.eps());
+    std::snprintf(buf, sizeof buf, "%s%.0f", all.empty() ? "" : ", ", rate);
     all += buf;
   }
+  return all;
+}
+
+void RecordRounds(Results& res, const std::string& key, std::vector<Throughput> rounds) {
+  if (rounds.empty()) return;
+  std::vector<double> rates;
+  for (const Throughput& t : rounds) rates.push_back(t.eps());
+  const std::string all = JoinRates(rates);
   std::sort(rounds.begin(), rounds.end(),
             [](const Throughput& a, const Throughput& b) { return a.eps() < b.eps(); });
   if (rounds.size() > 1) {
