@@ -443,32 +443,45 @@ class Session : public std::enable_shared_from_this<Session> {
     // The access log names the body's event_id when the receiver read one.
     if (!r.event_id.empty()) event_id_ = std::move(r.event_id);
     close = close || s_.stopping_;
-    auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
-    res->version(11);
-    res->result(static_cast<unsigned>(r.status));
-    res->set(bhttp::field::content_type, r.content_type);
-    if (retry_after) res->set(bhttp::field::retry_after, "1");
-    for (const auto& [name, value] : r.headers) res->set(name, value);
-    res->body() = std::move(r.body);
-    res->keep_alive(!close);
-    res->prepare_payload();
+    FormatHead(r, close, retry_after);
+    answer_body_ = std::move(r.body);
     Log(r.status);
     Arm(s_.opt_.write_timeout);
-    if (head_) {
-      auto sr = std::make_shared<bhttp::response_serializer<bhttp::string_body>>(*res);
-      bhttp::async_write_header(
-          stream_, *sr, [self = shared_from_this(), res, sr, close](beast::error_code ec, size_t) {
-            self->OnWritten(ec, close);
-          });
-      return;
-    }
-    bhttp::async_write(stream_, *res,
-                       [self = shared_from_this(), res, close](beast::error_code ec, size_t) {
-                         self->OnWritten(ec, close);
-                       });
+    // HEAD: the header alone, its Content-Length that of the GET's body.
+    const std::array<asio::const_buffer, 2> out = {
+        asio::buffer(answer_head_),
+        asio::buffer(answer_body_.data(), head_ ? 0 : answer_body_.size())};
+    asio::async_write(stream_, out,
+                      [self = shared_from_this(), close](beast::error_code ec, size_t) {
+                        self->OnWritten(ec, close);
+                      });
+  }
+
+  // The status line and fields of an answer, into answer_head_ (whose
+  // capacity a kept-alive connection reuses). Written by hand rather than
+  // with Beast's response and serializer, which allocate a field list, the
+  // message and the serializer for every answer; the bytes are the same as
+  // Beast's: no Date or Server field, "Connection: close" only when closing.
+  void FormatHead(const HttpResponse& r, bool close, bool retry_after) {
+    const auto status = static_cast<bhttp::status>(r.status);
+    const beast::string_view reason = bhttp::obsolete_reason(status);
+    std::string& h = answer_head_;
+    h.clear();
+    h.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ");
+    h.append(reason.data(), reason.size()).append("\r\nContent-Type: ").append(r.content_type);
+    if (retry_after) h.append("\r\nRetry-After: 1");
+    for (const auto& [name, value] : r.headers)
+      h.append("\r\n").append(name).append(": ").append(value);
+    if (close) h.append("\r\nConnection: close");
+    // RFC 9110 §8.6: no Content-Length on 1xx and 204 answers; 304 keeps
+    // none either, as Beast's prepare_payload() does.
+    const bool bodiless = r.status / 100 == 1 || r.status == 204 || r.status == 304;
+    if (!bodiless) h.append("\r\nContent-Length: ").append(std::to_string(r.body.size()));
+    h.append("\r\n\r\n");
   }
 
   void OnWritten(beast::error_code ec, bool close) {
+    std::string().swap(answer_body_);  // an idle connection holds no answer
     if (ec) return Close();
     if (close) return Linger();
     request_line_.clear();
@@ -530,6 +543,8 @@ class Session : public std::enable_shared_from_this<Session> {
   SteadyClock::time_point started_, body_started_;
   size_t lingered_ = 0;
   bool head_ = false;  // the request being answered is a HEAD
+  // The answer being written.
+  std::string answer_head_, answer_body_;
   // For the access log.
   std::string request_line_, event_id_;
   size_t body_bytes_ = 0;
