@@ -47,7 +47,9 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: any free port (see port())
 
-  // Threads running the event loop (accept, read, write).
+  // Threads each running an event loop of its own (read and write; the
+  // first also accepts). Connections are dealt to them round robin, and a
+  // connection stays on its thread.
   int io_threads = 2;
   // Threads running the receiver (signature check; the store ingest too for
   // a receiver that cannot hand it on, see Receiver::HandleAsync), and how
