@@ -137,6 +137,33 @@ Throughput RawRun(Context& ctx, const std::string& name, int threads, int events
   return t;
 }
 
+Throughput RawFileRun(Context& ctx, uint64_t events, int events_per_write) {
+  const fs::path dir = ctx.config.scratch / "run-raw-file";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  Throughput t;
+  const CpuTimes cpu0 = ProcessCpu();
+  const auto start = SteadyClock::now();
+  {
+    RawDb raw(dir);  // a new store, as the command's
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    std::string key;
+    for (uint64_t first = 0; first < events; first += events_per_write) {
+      leveldb::WriteBatch batch;
+      const uint64_t end = std::min<uint64_t>(events, first + events_per_write);
+      for (uint64_t n = first; n < end; ++n) AppendEvent(ctx.shapes, n, &batch, &key);
+      if (!raw.db()->Write(wo, &batch).ok()) ++t.errors;
+    }
+  }
+  t.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  const CpuTimes cpu1 = ProcessCpu();
+  t.cpu_seconds = (cpu1.user - cpu0.user) + (cpu1.sys - cpu0.sys);
+  t.ops = events;
+  fs::remove_all(dir, ec);
+  return t;
+}
+
 void BuildTemplateRaw(const WriteShapes& shapes, uint64_t events, const fs::path& dir) {
   {
     RawDb raw(dir);

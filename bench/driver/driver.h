@@ -324,6 +324,10 @@ void RunFileIngestFigure(Context& ctx);
 // answering duplicates.
 Throughput RawRun(Context& ctx, const std::string& name, int threads, int events_per_write,
                   bool sync);
+// The file figure's baseline: raw LevelDB writing `events` events' bytes
+// into a new store from one thread, `events_per_write` to a synced write,
+// as `eventfold ingest` does with its batches, and closing it.
+Throughput RawFileRun(Context& ctx, uint64_t events, int events_per_write);
 Throughput SqliteRun(Context& ctx, const std::string& name, int threads);
 Throughput SqliteDuplicateRun(Context& ctx);
 // The PostgreSQL pattern (the SQLite pattern's transaction on a private

@@ -3,7 +3,10 @@
 // reported) on a history file the bench writes from its own pool, into
 // a new store, `rounds` times (the median is recorded). The time is the
 // whole command's (start, create, ingest, close); the CPU is the child's
-// user + system time (getrusage).
+// user + system time (getrusage). Each round is followed by its baseline in
+// the same minute: raw LevelDB writing the same number of events' bytes into
+// a new store, 1000 to a synced write from one thread (RawFileRun), since
+// this host's speed moves by a quarter within the hour.
 
 #include <sys/resource.h>
 
@@ -63,6 +66,7 @@ void RunFileIngestFigure(Context& ctx) {
   };
   std::vector<Round> rounds;
   std::vector<double> rates;  // lines a second, in the order run
+  std::vector<Throughput> raw_rounds;
   for (int round = 0; round < std::max(1, c.rounds); ++round) {
     fs::remove_all(dir, ec);
     const double cpu0 = ChildCpuSeconds();
@@ -83,6 +87,10 @@ void RunFileIngestFigure(Context& ctx) {
     }
     rates.push_back(static_cast<double>(lines) / r.seconds);
     rounds.push_back(r);
+    raw_rounds.push_back(RawFileRun(ctx, lines, 1000));
+    if (raw_rounds.back().errors > 0) {
+      Die("raw LevelDB baseline of the file figure: a write failed");
+    }
   }
   std::sort(rounds.begin(), rounds.end(),
             [](const Round& a, const Round& b) { return a.seconds < b.seconds; });
@@ -93,6 +101,7 @@ void RunFileIngestFigure(Context& ctx) {
   res.Set("file_ingest_seconds", median.seconds);
   res.Set("file_ingest_cpu_us_per_line", median.cpu * 1e6 / n);
   res.notes["file_ingest_command"] = "eventfold ingest --data DIR FILE";
+  RecordRounds(res, "raw_leveldb_file", std::move(raw_rounds));
   std::string median_of;
   if (rounds.size() > 1) {
     res.notes["file_ingest_lps_rounds"] = JoinRates(rates);
