@@ -5,9 +5,10 @@
 // answers are posted back to the session's io_context.
 //
 // Why not one io_context shared by the I/O threads: its scheduler hands
-// every ready socket from the thread in epoll_wait to the other through a
-// mutex and a condition variable. On two cores the bench's profile showed
-// two futex calls a request in the I/O threads for that alone.
+// ready sockets and posted answers from the thread in epoll_wait to the
+// other through a mutex and a condition variable. In the bench's kBuffered
+// run the I/O threads made 2.1 futex calls a request that way, and 1.3 with
+// a loop each (docs/BENCHMARKS.md, "An event loop per I/O thread").
 
 #include <sys/socket.h>
 
@@ -124,7 +125,9 @@ class HttpServer::Impl {
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;
   size_t answers_owed_ = 0;
   std::vector<std::thread> threads_;
-  size_t next_loop_ = 0;  // the loop of the next accepted connection; the accept loop's own
+  // The loop of the next accepted connection. Accept() runs before the
+  // threads start, then only on loops_[0], where accepts complete.
+  size_t next_loop_ = 0;
   // Last, so they are destroyed first: pending handlers own sessions, whose
   // destructors use the members above. loops_[0] also accepts.
   std::vector<std::unique_ptr<asio::io_context>> loops_;
