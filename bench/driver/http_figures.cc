@@ -17,7 +17,12 @@
 // omission). The receiver and its sender run in a child process of their
 // own (`--child steady`) on a copy of the template store: in this process,
 // beside the event pool's few GiB of heap, the p99 was 3-4x what the same
-// receiver shows alone (docs/BENCHMARKS.md, "The steady p99").
+// receiver shows alone (docs/BENCHMARKS.md, "The steady p99"). Its
+// baseline, run right after on the same disk, is what a synced 1.1 KB
+// append costs there (DiskSyncProbe): each 2xx waits for its group's sync.
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cinttypes>
 #include <cmath>
@@ -265,6 +270,35 @@ void SenderThroughput(Context& ctx) {
   Log("sender: %.0f requests/s", res.Get("http_rps"));
 }
 
+// The steady row's baseline: what one synced append costs on this disk at
+// this moment. Appends 1.1 KB (about a delivery's WAL record) and calls
+// fdatasync `count` times, one every millisecond, and returns each call's
+// time in seconds. Each 2xx of the steady run waits for its group's sync, so
+// a stall here holds the answers queued behind it.
+std::vector<double> DiskSyncProbe(const fs::path& file, int count) {
+  const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) Die("disk sync probe: cannot create " + file.string());
+  const std::string record(1100, 'x');
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<size_t>(count));
+  auto next = SteadyClock::now();
+  for (int i = 0; i < count; ++i) {
+    std::this_thread::sleep_until(next);
+    next += std::chrono::milliseconds(1);
+    const auto start = SteadyClock::now();
+    if (::write(fd, record.data(), record.size()) != static_cast<ssize_t>(record.size()) ||
+        ::fdatasync(fd) != 0) {
+      ::close(fd);
+      Die("disk sync probe: write or fdatasync failed on " + file.string());
+    }
+    seconds.push_back(std::chrono::duration<double>(SteadyClock::now() - start).count());
+  }
+  ::close(fd);
+  std::error_code ec;
+  fs::remove(file, ec);
+  return seconds;
+}
+
 void SteadyLatency(Context& ctx) {
   Results& res = ctx.results;
   const Config& c = ctx.config;
@@ -312,6 +346,12 @@ void SteadyLatency(Context& ctx) {
   Log("steady %.0f/s (%.0f achieved): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms", c.steady_rate,
       res.Get("steady_rate_achieved"), res.Get("steady_p50_ms"), res.Get("steady_p99_ms"),
       res.Get("steady_p999_ms"));
+  // Right after, on the same disk: 3,000 synced appends (3 s), fewer in
+  // --quick runs.
+  RecordLatencies(res, "disk_sync", DiskSyncProbe(c.scratch / "sync-probe", c.quick ? 200 : 3000));
+  Log("disk: fdatasync of a 1.1 KB append, one a millisecond: p50 %.2f ms, p99 %.2f ms, max "
+      "%.2f ms",
+      res.Get("disk_sync_p50_ms"), res.Get("disk_sync_p99_ms"), res.Get("disk_sync_max_ms"));
 }
 
 double SelfRssMib() {

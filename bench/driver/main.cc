@@ -354,8 +354,14 @@ void BuildTable(const Config& c, Results& r) {
     std::snprintf(lat, sizeof lat, "p99 %.2f ms (p50 %.2f / p99.9 %.2f; %.0f/s achieved)",
                   r.Get("steady_p99_ms"), r.Get("steady_p50_ms"), r.Get("steady_p999_ms"),
                   r.Get("steady_rate_achieved"));
+    char disk[64] = "";
+    if (r.Has("disk_sync_p99_ms")) {
+      std::snprintf(disk, sizeof disk, "p99 %.2f ms (p50 %.2f / max %.2f)",
+                    r.Get("disk_sync_p99_ms"), r.Get("disk_sync_p50_ms"),
+                    r.Get("disk_sync_max_ms"));
+    }
     row({"signed HTTP at a steady " + std::to_string(static_cast<int>(c.steady_rate)) + "/s", lat,
-         "", "", "", "p99 < 5 ms",
+         "disk: fdatasync of a 1.1 KB append, 1/ms, right after", disk, "", "p99 < 5 ms",
          r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 5 ms", r.Get("steady_p99_ms"),
                  5, false)});
   }
