@@ -473,8 +473,9 @@ class Session : public std::enable_shared_from_this<Session> {
     h.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ");
     h.append(reason.data(), reason.size()).append("\r\nContent-Type: ").append(r.content_type);
     if (retry_after) h.append("\r\nRetry-After: 1");
-    for (const auto& [name, value] : r.headers)
+    for (const auto& [name, value] : r.headers) {
       h.append("\r\n").append(name).append(": ").append(value);
+    }
     if (close) h.append("\r\nConnection: close");
     // RFC 9110 §8.6: no Content-Length on 1xx and 204 answers; 304 keeps
     // none either, as Beast's prepare_payload() does.
@@ -578,7 +579,9 @@ Status HttpServer::Impl::Start() {
   beast::error_code ec;
   const auto address = asio::ip::make_address(opt_.host, ec);
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(opt_.port));
-  // One thread per loop: the hint lets asio skip its cross-thread hand-offs.
+  // One thread per loop. The hint 1 tells asio so: a handler a loop's own
+  // thread posts (most of a session's) goes to that thread's private queue,
+  // without the shared queue's lock.
   for (int i = 0; i < opt_.io_threads; ++i) {
     loops_.push_back(std::make_unique<asio::io_context>(1));
   }
