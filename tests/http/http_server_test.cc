@@ -398,6 +398,29 @@ TEST_F(HttpServerTest, ConnectionsOverTheCapGet503AndAClose) {
   EXPECT_NE(over.received().find("Connection: close"), std::string::npos);
 }
 
+// No room in the workers' queue (a queue of 0 refuses every request): the
+// HTTP layer answers 503 itself, with Retry-After, and keeps the connection.
+// The answer's bytes are asserted whole: the server writes its heads by hand,
+// and this one is the only answer with a Retry-After field.
+TEST_F(HttpServerTest, FullWorkerQueueIs503WithRetryAfterAndKeepsTheConnection) {
+  HttpServerOptions o = TestOptions();
+  o.worker_queue = 0;
+  StartServer(o);
+  const std::string body = "{\"status\":\"overloaded\",\"error\":\"all workers busy, retry\"}";
+  const std::string answer =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Retry-After: 1\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send(Post(Issued("evt_q1", "r1"))));
+  ASSERT_EQ(c.ReadAnswers(1), std::vector<int>{503});
+  ASSERT_TRUE(c.Send(Post(Issued("evt_q2", "r2"))));
+  ASSERT_EQ(c.ReadAnswers(2), (std::vector<int>{503, 503}));
+  EXPECT_EQ(c.received(), answer + answer);
+  EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
+}
+
 TEST_F(HttpServerTest, StopClosesIdleKeepAliveAtOnceAndFinishesBodiesInFlight) {
   StartServer();  // idle_timeout 30 s
   RawClient idle(server_->port());
