@@ -157,8 +157,7 @@ Throughput RawFileRun(Context& ctx, uint64_t events, int events_per_write) {
     }
   }
   t.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  const CpuTimes cpu1 = ProcessCpu();
-  t.cpu_seconds = (cpu1.user - cpu0.user) + (cpu1.sys - cpu0.sys);
+  t.cpu_seconds = CpuSecondsSince(cpu0);
   t.ops = events;
   fs::remove_all(dir, ec);
   return t;

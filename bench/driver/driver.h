@@ -141,6 +141,11 @@ struct CpuTimes {
   double user = 0, sys = 0;  // seconds, whole process
 };
 CpuTimes ProcessCpu();
+// User + system seconds the whole process used since `start`.
+inline double CpuSecondsSince(const CpuTimes& start) {
+  const CpuTimes now = ProcessCpu();
+  return (now.user - start.user) + (now.sys - start.sys);
+}
 
 struct Throughput {
   uint64_t ops = 0;
@@ -184,8 +189,7 @@ Throughput RunTimed(int threads, double seconds, uint64_t max_ops, Op op) {
   for (std::thread& th : pool) th.join();
   Throughput r;
   r.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  const CpuTimes cpu1 = ProcessCpu();
-  r.cpu_seconds = (cpu1.user - cpu0.user) + (cpu1.sys - cpu0.sys);
+  r.cpu_seconds = CpuSecondsSince(cpu0);
   r.ops = done.load();
   r.errors = errors.load();
   return r;

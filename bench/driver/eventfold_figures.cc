@@ -454,11 +454,11 @@ int ChildRebuild(const std::string& dir, int threads, const std::string& profile
   // compaction thread included: on a shared machine it is the steadier
   // number. Memory is sampled through the drop.
   const double wall = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  const CpuTimes cpu1 = ProcessCpu();
+  const double cpu_call = CpuSecondsSince(cpu0);
   const auto returned = SteadyClock::now();
   store.reset();
   const double drop = std::chrono::duration<double>(SteadyClock::now() - returned).count();
-  const CpuTimes cpu2 = ProcessCpu();
+  const double cpu_with_drop = CpuSecondsSince(cpu0);
   sampler.Stop();
   if (!sum.ok()) {
     std::fprintf(stderr, "rebuild: %s\n", sum.status().ToString().c_str());
@@ -468,9 +468,8 @@ int ChildRebuild(const std::string& dir, int threads, const std::string& profile
               " seconds=%.6f build_seconds=%.6f"
               " cpu_seconds=%.6f peak_anon=%" PRIu64 " base_anon=%" PRIu64 " vm_hwm=%" PRIu64
               " drop_seconds=%.6f cpu_seconds_with_drop=%.6f\n",
-              sum->events, sum->entities, wall, sum->seconds,
-              cpu1.user + cpu1.sys - cpu0.user - cpu0.sys, sampler.Peak().anon, base,
-              bench::ProcStatusBytes("VmHWM"), drop, cpu2.user + cpu2.sys - cpu0.user - cpu0.sys);
+              sum->events, sum->entities, wall, sum->seconds, cpu_call, sampler.Peak().anon, base,
+              bench::ProcStatusBytes("VmHWM"), drop, cpu_with_drop);
   return 0;
 }
 
