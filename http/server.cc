@@ -1,8 +1,10 @@
 // eventfold::HttpServer on Boost.Beast: one Session per connection. Each I/O
 // thread runs an io_context of its own, and a connection lives on one of
 // them (round robin at accept), so a session's handlers run on one thread
-// and need no strand. The receiver's calls run on the WorkerPool and their
-// answers are posted back to the session's io_context.
+// and need no strand. A request the receiver takes without blocking
+// (Receiver::TryHandleWithoutBlocking) is handed to it on that thread; the
+// others run on the WorkerPool. Answers are posted back to the session's
+// io_context.
 //
 // Why not one io_context shared by the I/O threads: its scheduler hands
 // ready sockets and posted answers from the thread in epoll_wait to the
@@ -32,6 +34,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/thread_annotations.h"
 #include "eventfold/http_server.h"
 #include "eventfold/projection.h"
 #include "http/worker_pool.h"
@@ -103,6 +106,10 @@ class HttpServer::Impl {
   // as it waits for the workers, before the event loop goes.
   void OweAnswer();
   void PaidAnswer();
+  // OweAnswer() for an I/O thread, which may still serve a request after
+  // Stop() has waited for the workers: false (nothing owed) once Stop() has
+  // begun waiting for the answers owed, so none is owed after that wait.
+  [[nodiscard]] bool TryOweAnswer();
 
   Receiver* const rx_;
   const HttpServerOptions opt_;
@@ -120,10 +127,11 @@ class HttpServer::Impl {
 
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
   std::atomic<size_t> connections_{0};
-  std::mutex mu_;  // guards sessions_ and answers_owed_; with cv_, either reaching zero
-  std::condition_variable cv_;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions_;
-  size_t answers_owed_ = 0;
+  Mutex mu_;
+  std::condition_variable cv_;  // with mu_: sessions_ or answers_owed_ reached zero
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions_ GUARDED_BY(mu_);
+  size_t answers_owed_ GUARDED_BY(mu_) = 0;
+  bool answers_closed_ GUARDED_BY(mu_) = false;  // set by Stop()
   std::vector<std::thread> threads_;
   // The loop of the next accepted connection. Accept() runs before the
   // threads start, then only on loops_[0], where accepts complete.
@@ -377,25 +385,35 @@ class Session : public std::enable_shared_from_this<Session> {
     event_id_ = std::string(req["X-RR-Event-Id"]);
     if (event_id_.empty()) event_id_ = std::string(req["webhook-id"]);
     const bool metrics = method == "GET" && path == "/metrics";
-    // The worker runs the receiver's checks; a delivery that goes on to the
-    // store is answered later, from the store's batcher, and the worker is
-    // free at once (it never sleeps through a group commit).
+    // A delivery that goes on to the store is answered later, from the
+    // store's batcher; whoever asked the receiver is free at once.
+    Receiver::AnswerCallback answer = [self = shared_from_this(), keep_alive,
+                                       metrics](HttpResponse r) mutable {
+      HttpServer::Impl& owner = self->s_;
+      if (metrics && r.status == 200) r.body += owner.MetricsText();
+      auto executor = self->stream_.get_executor();
+      // The session goes with the handler: once the answer is paid, Stop()
+      // may go on, and nothing here may still hold the session.
+      asio::post(executor, [self = std::move(self), r = std::move(r), keep_alive]() mutable {
+        self->Respond(std::move(r), !keep_alive);
+      });
+      owner.PaidAnswer();
+    };
+    // A receiver that can start the work without waiting does it here, on
+    // the loop's thread: no hand-off to a worker and back, which cost a
+    // fifth of the CPU of a kBuffered request (docs/BENCHMARKS.md, "The
+    // receiver's checks on the event loop").
+    if (s_.TryOweAnswer()) {
+      if (s_.rx_->TryHandleWithoutBlocking(method, path, headers, req.body(), answer)) return;
+      s_.PaidAnswer();
+    }
+    // Otherwise a worker runs the receiver's checks (a refusal is
+    // quarantined, a write; an application's receiver may block).
     auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
-                 headers = std::move(headers), body = std::move(req.body()), keep_alive,
-                 metrics]() mutable {
+                 headers = std::move(headers), body = std::move(req.body()),
+                 answer = std::move(answer)]() mutable {
       HttpServer::Impl& server = self->s_;
       server.OweAnswer();
-      auto answer = [self, keep_alive, metrics](HttpResponse r) mutable {
-        HttpServer::Impl& owner = self->s_;
-        if (metrics && r.status == 200) r.body += owner.MetricsText();
-        auto executor = self->stream_.get_executor();
-        // The session goes with the handler: once the answer is paid, Stop()
-        // may go on, and nothing here may still hold the session.
-        asio::post(executor, [self = std::move(self), r = std::move(r), keep_alive]() mutable {
-          self->Respond(std::move(r), !keep_alive);
-        });
-        owner.PaidAnswer();
-      };
       server.rx_->HandleAsync(method, path, std::move(headers), std::move(body), std::move(answer));
     };
     if (!s_.pool_->TrySubmit(std::move(task))) {
@@ -644,12 +662,12 @@ void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
 }
 
 void HttpServer::Impl::Register(const std::shared_ptr<Session>& s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   sessions_.emplace(s.get(), s);
 }
 
 void HttpServer::Impl::Unregister(Session* s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   sessions_.erase(s);
   connections_.fetch_sub(1);
   cv_.notify_all();
@@ -660,7 +678,7 @@ void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
   // to a session runs its destructor, which takes the lock.
   std::vector<std::shared_ptr<Session>> open;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [raw, weak] : sessions_) {
       if (std::shared_ptr<Session> s = weak.lock()) open.push_back(std::move(s));
     }
@@ -671,23 +689,36 @@ void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
 }
 
 void HttpServer::Impl::OweAnswer() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++answers_owed_;
 }
 
+bool HttpServer::Impl::TryOweAnswer() {
+  MutexLock lock(&mu_);
+  if (answers_closed_) return false;
+  ++answers_owed_;
+  return true;
+}
+
 void HttpServer::Impl::PaidAnswer() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (--answers_owed_ == 0) cv_.notify_all();
 }
 
 void HttpServer::Impl::WaitForNoAnswersOwed() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return answers_owed_ == 0; });
+  MutexLock lock(&mu_);
+  while (answers_owed_ != 0) cv_.wait(lock.native());
 }
 
 bool HttpServer::Impl::WaitForNoConnections(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
+  MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!sessions_.empty()) {
+    if (cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
+      return sessions_.empty();
+    }
+  }
+  return true;
 }
 
 void HttpServer::Impl::Stop() {
@@ -703,6 +734,10 @@ void HttpServer::Impl::Stop() {
   // Answers the workers and the receiver still owe are posted to sessions
   // that are closing.
   pool_->Shutdown();
+  {
+    MutexLock lock(&mu_);
+    answers_closed_ = true;
+  }
   WaitForNoAnswersOwed();
   WaitForNoConnections(std::chrono::milliseconds(1000));
   work_.clear();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "core/json_writer.h"
 #include "core/signature.h"
@@ -43,6 +44,10 @@ class StoreSink final : public IngestSink {
     });
     batcher_->Submit(std::move(delivery), std::move(done));
   }
+  // Submit() holds the batcher's queue lock only to push, and the batchers
+  // hold it only to take a group, never across a write. (The first call
+  // starts the batcher's threads.)
+  bool IngestAsyncNeverBlocks() const override { return true; }
   Status Quarantine(RefusedDelivery refused) override {
     return store_->quarantine().Add(std::move(refused));
   }
@@ -100,12 +105,32 @@ class ReceiverImpl final : public Receiver {
       Record(refused->outcome, SecondsSince(start));
       return done(Answer(*refused));
     }
-    sink_->IngestAsync(Delivery{std::move(headers), std::move(body)},
-                       [this, start, done = std::move(done)](IngestResult r) {
-                         in_flight_.fetch_sub(1);
-                         Record(r.outcome, SecondsSince(start));
-                         done(Answer(r));
-                       });
+    ToSink(start, std::move(headers), std::move(body), std::move(done));
+  }
+
+  // The checks of Admit(), on an event loop's thread: a refusal Admit()
+  // would quarantine (a write) is left to HandleAsync on a thread that may
+  // wait, which checks again. So a bad signature is verified twice; a good
+  // one, the traffic this path is for, once.
+  bool TryHandleWithoutBlocking(std::string_view method, std::string_view path, Headers& headers,
+                                std::string& body, AnswerCallback& done) override {
+    (void)path;
+    if (method != "POST" || !sink_->IngestAsyncNeverBlocks() || body.size() > kLoopBodyBytes ||
+        body.size() > options_.max_body_bytes) {
+      return false;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (std::optional<IngestResult> refused = TakeInFlightSlot()) {
+      Record(refused->outcome, SecondsSince(start));
+      std::exchange(done, nullptr)(Answer(*refused));
+      return true;
+    }
+    if (!VerifySignature(headers, body).ok()) {
+      in_flight_.fetch_sub(1);
+      return false;
+    }
+    ToSink(start, std::move(headers), std::move(body), std::exchange(done, nullptr));
+    return true;
   }
 
   HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
@@ -186,6 +211,12 @@ class ReceiverImpl final : public Receiver {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
+  // A body verified on an event loop's thread is at most this long, so one
+  // large delivery cannot hold up the loop's other connections for long
+  // (SHA-256 runs at about 1.6 GB/s on the bench's host: 64 KiB takes
+  // about 40 microseconds).
+  static constexpr size_t kLoopBodyBytes = 64 * 1024;
+
   // The receiver's own checks of a POST: size (413), admission (429) and
   // signature (401). Returns the refusal (quarantined when it is 413 or
   // 401), or nullopt when the delivery goes on to the sink; it then counts
@@ -196,23 +227,43 @@ class ReceiverImpl final : public Receiver {
       Keep(r, headers, body, body.size());
       return r;
     }
-    // Admission: bounded work in flight; past it the sender retries later.
+    if (std::optional<IngestResult> refused = TakeInFlightSlot()) return refused;
+    if (Status st = VerifySignature(headers, body); !st.ok()) {
+      IngestResult r;
+      r.outcome = Outcome::kUnauthorized;
+      r.message = st.message();
+      Keep(r, headers, body, body.size());
+      in_flight_.fetch_sub(1);
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  // Admission: bounded work in flight; past it the sender retries later.
+  // Counts one more in in_flight_ and returns nullopt, or returns the 429.
+  std::optional<IngestResult> TakeInFlightSlot() {
     if (in_flight_.fetch_add(1) >= options_.max_in_flight) {
       in_flight_.fetch_sub(1);
       return Overloaded(std::to_string(options_.max_in_flight) + " deliveries in flight");
     }
-    if (verifier_) {
-      Status st = verifier_->Verify(headers, body, clock_->NowMicros(), nullptr);
-      if (!st.ok()) {
-        IngestResult r;
-        r.outcome = Outcome::kUnauthorized;
-        r.message = st.message();
-        Keep(r, headers, body, body.size());
-        in_flight_.fetch_sub(1);
-        return r;
-      }
-    }
     return std::nullopt;
+  }
+
+  // OK without a verifier (unsigned deliveries allowed).
+  Status VerifySignature(const Headers& headers, std::string_view body) {
+    if (!verifier_) return Status::OK();
+    return verifier_->Verify(headers, body, clock_->NowMicros(), nullptr);
+  }
+
+  // Hands an admitted delivery to the sink; its answer goes to `done`.
+  void ToSink(std::chrono::steady_clock::time_point start, Headers headers, std::string body,
+              AnswerCallback done) {
+    sink_->IngestAsync(Delivery{std::move(headers), std::move(body)},
+                       [this, start, done = std::move(done)](IngestResult r) {
+                         in_flight_.fetch_sub(1);
+                         Record(r.outcome, SecondsSince(start));
+                         done(Answer(r));
+                       });
   }
 
   // Quarantines a delivery refused before it reached the store.

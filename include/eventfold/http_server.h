@@ -10,23 +10,26 @@
 // Content-Length, a bad chunk) is answered 400 and closed. Bodies are read
 // under a byte limit that applies while reading (chunked bodies too, trailers
 // allowed) and a minimum rate; their bytes go to the receiver whatever the
-// Content-Type. The receiver runs on a bounded worker pool through
-// Receiver::HandleAsync: a worker verifies, and a delivery that goes on to
-// the store is answered from the receiver's store threads once durable, so
-// no worker sleeps through a write; when the pool's queue is full the answer
-// is 503 with Retry-After. A connection serves its requests one at a time, so pipelined
-// requests are answered in order. A HEAD request is handed to the receiver
-// as a GET and answered with that answer's header alone (its Content-Length
-// included, no body bytes). Connections over `max_connections` are
-// answered 503 and closed at once. Every refusal of the HTTP layer itself is
-// counted and appended to the receiver's GET /metrics.
+// Content-Type. A request goes first to
+// Receiver::TryHandleWithoutBlocking on the I/O thread that read it: the
+// built-in receiver over a Store verifies a POST there and hands it to the
+// store's threads, which answer once it is durable. Whatever the receiver
+// does not take there (a refusal it quarantines, a GET, any request of an
+// application's receiver that may block) runs on a bounded worker pool
+// through Receiver::HandleAsync; when the pool's queue is full the answer is
+// 503 with Retry-After. No thread sleeps through a write. A connection serves its requests one at a
+// time, so pipelined requests are answered in order. A HEAD request is handed to the receiver as a
+// GET and answered with that answer's header alone (its Content-Length included, no body bytes).
+// Connections over `max_connections` are answered 503 and closed at once. Every refusal of the HTTP
+// layer itself is counted and appended to the receiver's GET /metrics.
 //
 // Stop() stops accepting, closes connections waiting for a request at once,
 // lets requests being read or served finish (their answer says
 // "Connection: close") for at most `drain_timeout`, then closes the rest.
 //
 // Thread-safety: Start() and Stop() from one thread; requests are served
-// concurrently by the I/O threads and workers.
+// concurrently by the I/O threads and workers, so the receiver must take
+// concurrent calls.
 
 #ifndef EVENTFOLD_HTTP_SERVER_H_
 #define EVENTFOLD_HTTP_SERVER_H_
@@ -51,9 +54,11 @@ struct HttpServerOptions {
   // first also accepts). Connections are dealt to them round robin, and a
   // connection stays on its thread.
   int io_threads = 2;
-  // Threads running the receiver (signature check; the store ingest too for
-  // a receiver that cannot hand it on, see Receiver::HandleAsync), and how
-  // many requests may wait for one before the answer is 503.
+  // Threads running what the receiver does not take on the I/O threads
+  // (Receiver::TryHandleWithoutBlocking): refusals it quarantines, GETs,
+  // and every request of a receiver that may block (the store ingest too,
+  // for one that cannot hand it on); and how many requests may wait for one
+  // before the answer is 503.
   int workers = 64;
   size_t worker_queue = 1024;
 

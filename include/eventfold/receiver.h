@@ -113,6 +113,23 @@ class Receiver {
     done(Handle(method, path, headers, body));
   }
 
+  // HandleAsync() from an event loop's own thread, when the receiver can
+  // start the request's work there without waiting on anything. Then it
+  // takes `headers`, `body` and `done` (moves from them), returns true, and
+  // `done` gets the answer exactly once, later or before this returns; `done`
+  // must not block. It returns false and leaves the three as they were when
+  // the request needs a thread that may wait; the caller then calls
+  // HandleAsync() on such a thread. This default always returns false. The
+  // built-in receiver takes a POST with a body of at most 64 KiB whose
+  // signature verifies, or that it refuses 429 (neither is written here), and
+  // only over a sink whose IngestAsync never blocks (a Store); every refusal
+  // it quarantines (401, 413) and every GET return false.
+  virtual bool TryHandleWithoutBlocking(std::string_view method, std::string_view path,
+                                        Headers& headers, std::string& body, AnswerCallback& done) {
+    (void)method, (void)path, (void)headers, (void)body, (void)done;
+    return false;
+  }
+
   // For servers that stop reading an oversized body themselves (from its
   // Content-Length): records, quarantines and answers 413 like Handle().
   virtual HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) = 0;

@@ -413,11 +413,30 @@ TEST_F(HttpServerTest, FullWorkerQueueIs503WithRetryAfterAndKeepsTheConnection) 
       std::to_string(body.size()) + "\r\n\r\n" + body;
   RawClient c(server_->port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(Post(Issued("evt_q1", "r1"))));
+  // A GET needs a worker (the receiver may read the store for it).
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_EQ(c.ReadAnswers(1), std::vector<int>{503});
-  ASSERT_TRUE(c.Send(Post(Issued("evt_q2", "r2"))));
+  ASSERT_TRUE(c.Send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_EQ(c.ReadAnswers(2), (std::vector<int>{503, 503}));
   EXPECT_EQ(c.received(), answer + answer);
+  EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
+}
+
+TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
+  // No worker can take anything: what the receiver starts on the event
+  // loop's thread (a delivery for the store, including one the store then
+  // refuses) is still answered; what needs a worker gets the 503.
+  HttpServerOptions o = TestOptions();
+  o.worker_queue = 0;
+  StartServer(o);
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send(Post(Issued("evt_l1", "r1")) + Post("{not json") +
+                     Post(Issued("evt_l1", "r1")) + "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(4), (std::vector<int>{200, 400, 200, 503}));
+  EXPECT_NE(c.received().find("\"status\":\"duplicate\""), std::string::npos);
+  EXPECT_TRUE(store_->Get("receipt", "r1").ok());
+  EXPECT_EQ(store_->counters().accepted, 1u);
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -23,6 +24,7 @@
 
 #include "core/signature.h"
 #include "eventfold/clock.h"
+#include "eventfold/ingest_sink.h"
 #include "eventfold/store.h"
 #include "tests/receiver/receiver_test_util.h"
 
@@ -894,6 +896,148 @@ TEST_F(receiver_handle, HandleAsyncAnswersReadsAndRefusalsBeforeReturning) {
   EXPECT_TRUE(answered);
   ASSERT_EQ(Refused().size(), 1u);
   EXPECT_EQ(Refused().front().status, 401);
+}
+
+// --- TryHandleWithoutBlocking: what an event loop's thread may do itself ------------
+
+// Collects one answer given on any thread.
+class OneAnswer {
+ public:
+  Receiver::AnswerCallback Callback() {
+    return [this](HttpResponse r) {
+      std::lock_guard lock(mu_);
+      answers_.push_back(std::move(r));
+      cv_.notify_all();
+    };
+  }
+  // The first answer, waiting at most 60 s for it.
+  std::optional<HttpResponse> Wait() {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return !answers_.empty(); })) {
+      return std::nullopt;
+    }
+    return answers_.front();
+  }
+  size_t count() {
+    std::lock_guard lock(mu_);
+    return answers_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<HttpResponse> answers_;
+};
+
+TEST_F(receiver_handle, TryHandleWithoutBlockingTakesASignedPostAndAnswersOnceDurable) {
+  const std::string body = Issued("evt_t1", "rcp_t1");
+  Headers headers = {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), body)}};
+  std::string taken = body;
+  OneAnswer answer;
+  Receiver::AnswerCallback done = answer.Callback();
+  ASSERT_TRUE(rx_->TryHandleWithoutBlocking("POST", "/hooks", headers, taken, done));
+  EXPECT_EQ(done, nullptr) << "the callback is taken";
+  std::optional<HttpResponse> r = answer.Wait();
+  ASSERT_TRUE(r.has_value());
+  ExpectStatus(*r, 200, "accepted");
+  EXPECT_EQ(answer.count(), 1u);
+  Result<Projection> p = store_->Get("receipt", "rcp_t1");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="accepted",status="200"})"), 1);
+  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
+}
+
+TEST_F(receiver_handle, TryHandleWithoutBlockingLeavesRefusalsToQuarantineUntouched) {
+  ReceiverOptions ro;
+  ro.max_body_bytes = 1 << 20;
+  MakeReceiver(ro);
+  // A forged signature: declined with nothing taken, counted or kept; the
+  // 401 is HandleAsync's, on a thread that may write, and counted once.
+  const std::string body = Issued("evt_t2", "rcp_t2");
+  Headers forged = {{"X-RR-Signature", SignRr("not_the_secret_000000", NowSeconds(), body)}};
+  std::string kept = body;
+  OneAnswer answer;
+  Receiver::AnswerCallback done = answer.Callback();
+  EXPECT_FALSE(rx_->TryHandleWithoutBlocking("POST", "/hooks", forged, kept, done));
+  EXPECT_EQ(kept, body);
+  ASSERT_EQ(forged.size(), 1u);
+  EXPECT_EQ(forged[0].first, "X-RR-Signature");
+  ASSERT_NE(done, nullptr);
+  EXPECT_EQ(answer.count(), 0u);
+  EXPECT_TRUE(Refused().empty());
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="unauthorized",status="401"})"), 0);
+  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
+  rx_->HandleAsync("POST", "/hooks", std::move(forged), std::move(kept), std::move(done));
+  ASSERT_EQ(answer.count(), 1u);
+  ExpectError(*answer.Wait(), 401, "unauthorized", "X-RR-Signature");
+  ASSERT_EQ(Refused().size(), 1u);
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="unauthorized",status="401"})"), 1);
+
+  // A body over 64 KiB, signed: verified on a worker, not on the loop.
+  const std::string big = Issued("evt_t3", "rcp_t3") + std::string(64 * 1024, ' ');
+  Headers signed_big = {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), big)}};
+  std::string big_body = big;
+  Receiver::AnswerCallback unused = answer.Callback();
+  EXPECT_FALSE(rx_->TryHandleWithoutBlocking("POST", "/hooks", signed_big, big_body, unused));
+  EXPECT_EQ(big_body, big);
+  // Reads are not taken either.
+  Headers none;
+  std::string empty;
+  EXPECT_FALSE(rx_->TryHandleWithoutBlocking("GET", "/healthz", none, empty, unused));
+  EXPECT_NE(unused, nullptr);
+  EXPECT_EQ(answer.count(), 1u);
+  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
+}
+
+TEST_F(receiver_handle, TryHandleWithoutBlockingAnswers429ItselfAndKeepsNothing) {
+  ReceiverOptions ro;
+  ro.max_in_flight = 0;
+  MakeReceiver(ro);
+  const std::string body = Issued("evt_t4", "rcp_t4");
+  Headers headers = {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), body)}};
+  std::string taken = body;
+  OneAnswer answer;
+  Receiver::AnswerCallback done = answer.Callback();
+  ASSERT_TRUE(rx_->TryHandleWithoutBlocking("POST", "/hooks", headers, taken, done));
+  ASSERT_EQ(answer.count(), 1u) << "answered before returning";
+  ExpectStatus(*answer.Wait(), 429, "overloaded");
+  EXPECT_TRUE(Refused().empty());
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="overloaded",status="429"})"), 1);
+}
+
+// A sink that keeps nothing and stores on the calling thread (the default
+// IngestAsync), as an application's sink might.
+class CallingThreadSink : public IngestSink {
+ public:
+  IngestResult Ingest(const Delivery&) override {
+    ++ingested;
+    IngestResult r;
+    r.outcome = Outcome::kAccepted;
+    return r;
+  }
+  Status Quarantine(RefusedDelivery) override { return Status::OK(); }
+  uint64_t ApproximateBytes() override { return 0; }
+  int ingested = 0;
+};
+
+TEST(receiver_make, TryHandleWithoutBlockingDeclinesOverASinkThatMayBlock) {
+  CallingThreadSink sink;
+  ReceiverOptions ro;
+  ro.allow_unsigned = true;
+  Result<std::unique_ptr<Receiver>> rx = Receiver::Make(&sink, ro);
+  ASSERT_TRUE(rx.ok()) << rx.status().ToString();
+  const std::string body = Issued("evt_t5", "rcp_t5");
+  Headers headers;
+  std::string kept = body;
+  bool answered = false;
+  Receiver::AnswerCallback done = [&](HttpResponse) { answered = true; };
+  EXPECT_FALSE((*rx)->TryHandleWithoutBlocking("POST", "/hooks", headers, kept, done));
+  EXPECT_EQ(kept, body);
+  EXPECT_FALSE(answered);
+  EXPECT_EQ(sink.ingested, 0);
+  (*rx)->HandleAsync("POST", "/hooks", headers, kept, done);
+  EXPECT_TRUE(answered);
+  EXPECT_EQ(sink.ingested, 1);
 }
 
 // --- never a 3xx --------------------------------------------------------------------
