@@ -20,6 +20,11 @@
 // receiver shows alone (docs/BENCHMARKS.md, "The steady p99"). Its
 // baseline, run right after on the same disk, is what a synced 1.1 KB
 // append costs there (DiskSyncProbe): each 2xx waits for its group's sync.
+//
+// The throughput rows' ceiling: the same wrk run against the same server
+// and receiver over a sink that keeps nothing (FrontEndCeiling,
+// `http_no_store_*`): what the front end, the signature checks, loopback
+// TCP and wrk cost on these two cores without any store behind them.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -35,6 +40,7 @@
 #include "bench/driver/driver.h"
 #include "core/signature.h"
 #include "eventfold/http_server.h"
+#include "eventfold/ingest_sink.h"
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
 #include "tools/sender.h"
@@ -157,34 +163,43 @@ function done(summary, latency, requests)
 end
 )lua";
 
-// `key`: the results' prefix ("http": the store's default kSync durability;
-// "http_buffered": kBuffered).
-void WrkThroughput(Context& ctx, const std::string& key, Durability durability) {
-  Results& res = ctx.results;
+// How many distinct bodies a wrk run of `durability` sends: twice the
+// in-process durable rate (an upper bound for the same store behind HTTP),
+// at least 20k/s; without syncs, at least 60k/s (above what two cores parse
+// and store).
+uint64_t WrkBodies(const Context& ctx, Durability durability) {
   const Config& c = ctx.config;
-  const int connections = c.http_connections;
-  const size_t first = c.prefill_events;
-  const uint64_t available = ctx.pool.bodies.size() - first;
-  // Enough distinct bodies for the whole run: twice the in-process durable
-  // rate (an upper bound for the same store behind HTTP), at least 20k/s;
-  // without syncs, at least 60k/s (above what two cores parse and store).
+  const uint64_t available = ctx.pool.bodies.size() - c.prefill_events;
   const double floor = durability == Durability::kSync ? 20000.0 : 60000.0;
   const double guess = std::max(floor, 2 * ctx.results.Get("durable_ingest_64_eps"));
-  const uint64_t wanted =
-      std::min<uint64_t>(available, static_cast<uint64_t>(guess * c.http_seconds) + 10000);
+  return std::min<uint64_t>(available, static_cast<uint64_t>(guess * c.http_seconds) + 10000);
+}
 
-  Server server(ctx, key + "-wrk", connections, durability);
+// What wrk reports: its RESULT line's fields.
+struct WrkRun {
+  double requests = 0;
+  double seconds = 0;
+  double errors = 0;  // connect, read, write, non-2xx and timeouts
+  double p50_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
+};
+
+// Runs wrk (-t2, `c.http_connections` connections, `c.http_seconds`) against
+// 127.0.0.1:`port`, sending `bodies` distinct deliveries of the pool, each
+// signed just before the run, and profiles the run as `key`.
+WrkRun RunWrk(Context& ctx, const std::string& key, int port, uint64_t bodies) {
+  const Config& c = ctx.config;
+  const size_t first = c.prefill_events;
   const fs::path req_dir = c.scratch / "wrk-requests";
   fs::create_directories(req_dir);
   const int wrk_threads = 2;
   {
     const int64_t t = UnixSeconds();
-    const std::string host = "Host: 127.0.0.1:" + std::to_string(server.port()) + "\r\n";
+    const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
     std::vector<std::ofstream> files;
     for (int i = 0; i < wrk_threads; ++i) {
       files.emplace_back(req_dir / ("requests-" + std::to_string(i) + ".bin"), std::ios::binary);
     }
-    for (uint64_t i = 0; i < wanted; ++i) {
+    for (uint64_t i = 0; i < bodies; ++i) {
       const std::string& body = ctx.pool.bodies[first + i];
       std::string req = std::string("POST ") + kPath + " HTTP/1.1\r\n" + host +
                         "Content-Type: application/json\r\n"
@@ -205,39 +220,102 @@ void WrkThroughput(Context& ctx, const std::string& key, Durability durability) 
   char duration[32];
   std::snprintf(duration, sizeof duration, "%.0fs", std::max(1.0, c.http_seconds));
   const std::string cmd = "'" + c.wrk + "' -t" + std::to_string(wrk_threads) + " -c" +
-                          std::to_string(connections) + " -d" + duration + " --timeout 10s -s '" +
-                          (req_dir / "send.lua").string() +
-                          "' http://127.0.0.1:" + std::to_string(server.port()) + kPath + " 2>&1";
+                          std::to_string(c.http_connections) + " -d" + duration +
+                          " --timeout 10s -s '" + (req_dir / "send.lua").string() +
+                          "' http://127.0.0.1:" + std::to_string(port) + kPath + " 2>&1";
   int code = 0;
   std::optional<ProfileScope> profile(std::in_place, key);  // wrk included: perf follows children
   const std::string out = RunCommand(cmd, &code);
   profile.reset();
-  server.Stop();
   std::error_code ec;
   fs::remove_all(req_dir, ec);
   if (code != 0 || !ResultField(out, "requests"))
     Die("wrk failed (exit " + std::to_string(code) + "): " + out);
-  const double requests = *ResultField(out, "requests");
-  const double seconds = *ResultField(out, "duration_us") / 1e6;
+  WrkRun run;
+  run.requests = *ResultField(out, "requests");
+  run.seconds = *ResultField(out, "duration_us") / 1e6;
+  run.p50_us = *ResultField(out, "p50_us");
+  run.p99_us = *ResultField(out, "p99_us");
+  run.p999_us = *ResultField(out, "p999_us");
+  run.max_us = *ResultField(out, "max_us");
+  run.errors = *ResultField(out, "connect_errors") + *ResultField(out, "read_errors") +
+               *ResultField(out, "write_errors") + *ResultField(out, "status_errors") +
+               *ResultField(out, "timeouts");
+  return run;
+}
+
+// Records `run` under `key`_rps, _p50_ms, _p99_ms, _p999_ms, _max_ms,
+// _requests and _errors.
+void RecordWrk(Results& res, const std::string& key, const WrkRun& run) {
+  res.Set(key + "_rps", run.requests / run.seconds);
+  res.Set(key + "_p50_ms", run.p50_us / 1e3);
+  res.Set(key + "_p99_ms", run.p99_us / 1e3);
+  res.Set(key + "_p999_ms", run.p999_us / 1e3);
+  res.Set(key + "_max_ms", run.max_us / 1e3);
+  res.Set(key + "_requests", run.requests);
+  res.Set(key + "_errors", run.errors);
+}
+
+// `key`: the results' prefix ("http": the store's default kSync durability;
+// "http_buffered": kBuffered).
+void WrkThroughput(Context& ctx, const std::string& key, Durability durability) {
+  Results& res = ctx.results;
+  const uint64_t bodies = WrkBodies(ctx, durability);
+  Server server(ctx, key + "-wrk", ctx.config.http_connections, durability);
+  const WrkRun run = RunWrk(ctx, key, server.port(), bodies);
+  server.Stop();
   const Counters counters = server.store().counters();
-  res.Set(key + "_rps", requests / seconds);
-  res.Set(key + "_p50_ms", *ResultField(out, "p50_us") / 1e3);
-  res.Set(key + "_p99_ms", *ResultField(out, "p99_us") / 1e3);
-  res.Set(key + "_p999_ms", *ResultField(out, "p999_us") / 1e3);
-  res.Set(key + "_max_ms", *ResultField(out, "max_us") / 1e3);
-  res.Set(key + "_requests", requests);
+  RecordWrk(res, key, run);
   res.Set(key + "_accepted", static_cast<double>(counters.accepted));
   res.Set(key + "_duplicate", static_cast<double>(counters.duplicate));
-  const double errors = *ResultField(out, "connect_errors") + *ResultField(out, "read_errors") +
-                        *ResultField(out, "write_errors") + *ResultField(out, "status_errors") +
-                        *ResultField(out, "timeouts");
-  res.Set(key + "_errors", errors);
-  res.Set(key + "_distinct_bodies", static_cast<double>(wanted));
-  res.notes["http_client"] = "wrk -t2 -c" + std::to_string(connections) + ", pre-signed bodies";
+  res.Set(key + "_distinct_bodies", static_cast<double>(bodies));
+  res.notes["http_client"] =
+      "wrk -t2 -c" + std::to_string(ctx.config.http_connections) + ", pre-signed bodies";
   Log("wrk (%s): %.0f requests/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms; %" PRIu64
       " accepted, %" PRIu64 " duplicates, %.0f errors",
-      key.c_str(), requests / seconds, res.Get(key + "_p50_ms"), res.Get(key + "_p99_ms"),
-      res.Get(key + "_p999_ms"), counters.accepted, counters.duplicate, errors);
+      key.c_str(), run.requests / run.seconds, run.p50_us / 1e3, run.p99_us / 1e3,
+      run.p999_us / 1e3, counters.accepted, counters.duplicate, run.errors);
+}
+
+// A sink that keeps nothing: every delivery the receiver has verified is
+// answered 200 "accepted" at once, on the worker that verified it.
+class KeepNothingSink : public IngestSink {
+ public:
+  IngestResult Ingest(const Delivery&) override {
+    IngestResult r;
+    r.outcome = Outcome::kAccepted;
+    return r;
+  }
+  // Ingest() waits for nothing, so the I/O threads may take deliveries
+  // themselves, as they do over a Store.
+  bool IngestAsyncNeverBlocks() const override { return true; }
+  Status Quarantine(RefusedDelivery) override { return Status::OK(); }
+  uint64_t ApproximateBytes() override { return 0; }
+};
+
+// The kBuffered row's ceiling: the same wrk run against the same server and
+// receiver (signature checks included) over a sink that keeps nothing, so
+// what is left is the HTTP front end, the receiver's checks, the kernel's
+// loopback TCP and wrk itself, on the same two cores. No store, however
+// fast, behind this front end can answer faster on this host.
+void FrontEndCeiling(Context& ctx) {
+  Results& res = ctx.results;
+  KeepNothingSink sink;
+  ReceiverOptions ro;
+  ro.secrets = {kSecret};
+  Result<std::unique_ptr<Receiver>> rx = Receiver::Make(&sink, ro);
+  if (!rx.ok()) Die("receiver: " + rx.status().ToString());
+  HttpServerOptions so;
+  so.workers = ctx.config.http_connections + 8;
+  HttpServer server(rx->get(), so);
+  if (Status st = server.Start(); !st.ok()) Die("http server: " + st.ToString());
+  const WrkRun run =
+      RunWrk(ctx, "http_no_store", server.port(), WrkBodies(ctx, Durability::kBuffered));
+  server.Stop();
+  RecordWrk(res, "http_no_store", run);
+  Log("wrk (http_no_store, a sink that keeps nothing): %.0f requests/s, p50 %.2f ms, p99 %.2f "
+      "ms, %.0f errors",
+      run.requests / run.seconds, run.p50_us / 1e3, run.p99_us / 1e3, run.errors);
 }
 
 std::vector<sim::Outgoing> Outgoing(Context& ctx, uint64_t n) {
@@ -455,6 +533,7 @@ void RunHttpFigures(Context& ctx) {
   if (HaveWrk(ctx.config.wrk)) {
     WrkThroughput(ctx, "http", Durability::kSync);
     WrkThroughput(ctx, "http_buffered", Durability::kBuffered);
+    FrontEndCeiling(ctx);
   } else {
     Log("wrk not found (%s): using the project's sender for throughput", ctx.config.wrk.c_str());
     SenderThroughput(ctx);

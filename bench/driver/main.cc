@@ -381,6 +381,21 @@ void BuildTable(const Config& c, Results& r) {
          r.Check("signed HTTP with kBuffered durability", ">= 30000 requests/s",
                  r.Get("http_buffered_rps"), 30000, true)});
   }
+  if (r.Has("http_no_store_rps")) {
+    // Reported, no target: the kBuffered row's ceiling on this host.
+    char lat[128];
+    std::snprintf(lat, sizeof lat, "%s (p50 %.2f / p99 %.2f ms)",
+                  FormatRate(r.Get("http_no_store_rps")).c_str(), r.Get("http_no_store_p50_ms"),
+                  r.Get("http_no_store_p99_ms"));
+    row({"signed HTTP into a sink that keeps nothing, " + std::to_string(c.http_connections) +
+             " connections, requests/s",
+         lat, "signed HTTP, kBuffered (the row above)",
+         r.Has("http_buffered_rps") ? FormatRate(r.Get("http_buffered_rps")) : "",
+         r.Has("http_buffered_rps")
+             ? FormatRatio(ratio(r.Get("http_buffered_rps"), r.Get("http_no_store_rps")))
+             : "",
+         "", ""});
+  }
   if (r.Has("idle_held")) {
     char what[192];
     std::snprintf(what, sizeof what,
