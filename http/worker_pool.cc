@@ -13,7 +13,7 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 
 bool WorkerPool::TrySubmit(std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ || tasks_.size() >= capacity_) return false;
     tasks_.push_back(std::move(task));
   }
@@ -23,7 +23,7 @@ bool WorkerPool::TrySubmit(std::function<void()> task) {
 
 void WorkerPool::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
   }
@@ -36,8 +36,8 @@ void WorkerPool::Work() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && tasks_.empty()) cv_.wait(lock.native());
       // Queued tasks still run after Shutdown(): each owes a client an answer.
       if (tasks_.empty()) return;
       task = std::move(tasks_.front());

@@ -12,9 +12,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/thread_annotations.h"
 
 namespace eventfold::http {
 
@@ -38,11 +39,11 @@ class WorkerPool {
   void Work();
 
   const size_t capacity_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  Mutex mu_;
+  std::condition_variable cv_;  // a task queued, or stopping
+  std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // Shutdown()'s thread only
 };
 
 }  // namespace eventfold::http

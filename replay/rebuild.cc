@@ -15,6 +15,7 @@
 
 #include "core/decode.h"
 #include "core/materializer.h"
+#include "core/thread_annotations.h"
 #include "replay/compaction.h"
 #include "replay/run_file.h"
 #include "storage/key_codec.h"
@@ -339,8 +340,8 @@ class ChunkQueue {
 
   // False when the consumer has stopped.
   bool Push(RunBuffer chunk) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return chunks_.size() < kMaxChunks || stopped_; });
+    MutexLock lock(&mu_);
+    while (chunks_.size() >= kMaxChunks && !stopped_) cv_.wait(lock.native());
     if (stopped_) return false;
     chunks_.push_back(std::move(chunk));
     cv_.notify_all();
@@ -348,8 +349,8 @@ class ChunkQueue {
   }
   // False when the producer is done and everything was taken.
   bool Pop(RunBuffer* chunk) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return !chunks_.empty() || done_; });
+    MutexLock lock(&mu_);
+    while (chunks_.empty() && !done_) cv_.wait(lock.native());
     if (chunks_.empty()) return false;
     *chunk = std::move(chunks_.front());
     chunks_.pop_front();
@@ -357,21 +358,22 @@ class ChunkQueue {
     return true;
   }
   void Done() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     done_ = true;
     cv_.notify_all();
   }
   void Stop() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopped_ = true;
     cv_.notify_all();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<RunBuffer> chunks_;
-  bool done_ = false, stopped_ = false;
+  Mutex mu_;
+  std::condition_variable cv_;  // a chunk pushed or taken, done or stopped
+  std::deque<RunBuffer> chunks_ GUARDED_BY(mu_);
+  bool done_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 // Step 2's input when the logs are routed: the merged sort runs, whose
@@ -514,7 +516,7 @@ class ProgressReporter {
   }
   ~ProgressReporter() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
     cv_.notify_all();
@@ -526,8 +528,14 @@ class ProgressReporter {
 
  private:
   void Loop() {
-    std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) Report();
+    MutexLock lock(&mu_);
+    for (;;) {
+      const auto next = SteadyClock::now() + std::chrono::seconds(1);
+      while (!stop_ && cv_.wait_until(lock.native(), next) == std::cv_status::no_timeout) {
+      }
+      if (stop_) return;
+      Report();
+    }
   }
   // Each stored event counts half when step 1 routes it and half when step
   // 2 writes and folds its log entry: the steps take comparable time, and
@@ -549,9 +557,9 @@ class ProgressReporter {
   const Shared& shared_;
   const uint64_t total_;
   const SteadyClock::time_point start_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;
+  std::condition_variable cv_;  // stop_ set
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
