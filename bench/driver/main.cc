@@ -365,36 +365,37 @@ void BuildTable(const Config& c, Results& r) {
          r.Check("signed HTTP p99 at a steady 1k requests/s", "p99 < 5 ms", r.Get("steady_p99_ms"),
                  5, false)});
   }
-  if (r.Has("http_buffered_rps")) {
+  // A wrk run's rate and latency ("21.2k/s (p50 2.59 / p99 23.67 ms)"), the
+  // baseline `base`'s rate when the run has it, and the ratio of
+  // `numerator` to `denominator` (both results keys) when both are there.
+  struct WrkCells {
+    std::string rate, base, ratio;
+  };
+  auto wrk_cells = [&](const std::string& key, const std::string& base,
+                       const std::string& numerator, const std::string& denominator) {
     char lat[128];
     std::snprintf(lat, sizeof lat, "%s (p50 %.2f / p99 %.2f ms)",
-                  FormatRate(r.Get("http_buffered_rps")).c_str(), r.Get("http_buffered_p50_ms"),
-                  r.Get("http_buffered_p99_ms"));
-    row({"signed HTTP, kBuffered, " + std::to_string(c.http_connections) +
-             " connections, requests/s",
-         lat, "async ingest in-process (kBuffered), 1 producer",
-         r.Has("async_ingest_eps") ? FormatRate(r.Get("async_ingest_eps")) : "",
-         r.Has("async_ingest_eps")
-             ? FormatRatio(ratio(r.Get("http_buffered_rps"), r.Get("async_ingest_eps")))
-             : "",
-         ">= 30k/s",
+                  FormatRate(r.Get(key + "_rps")).c_str(), r.Get(key + "_p50_ms"),
+                  r.Get(key + "_p99_ms"));
+    const bool both = r.Has(numerator) && r.Has(denominator);
+    return WrkCells{lat, r.Has(base) ? FormatRate(r.Get(base)) : "",
+                    both ? FormatRatio(ratio(r.Get(numerator), r.Get(denominator))) : ""};
+  };
+  const std::string conns = std::to_string(c.http_connections) + " connections, requests/s";
+  if (r.Has("http_buffered_rps")) {
+    const WrkCells w =
+        wrk_cells("http_buffered", "async_ingest_eps", "http_buffered_rps", "async_ingest_eps");
+    row({"signed HTTP, kBuffered, " + conns, w.rate,
+         "async ingest in-process (kBuffered), 1 producer", w.base, w.ratio, ">= 30k/s",
          r.Check("signed HTTP with kBuffered durability", ">= 30000 requests/s",
                  r.Get("http_buffered_rps"), 30000, true)});
   }
   if (r.Has("http_no_store_rps")) {
     // Reported, no target: the kBuffered row's ceiling on this host.
-    char lat[128];
-    std::snprintf(lat, sizeof lat, "%s (p50 %.2f / p99 %.2f ms)",
-                  FormatRate(r.Get("http_no_store_rps")).c_str(), r.Get("http_no_store_p50_ms"),
-                  r.Get("http_no_store_p99_ms"));
-    row({"signed HTTP into a sink that keeps nothing, " + std::to_string(c.http_connections) +
-             " connections, requests/s",
-         lat, "signed HTTP, kBuffered (the row above)",
-         r.Has("http_buffered_rps") ? FormatRate(r.Get("http_buffered_rps")) : "",
-         r.Has("http_buffered_rps")
-             ? FormatRatio(ratio(r.Get("http_buffered_rps"), r.Get("http_no_store_rps")))
-             : "",
-         "", ""});
+    const WrkCells w =
+        wrk_cells("http_no_store", "http_buffered_rps", "http_buffered_rps", "http_no_store_rps");
+    row({"signed HTTP into a sink that keeps nothing, " + conns, w.rate,
+         "signed HTTP, kBuffered (the row above)", w.base, w.ratio, "", ""});
   }
   if (r.Has("idle_held")) {
     char what[192];
@@ -607,7 +608,8 @@ int Main(int argc, char** argv) {
   app.add_option("--dir", dir, "scratch directory on the disk to measure (default: temp dir)");
   app.add_option(
       "--only", only,
-      "comma-separated groups: durable,async,duplicate,raw,sqlite,late,rebuild,http,cluster");
+      "comma-separated groups: durable,async,duplicate,raw,sqlite,postgres,file,late,rebuild,"
+      "http,cluster");
   app.add_option("--seconds", seconds, "length of each timed run (default 10, quick 1)");
   app.add_option("--wrk", c.wrk, "the wrk load generator")->capture_default_str();
   c.cli = EVENTFOLD_BENCH_CLI;
