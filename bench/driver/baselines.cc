@@ -105,6 +105,21 @@ double StatsTableBytes(leveldb::DB* db) {
   return mib * 1048576.0;
 }
 
+// Writes events 0 to `events` - 1 into `db`, `per_write` to a write batch;
+// returns how many writes failed.
+uint64_t WriteEventsInBatches(const WriteShapes& shapes, uint64_t events, uint64_t per_write,
+                              const leveldb::WriteOptions& wo, leveldb::DB* db) {
+  uint64_t failed = 0;
+  std::string key;
+  for (uint64_t first = 0; first < events; first += per_write) {
+    leveldb::WriteBatch batch;
+    const uint64_t end = std::min(events, first + per_write);
+    for (uint64_t n = first; n < end; ++n) AppendEvent(shapes, n, &batch, &key);
+    if (!db->Write(wo, &batch).ok()) ++failed;
+  }
+  return failed;
+}
+
 }  // namespace
 
 Throughput RawRun(Context& ctx, const std::string& name, int threads, int events_per_write,
@@ -148,13 +163,8 @@ Throughput RawFileRun(Context& ctx, uint64_t events, int events_per_write) {
     RawDb raw(dir);  // a new store, as the command's
     leveldb::WriteOptions wo;
     wo.sync = true;
-    std::string key;
-    for (uint64_t first = 0; first < events; first += events_per_write) {
-      leveldb::WriteBatch batch;
-      const uint64_t end = std::min<uint64_t>(events, first + events_per_write);
-      for (uint64_t n = first; n < end; ++n) AppendEvent(ctx.shapes, n, &batch, &key);
-      if (!raw.db()->Write(wo, &batch).ok()) ++t.errors;
-    }
+    t.errors = WriteEventsInBatches(ctx.shapes, events, static_cast<uint64_t>(events_per_write), wo,
+                                    raw.db());
   }
   t.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   t.cpu_seconds = CpuSecondsSince(cpu0);
@@ -166,13 +176,8 @@ Throughput RawFileRun(Context& ctx, uint64_t events, int events_per_write) {
 void BuildTemplateRaw(const WriteShapes& shapes, uint64_t events, const fs::path& dir) {
   {
     RawDb raw(dir);
-    std::string key;
-    for (uint64_t i = 0; i < events; i += 1000) {
-      leveldb::WriteBatch batch;
-      for (uint64_t n = i; n < std::min(events, i + 1000); ++n) {
-        AppendEvent(shapes, n, &batch, &key);
-      }
-      if (!raw.db()->Write(leveldb::WriteOptions(), &batch).ok()) Die("raw template write");
+    if (WriteEventsInBatches(shapes, events, 1000, leveldb::WriteOptions(), raw.db()) > 0) {
+      Die("raw template write");
     }
   }
   CompactAll(dir);

@@ -278,7 +278,8 @@ void WrkThroughput(Context& ctx, const std::string& key, Durability durability) 
 }
 
 // A sink that keeps nothing: every delivery the receiver has verified is
-// answered 200 "accepted" at once, on the worker that verified it.
+// answered 200 "accepted" at once, on the thread that verified it (an I/O
+// thread, as IngestAsyncNeverBlocks says it may be).
 class KeepNothingSink : public IngestSink {
  public:
   IngestResult Ingest(const Delivery&) override {
