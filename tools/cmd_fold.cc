@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <chrono>
 #include <ctime>
 #include <iostream>
 
@@ -17,12 +18,46 @@ namespace {
 struct FoldArgs {
   std::string urls, stream = "eventfold", dir;
   FoldWorkerOptions options;
+  double start_timeout_s = 30;  // how long to keep trying while the cluster does not answer
 };
 
 std::string Join(const std::vector<int>& v) {
   std::string out;
   for (int k : v) out += (out.empty() ? "" : ",") + std::to_string(k);
   return out.empty() ? "none" : out;
+}
+
+// FoldWorker::Start, tried again 250 ms apart while the cluster does not
+// answer (a node restarting, or started after this worker), for up to
+// `timeout_s`. The retries are here rather than in Start (its own
+// start_timeout_ms is set to 0: one attempt) so that the operator is told
+// at once what is wrong, and a stop signal ends the wait at once instead of
+// after the whole timeout. Sets *stopped when a signal ended it.
+Result<std::unique_ptr<FoldWorker>> StartWorker(const ClusterOptions& cluster,
+                                                FoldWorkerOptions options, double timeout_s,
+                                                const sigset_t& stop_signals, bool* stopped) {
+  options.start_timeout_ms = 0;
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  bool told = false;
+  while (true) {
+    Result<std::unique_ptr<FoldWorker>> worker = FoldWorker::Start(cluster, options);
+    if (worker.ok() || worker.status().code() != Status::Code::kUnavailable ||
+        std::chrono::steady_clock::now() >= until) {
+      return worker;
+    }
+    if (!told) {
+      std::cerr << "eventfold: " << worker.status().message() << "; trying again for up to "
+                << timeout_s << " s (--start-timeout; SIGINT or SIGTERM stops)" << std::endl;
+      told = true;
+    }
+    const timespec quarter{0, 250 * 1000 * 1000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &quarter);
+    if (sig == SIGINT || sig == SIGTERM) {
+      *stopped = true;
+      return worker;
+    }
+  }
 }
 
 int Fold(const FoldArgs& a) {
@@ -36,7 +71,13 @@ int Fold(const FoldArgs& a) {
 
   FoldWorkerOptions options = a.options;
   options.data_dir = a.dir;
-  Result<std::unique_ptr<FoldWorker>> worker = FoldWorker::Start(*cluster, options);
+  bool stopped = false;
+  Result<std::unique_ptr<FoldWorker>> worker =
+      StartWorker(*cluster, options, a.start_timeout_s, stop_signals, &stopped);
+  if (stopped) {
+    std::cerr << "eventfold: stopped before the cluster answered\n";
+    return kExitError;
+  }
   if (!worker.ok()) {
     std::cerr << "eventfold: " << worker.status().ToString() << "\n";
     return kExitError;
@@ -81,6 +122,10 @@ void AddFoldCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--standbys", a->options.standbys,
                   "warm copies wanted per partition (at most live workers - 1; 0: none)")
+      ->capture_default_str();
+  cmd->add_option("--start-timeout", a->start_timeout_s,
+                  "seconds to keep trying while the cluster does not answer at start (0: once)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->callback([=] { *action = [=] { return Fold(*a); }; });
 }

@@ -277,6 +277,56 @@ TEST_F(cli_ux, FeedFollowLetsIngestRunAndPrintsWhatItStores) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err_path);
 }
 
+// A fold worker whose cluster does not answer (here: nothing listens on
+// the port) says so at its first failure, and a stop signal ends its wait
+// for the cluster at once rather than after --start-timeout.
+TEST_F(cli_ux, FoldSaysTheClusterDoesNotAnswerAndStopsOnASignal) {
+  const std::string nowhere = "nats://127.0.0.1:1";
+  CliResult once =
+      Run({"fold", "--cluster", nowhere, "--data", root_ + "/fold", "--start-timeout", "0"});
+  EXPECT_EQ(once.exit_code, 2) << once.err;
+  EXPECT_TRUE(Contains(once.err, "connecting to " + nowhere)) << once.err;
+  EXPECT_FALSE(Contains(once.err, "trying again")) << once.err;
+
+  const std::string err_path = root_ + "/fold.err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // A timeout far beyond the waits below: only the signal can end it.
+  std::vector<std::string> args = {EVENTFOLD_CLI, "fold",          "--cluster",       nowhere,
+                                   "--data",      root_ + "/fold", "--start-timeout", "600"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!Contains(ReadFile(err_path), "trying again for up to 600 s") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(Contains(ReadFile(err_path), "connecting to " + nowhere)) << ReadFile(err_path);
+  kill(pid, SIGTERM);
+  int status = 0;
+  bool exited = false;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!(exited = waitpid(pid, &status, WNOHANG) == pid) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(exited) << "still waiting for the cluster 60 s after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+  EXPECT_TRUE(Contains(ReadFile(err_path), "stopped before the cluster answered"))
+      << ReadFile(err_path);
+}
+
 // Issue 15, case 5: a store under missing parent directories.
 TEST_F(cli_ux, IngestCreatesMissingParentDirectories) {
   const std::string deep = root_ + "/a/b/c/webhooks";
