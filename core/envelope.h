@@ -18,7 +18,8 @@ namespace eventfold {
 // object of strings.
 Result<Delivery> ParseNdjsonLine(std::string_view line);
 // The same, taking the line's bytes: a bare body becomes the delivery's
-// body without a copy.
+// body without a copy. On failure `line` is left as it was (the caller may
+// keep it, e.g. in the quarantine).
 Result<Delivery> ParseNdjsonLine(std::string&& line);
 
 // True when the line was an envelope (for --secret, which requires one).

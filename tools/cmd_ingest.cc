@@ -66,7 +66,7 @@ Status VerifyLine(const SignatureVerifier& verifier, bool envelope, const Delive
 }
 
 // A line refused before ingest (unparseable, or its signature fails): the
-// receiver's 400 or 401, and for a 401 what the quarantine keeps.
+// receiver's 400 or 401, and what the quarantine keeps of it.
 struct LineRefusal {
   size_t line_no = 0;
   IngestResult result;
@@ -107,7 +107,15 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
     const bool envelope = verifier && IsEnvelope(line);
     Result<Delivery> d = ParseNdjsonLine(std::move(line));
     if (!d.ok()) {
-      batch.Refuse(*line_no, Outcome::kInvalid, d.status().message(), std::nullopt);
+      // An envelope the line check refuses never reaches the store, which
+      // quarantines its own refusals: kept here like them, the whole line
+      // standing for the body (the quarantine keeps its first 1 KiB).
+      RefusedDelivery r;
+      r.outcome = Outcome::kInvalid;
+      r.reason = d.status().message();
+      r.body_bytes = line.size();
+      r.body_prefix = std::move(line);  // intact: see ParseNdjsonLine
+      batch.Refuse(*line_no, Outcome::kInvalid, d.status().message(), std::move(r));
       continue;
     }
     if (verifier) {

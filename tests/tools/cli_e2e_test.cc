@@ -489,8 +489,8 @@ TEST_F(cli_e2e, IngestAcrossBatchesReportsEachLineOnceUnderItsNumber) {
       other.replace(other.find("T10:"), 4, "T11:");
       refuse(signed_line(other), "conflict", &conflict);
     } else if (kind < 95) {
-      // A malformed envelope: refused by the line check. It is no delivery,
-      // so nothing is quarantined.
+      // A malformed envelope: refused by the line check, before the store,
+      // and quarantined like the store's own refusals.
       refuse(R"({"headers":{"n":1},"body":"{}"})", "invalid", &invalid);
       ++malformed_lines;
     } else if (kind < 96) {
@@ -521,16 +521,22 @@ TEST_F(cli_e2e, IngestAcrossBatchesReportsEachLineOnceUnderItsNumber) {
   CliResult refused = Run({"refused", "--data", data_});
   EXPECT_EQ(refused.exit_code, 0) << refused.err;
   std::map<std::string, size_t> quarantined;
+  size_t malformed_quarantined = 0;
   for (const std::string& line : Lines(refused.out)) {
+    if (line.find(R"("reason":"headers: must be an object of string values")") !=
+        std::string::npos) {
+      ++malformed_quarantined;
+    }
     const size_t at = line.find(R"("outcome":")");
     ASSERT_NE(at, std::string::npos) << line;
     ++quarantined[line.substr(at + 11, line.find('"', at + 11) - at - 11)];
   }
   EXPECT_EQ(quarantined, (std::map<std::string, size_t>{
                              {"conflict", conflict},
-                             {"invalid", invalid - malformed_lines},
+                             {"invalid", invalid},
                              {"unauthorized", unauthorized},
                          }));
+  EXPECT_EQ(malformed_quarantined, malformed_lines);
 }
 
 TEST_F(cli_e2e, UsageErrorsExit2) {
