@@ -347,8 +347,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnBody(beast::error_code ec) {
     if (TimedOut(ec)) return Refuse(kBodyTooSlow, 408, "request body too slow");
     if (ec == bhttp::error::body_limit) {
+      // A chunked body is cut off at the limit: its size is not known, only
+      // that it exceeds the limit (0 says so to the receiver).
       s_.Count(kBodyTooLarge);
-      return Oversized(parser_->get().body().size());
+      return Oversized(0);
     }
     if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
@@ -407,8 +409,8 @@ class Session : public std::enable_shared_from_this<Session> {
       if (s_.rx_->TryHandleWithoutBlocking(method, path, headers, req.body(), answer)) return;
       s_.PaidAnswer();
     }
-    // Otherwise a worker runs the receiver's checks (a refusal is
-    // quarantined, a write; an application's receiver may block).
+    // Otherwise a worker runs it (a GET, a large body, a receiver or sink
+    // that may block).
     auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
                  headers = std::move(headers), body = std::move(req.body()),
                  answer = std::move(answer)]() mutable {
@@ -506,7 +508,11 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string().swap(answer_body_);  // an idle connection holds no answer
     if (ec) return Close();
     if (close) return Linger();
+    // The next request's log line names nothing of this one's, whatever
+    // becomes of it (the HTTP layer may refuse it before it has a body).
     request_line_.clear();
+    event_id_.clear();
+    body_bytes_ = 0;
     WaitForRequest();
   }
 
@@ -517,8 +523,9 @@ class Session : public std::enable_shared_from_this<Session> {
         std::chrono::duration<double, std::milli>(SteadyClock::now() - started_).count();
     char latency[32];
     std::snprintf(latency, sizeof(latency), "%.3fms", ms);
-    static std::mutex mu;
-    std::lock_guard lock(mu);
+    // One for every server: servers may share a stream (std::cerr).
+    static Mutex mu;
+    MutexLock lock(&mu);
     *log << FormatTimestamp(SystemClock()->NowMicros()) << " " << remote_ << " " << request_line_
          << " " << status << " " << body_bytes_ << "B " << latency
          << (event_id_.empty() ? "" : " " + event_id_) << "\n";

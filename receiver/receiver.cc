@@ -46,8 +46,9 @@ class StoreSink final : public IngestSink {
   }
   // Submit() holds the batcher's queue lock only to push, and the batchers
   // hold it only to take a group, never across a write. (The first call
-  // starts the batcher's threads.)
-  bool IngestAsyncNeverBlocks() const override { return true; }
+  // starts the batcher's threads.) A store's quarantine only trims and
+  // queues a refusal for a writer thread of its own (or drops it, counted).
+  bool NeverBlocks() const override { return true; }
   Status Quarantine(RefusedDelivery refused) override {
     return store_->quarantine().Add(std::move(refused));
   }
@@ -108,28 +109,13 @@ class ReceiverImpl final : public Receiver {
     ToSink(start, std::move(headers), std::move(body), std::move(done));
   }
 
-  // The checks of Admit(), on an event loop's thread: a refusal Admit()
-  // would quarantine (a write) is left to HandleAsync on a thread that may
-  // wait, which checks again. So a bad signature is verified twice; a good
-  // one, the traffic this path is for, once.
+  // HandleAsync() itself for a POST, when the sink never blocks: then
+  // every step of it - the checks, the quarantine of a refusal, the
+  // hand-off to the sink - is work an event loop's thread may do.
   bool TryHandleWithoutBlocking(std::string_view method, std::string_view path, Headers& headers,
                                 std::string& body, AnswerCallback& done) override {
-    (void)path;
-    if (method != "POST" || !sink_->IngestAsyncNeverBlocks() || body.size() > kLoopBodyBytes ||
-        body.size() > options_.max_body_bytes) {
-      return false;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    if (std::optional<IngestResult> refused = TakeInFlightSlot()) {
-      Record(refused->outcome, SecondsSince(start));
-      std::exchange(done, nullptr)(Answer(*refused));
-      return true;
-    }
-    if (!VerifySignature(headers, body).ok()) {
-      in_flight_.fetch_sub(1);
-      return false;
-    }
-    ToSink(start, std::move(headers), std::move(body), std::exchange(done, nullptr));
+    if (method != "POST" || !sink_->NeverBlocks() || body.size() > kLoopBodyBytes) return false;
+    HandleAsync(method, path, std::move(headers), std::move(body), std::exchange(done, nullptr));
     return true;
   }
 
@@ -285,11 +271,14 @@ class ReceiverImpl final : public Receiver {
     return r;
   }
 
+  // `bytes` 0: a size not known, only that it exceeds the limit.
   IngestResult TooLarge(uint64_t bytes) const {
     IngestResult r;
     r.outcome = Outcome::kTooLarge;
-    r.message = "body: " + std::to_string(bytes) + " bytes exceeds the limit of " +
-                std::to_string(options_.max_body_bytes);
+    const std::string limit = std::to_string(options_.max_body_bytes);
+    r.message = bytes == 0
+                    ? "body: exceeds the limit of " + limit + " bytes"
+                    : "body: " + std::to_string(bytes) + " bytes exceeds the limit of " + limit;
     return r;
   }
 

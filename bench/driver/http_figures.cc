@@ -279,7 +279,7 @@ void WrkThroughput(Context& ctx, const std::string& key, Durability durability) 
 
 // A sink that keeps nothing: every delivery the receiver has verified is
 // answered 200 "accepted" at once, on the thread that verified it (an I/O
-// thread, as IngestAsyncNeverBlocks says it may be).
+// thread, as NeverBlocks says it may be).
 class KeepNothingSink : public IngestSink {
  public:
   IngestResult Ingest(const Delivery&) override {
@@ -289,7 +289,7 @@ class KeepNothingSink : public IngestSink {
   }
   // Ingest() waits for nothing, so the I/O threads may take deliveries
   // themselves, as they do over a Store.
-  bool IngestAsyncNeverBlocks() const override { return true; }
+  bool NeverBlocks() const override { return true; }
   Status Quarantine(RefusedDelivery) override { return Status::OK(); }
   uint64_t ApproximateBytes() override { return 0; }
 };

@@ -43,10 +43,11 @@ class IngestSink {
   // `done` must not block.
   virtual void IngestAsync(Delivery delivery, IngestCallback done) { done(Ingest(delivery)); }
 
-  // True when IngestAsync() never waits (for a lock held across a write, a
-  // disk or a network), so an event loop's thread may call it. This default,
-  // which stores on the calling thread, says false.
-  virtual bool IngestAsyncNeverBlocks() const { return false; }
+  // True when neither IngestAsync() nor Quarantine() ever waits (for a lock
+  // held across a write, a disk or a network), so an event loop's thread
+  // may call them. This default, which stores on the calling thread, says
+  // false.
+  virtual bool NeverBlocks() const { return false; }
 
   // Keeps a delivery the receiver refused itself (401, 413); best effort.
   virtual Status Quarantine(RefusedDelivery refused) = 0;

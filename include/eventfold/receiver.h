@@ -114,24 +114,26 @@ class Receiver {
   }
 
   // HandleAsync() from an event loop's own thread, when the receiver can
-  // start the request's work there without waiting on anything. Then it
-  // takes `headers`, `body` and `done` (moves from them), returns true, and
-  // `done` gets the answer exactly once, later or before this returns; `done`
-  // must not block. It returns false and leaves the three as they were when
-  // the request needs a thread that may wait; the caller then calls
+  // do the request's work there without waiting on anything. Then it takes
+  // `headers`, `body` and `done` (moves from them), returns true, and `done`
+  // gets the answer exactly once, later or before this returns; `done` must
+  // not block. It returns false and leaves the three as they were when the
+  // request needs a thread that may wait; the caller then calls
   // HandleAsync() on such a thread. This default always returns false. The
-  // built-in receiver takes a POST with a body of at most 64 KiB whose
-  // signature verifies, or that it refuses 429 (neither is written here), and
-  // only over a sink whose IngestAsync never blocks (a Store); every refusal
-  // it quarantines (401, 413) and every GET return false.
+  // built-in receiver takes every POST with a body of at most 64 KiB over a
+  // sink that never blocks (IngestSink::NeverBlocks: a Store), refusals
+  // included (its quarantine only queues); GETs and larger bodies return
+  // false.
   virtual bool TryHandleWithoutBlocking(std::string_view method, std::string_view path,
                                         Headers& headers, std::string& body, AnswerCallback& done) {
     (void)method, (void)path, (void)headers, (void)body, (void)done;
     return false;
   }
 
-  // For servers that stop reading an oversized body themselves (from its
-  // Content-Length): records, quarantines and answers 413 like Handle().
+  // For servers that stop reading an oversized body themselves: records,
+  // quarantines and answers 413 like Handle(). `body_bytes` is its declared
+  // Content-Length, or 0 when it is only known to exceed the limit (a
+  // chunked body cut off while read).
   virtual HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) = 0;
 
   // For servers that refuse a request before reading it because they are

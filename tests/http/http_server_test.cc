@@ -11,10 +11,12 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/signature.h"
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
 #include "tests/common/raw_http_client.h"
@@ -316,6 +318,49 @@ TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413WhileReading) {
   for (int i = 0; i < 5; ++i) c.Send("400\r\n" + std::string(1024, 'x') + "\r\n");
   EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{413});
   EXPECT_TRUE(c.WaitForClose());
+  // Its size is not known, only that it exceeds the limit: the answer and
+  // the quarantine say no more.
+  EXPECT_NE(c.received().find("body: exceeds the limit of 4096 bytes"), std::string::npos)
+      << c.received();
+  std::vector<RefusedDelivery> kept;
+  ASSERT_TRUE(store_->quarantine()
+                  .List([&](const RefusedDelivery& r) {
+                    kept.push_back(r);
+                    return true;
+                  })
+                  .ok());
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].status, 413);
+  EXPECT_EQ(kept[0].reason, "body: exceeds the limit of 4096 bytes");
+}
+
+TEST_F(HttpServerTest, AccessLogLinesNameOnlyTheirOwnRequest) {
+  std::ostringstream log;
+  HttpServerOptions o = TestOptions();
+  o.access_log = &log;
+  StartServer(o);
+  RawClient c(server_->port());
+  const std::string body = Issued("evt_log1", "r1");
+  // A delivery naming its event id, then a request the HTTP layer refuses
+  // before it has a body: its line must not carry the delivery's.
+  ASSERT_TRUE(
+      c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nX-RR-Event-Id: evt_log1\r\n"
+             "Content-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body +
+             "POST /hooks HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(2), (std::vector<int>{200, 400}));
+  EXPECT_TRUE(c.WaitForClose());
+  server_->Stop();  // every line written
+  std::vector<std::string> lines;
+  std::istringstream in(log.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u) << log.str();
+  EXPECT_NE(lines[0].find(" POST /hooks 200 " + std::to_string(body.size()) + "B "),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(" evt_log1"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" 400 0B "), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[1].find("evt_log1"), std::string::npos) << lines[1];
 }
 
 TEST_F(HttpServerTest, SlowHeaderTimesOutWith408) {
@@ -423,20 +468,47 @@ TEST_F(HttpServerTest, FullWorkerQueueIs503WithRetryAfterAndKeepsTheConnection) 
 }
 
 TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
-  // No worker can take anything: what the receiver starts on the event
-  // loop's thread (a delivery for the store, including one the store then
-  // refuses) is still answered; what needs a worker gets the 503.
+  // No worker can take anything: what the receiver does on the event loop's
+  // thread (a delivery for the store, one the store then refuses, a forged
+  // signature it refuses and quarantines itself) is still answered; what
+  // needs a worker gets the 503.
+  const std::string secret = "loop_test_secret_0123456789";
+  ReceiverOptions ro;
+  ro.secrets = {secret};
+  ro.max_body_bytes = kMaxBody;
+  Result<std::unique_ptr<Receiver>> signed_rx = Receiver::Make(store_.get(), ro);
+  ASSERT_TRUE(signed_rx.ok()) << signed_rx.status().ToString();
+  rx_ = std::move(*signed_rx);
   HttpServerOptions o = TestOptions();
   o.worker_queue = 0;
   StartServer(o);
+  const auto post = [](const std::string& key, const std::string& body) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return "POST /hooks HTTP/1.1\r\nHost: t\r\nX-RR-Signature: " + SignRr(key, now, body) +
+           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
   RawClient c(server_->port());
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(Post(Issued("evt_l1", "r1")) + Post("{not json") +
-                     Post(Issued("evt_l1", "r1")) + "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
-  EXPECT_EQ(c.ReadAnswers(4), (std::vector<int>{200, 400, 200, 503}));
+  ASSERT_TRUE(c.Send(post(secret, Issued("evt_l1", "r1")) +
+                     post("not_the_secret_0000000000", Issued("evt_l2", "r2")) +
+                     post(secret, "{not json") + post(secret, Issued("evt_l1", "r1")) +
+                     "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(5), (std::vector<int>{200, 401, 400, 200, 503}));
   EXPECT_NE(c.received().find("\"status\":\"duplicate\""), std::string::npos);
   EXPECT_TRUE(store_->Get("receipt", "r1").ok());
+  EXPECT_FALSE(store_->Get("receipt", "r2").ok());
   EXPECT_EQ(store_->counters().accepted, 1u);
+  std::vector<int> refused;
+  ASSERT_TRUE(store_->quarantine()
+                  .List([&](const RefusedDelivery& r) {
+                    refused.push_back(r.status);
+                    return true;
+                  })
+                  .ok());
+  std::sort(refused.begin(), refused.end());
+  EXPECT_EQ(refused, (std::vector<int>{400, 401}));
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
 }
 

@@ -947,45 +947,58 @@ TEST_F(receiver_handle, TryHandleWithoutBlockingTakesASignedPostAndAnswersOnceDu
   EXPECT_EQ(Metric("eventfold_in_flight"), 0);
 }
 
-TEST_F(receiver_handle, TryHandleWithoutBlockingLeavesRefusalsToQuarantineUntouched) {
+TEST_F(receiver_handle, TryHandleWithoutBlockingRefusesAndQuarantinesOnTheLoop) {
   ReceiverOptions ro;
-  ro.max_body_bytes = 1 << 20;
+  ro.max_body_bytes = 32 * 1024;
   MakeReceiver(ro);
-  // A forged signature: declined with nothing taken, counted or kept; the
-  // 401 is HandleAsync's, on a thread that may write, and counted once.
+  // A forged signature: verified once, answered 401 before returning, and
+  // quarantined (a store's quarantine only queues).
   const std::string body = Issued("evt_t2", "rcp_t2");
   Headers forged = {{"X-RR-Signature", SignRr("not_the_secret_000000", NowSeconds(), body)}};
-  std::string kept = body;
+  std::string taken = body;
   OneAnswer answer;
   Receiver::AnswerCallback done = answer.Callback();
-  EXPECT_FALSE(rx_->TryHandleWithoutBlocking("POST", "/hooks", forged, kept, done));
-  EXPECT_EQ(kept, body);
-  ASSERT_EQ(forged.size(), 1u);
-  EXPECT_EQ(forged[0].first, "X-RR-Signature");
-  ASSERT_NE(done, nullptr);
-  EXPECT_EQ(answer.count(), 0u);
-  EXPECT_TRUE(Refused().empty());
-  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="unauthorized",status="401"})"), 0);
-  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
-  rx_->HandleAsync("POST", "/hooks", std::move(forged), std::move(kept), std::move(done));
-  ASSERT_EQ(answer.count(), 1u);
+  ASSERT_TRUE(rx_->TryHandleWithoutBlocking("POST", "/hooks", forged, taken, done));
+  EXPECT_EQ(done, nullptr) << "the callback is taken";
+  ASSERT_EQ(answer.count(), 1u) << "answered before returning";
   ExpectError(*answer.Wait(), 401, "unauthorized", "X-RR-Signature");
   ASSERT_EQ(Refused().size(), 1u);
+  EXPECT_EQ(Refused().front().status, 401);
   EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="unauthorized",status="401"})"), 1);
+  EXPECT_EQ(Metric("eventfold_in_flight"), 0);
 
-  // A body over 64 KiB, signed: verified on a worker, not on the loop.
-  const std::string big = Issued("evt_t3", "rcp_t3") + std::string(64 * 1024, ' ');
+  // Over the body limit and under 64 KiB: 413 there too, quarantined.
+  const std::string large = Issued("evt_t3", "rcp_t3") + std::string(40 * 1024, ' ');
+  Headers signed_large = {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), large)}};
+  std::string large_body = large;
+  OneAnswer too_large;
+  Receiver::AnswerCallback large_done = too_large.Callback();
+  ASSERT_TRUE(
+      rx_->TryHandleWithoutBlocking("POST", "/hooks", signed_large, large_body, large_done));
+  ASSERT_EQ(too_large.count(), 1u) << "answered before returning";
+  EXPECT_EQ(too_large.Wait()->status, 413);
+  ASSERT_EQ(Refused().size(), 2u);
+  EXPECT_EQ(Refused().back().status, 413);
+  EXPECT_EQ(Refused().back().body_bytes, large.size());
+
+  // A body over 64 KiB: left to a worker, untouched, so one large delivery
+  // cannot hold up the loop's other connections.
+  const std::string big = Issued("evt_t4", "rcp_t4") + std::string(64 * 1024, ' ');
   Headers signed_big = {{"X-RR-Signature", SignRr(kSecret, NowSeconds(), big)}};
   std::string big_body = big;
-  Receiver::AnswerCallback unused = answer.Callback();
+  OneAnswer unused_answer;
+  Receiver::AnswerCallback unused = unused_answer.Callback();
   EXPECT_FALSE(rx_->TryHandleWithoutBlocking("POST", "/hooks", signed_big, big_body, unused));
   EXPECT_EQ(big_body, big);
+  ASSERT_EQ(signed_big.size(), 1u);
+  EXPECT_EQ(signed_big[0].first, "X-RR-Signature");
   // Reads are not taken either.
   Headers none;
   std::string empty;
   EXPECT_FALSE(rx_->TryHandleWithoutBlocking("GET", "/healthz", none, empty, unused));
   EXPECT_NE(unused, nullptr);
-  EXPECT_EQ(answer.count(), 1u);
+  EXPECT_EQ(unused_answer.count(), 0u);
+  EXPECT_EQ(Refused().size(), 2u);
   EXPECT_EQ(Metric("eventfold_in_flight"), 0);
 }
 
