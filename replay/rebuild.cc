@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -73,7 +72,8 @@ struct Range {
   std::string begin, end;  // end empty: to the end of the family
 };
 
-// Shared by the workers of one build.
+// Shared by the workers of one build. The progress counters are atomics,
+// read by the progress thread without a lock.
 struct Shared {
   std::atomic<uint64_t> events_done{0};   // stored events read by step 1
   std::atomic<uint64_t> logs_total{0};    // log entries step 2 writes; set before it
@@ -82,13 +82,15 @@ struct Shared {
   // Logs kept: no step 1, events_done counts them. Set before the
   // progress thread starts, read-only after.
   bool keeping_logs = false;
-  std::mutex mu;
-  RebuildSummary sum;                            // merged per-worker totals
-  std::vector<std::unique_ptr<RunCursor>> runs;  // step 1's sorted runs
-  Status error;
+  // What step 1's workers hand over, taken by the build once they are
+  // joined.
+  Mutex mu;
+  RebuildSummary sum GUARDED_BY(mu);                            // merged per-worker totals
+  std::vector<std::unique_ptr<RunCursor>> runs GUARDED_BY(mu);  // step 1's sorted runs
+  Status error GUARDED_BY(mu);
 
-  void Merge(const RebuildSummary& s, Status st) {
-    std::lock_guard lock(mu);
+  void Merge(const RebuildSummary& s, Status st) EXCLUDES(mu) {
+    MutexLock lock(&mu);
     sum.entities += s.entities;
     sum.events += s.events;
     sum.applied += s.applied;
@@ -177,7 +179,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
   if (Status st = unrouted.Flush(); !st.ok()) return st;
   buffer.Sort();
   runs.push_back(ReadBuffer(std::move(buffer)));
-  std::lock_guard lock(shared->mu);
+  MutexLock lock(&shared->mu);
   for (std::unique_ptr<RunCursor>& run : runs) shared->runs.push_back(std::move(run));
   return Status::OK();
 }
@@ -575,14 +577,19 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
   if (!st.ok()) return st;
   Shared shared;
   shared.keeping_logs = target.logs_from.has_value();
+  // The build's totals: step 1's workers merge theirs into shared.sum, taken
+  // once they are joined (nothing is counted here before).
+  RebuildSummary total;
+  // Step 1's sorted runs, likewise taken from shared.runs.
+  std::vector<std::unique_ptr<RunCursor>> runs;
   const auto bounds = SeqBounds(db, snapshot);
   {
     ProgressReporter reporter(target, shared, bounds ? bounds->second - bounds->first + 1 : 0);
     if (target.logs_from) {
-      st = CountUnrouted(db, snapshot, *target.logs_from, &shared, &shared.sum);
+      st = CountUnrouted(db, snapshot, *target.logs_from, &shared, &total);
       StoredLogs logs(db, snapshot, *target.logs_from);
       if (st.ok()) {
-        st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &shared.sum);
+        st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &total);
       }
       if (!st.ok()) {
         return st.IsCorruption()
@@ -591,7 +598,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                          "stored events does not read them: `eventfold replay --rederive-logs`)")
                    : st;
       }
-      shared.sum.events += shared.logs_written.load();
+      total.events += shared.logs_written.load();
     } else if (bounds) {
       RunWorkers(SeqRanges(bounds->first, bounds->second, workers), [&](size_t, const Range& r) {
         RebuildSummary sum;
@@ -599,23 +606,26 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
         shared.Merge(
             sum, RouteRange(db, snapshot, profile, target.gen, r, budget, &scratch, &shared, &sum));
       });
+      MutexLock lock(&shared.mu);  // uncontended: the workers are joined
+      if (!shared.error.ok()) return shared.error;
+      total = shared.sum;
+      runs = std::move(shared.runs);
     }
-    if (!shared.error.ok()) return shared.error;
     if (!target.logs_from) {
-      shared.logs_total = shared.sum.events - shared.sum.unrouted;
-      RunMerger merged(std::move(shared.runs));
+      shared.logs_total = total.events - total.unrouted;
+      RunMerger merged(std::move(runs));
       RoutedLogs logs{&merged};
-      st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &shared.sum);
+      st = WriteGeneration(db, snapshot, profile, target, &logs, &scratch, &shared, &total);
       if (!st.ok()) return st;
     }
   }
   // 3. Compacted entities start from their compaction snapshot.
   st = SeedCompacted(db, snapshot, profile,
                      storage::Generations{target.gen, target.logs_from.value_or(target.gen)},
-                     target.snapshot_interval, &shared.sum);
+                     target.snapshot_interval, &total);
   if (!st.ok()) return st;
-  shared.sum.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  return shared.sum;
+  total.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  return total;
 }
 
 namespace {

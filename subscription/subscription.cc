@@ -24,6 +24,7 @@
 // rebuild (so no update is lost between reading the store and applying it);
 // `mu_` guards everything in memory. Order: dlq_mu_, then mu_. Neither is
 // held while a handler runs; only dlq_mu_ is held across store writes.
+// (stop_mu_ and drive_mu_ come before both; see the members.)
 
 #include "eventfold/subscription.h"
 
@@ -33,13 +34,14 @@
 #include <condition_variable>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "core/thread_annotations.h"
 
 namespace eventfold {
 namespace {
@@ -101,8 +103,8 @@ Status CheckOptions(const SubscriptionOptions& o) {
 
 // Subscriptions running in this process, by store and name: two instances
 // of one subscription would each save a checkpoint the other has not earned.
-std::mutex registry_mu;
-std::set<std::pair<const Store*, std::string>>& Registry() {
+Mutex registry_mu;
+std::set<std::pair<const Store*, std::string>>& Registry() REQUIRES(registry_mu) {
   static auto* registry = new std::set<std::pair<const Store*, std::string>>;
   return *registry;
 }
@@ -130,7 +132,7 @@ class SubscriptionImpl final : public Subscription {
   ~SubscriptionImpl() override {
     Stop();
     if (registered_) {
-      std::lock_guard lock(registry_mu);
+      MutexLock lock(&registry_mu);
       Registry().erase({store_, options_.name});
     }
   }
@@ -145,6 +147,8 @@ class SubscriptionImpl final : public Subscription {
   Result<size_t> Drop(uint64_t seq) override;
   SubscriptionStats Stats() override;
 
+  // Set by Start before Init starts a thread, read by the destructor: not
+  // shared, so no lock.
   bool registered_ = false;
 
  private:
@@ -168,63 +172,77 @@ class SubscriptionImpl final : public Subscription {
   };
 
   // Everything below with "Locked" in its name needs mu_ held.
-  void MakeReadyLocked(EntityState& e);
-  void UnreadyLocked(Item& item);
-  void InsertLocked(EntityState& e, Item item);
-  void FinishLocked(uint64_t seq);
-  void MaybeRedriveLocked(const std::string& key, EntityState& e);
-  void EraseIfIdleLocked(const std::string& key);
-  bool BlockedLocked(const Item& item, const EntityState& e) const;
-  int64_t BackoffLocked(int tries);
-  uint64_t CheckpointLocked() const;
-  void RecordErrorLocked(const Status& st);
+  void MakeReadyLocked(EntityState& e) REQUIRES(mu_);
+  void UnreadyLocked(Item& item) REQUIRES(mu_);
+  void InsertLocked(EntityState& e, Item item) REQUIRES(mu_);
+  void FinishLocked(uint64_t seq) REQUIRES(mu_);
+  void MaybeRedriveLocked(const std::string& key, EntityState& e) REQUIRES(mu_);
+  void EraseIfIdleLocked(const std::string& key) REQUIRES(mu_);
+  bool BlockedLocked(const Item& item, const EntityState& e) const REQUIRES(mu_);
+  int64_t BackoffLocked(int tries) REQUIRES(mu_);
+  uint64_t CheckpointLocked() const REQUIRES(mu_);
+  void RecordErrorLocked(const Status& st) REQUIRES(mu_);
 
   // Runs one due item, if any; called and returns with `lock` (on mu_) held.
-  bool Step(std::unique_lock<std::mutex>& lock);
+  bool Step(MutexLock& lock) REQUIRES(mu_);
+  // Step lets go of mu_ through the caller's `lock` (which so knows whether
+  // it holds it, should an exception unwind), and takes it again; for the
+  // analysis these release and take mu_, so Step's unlocked stretches are
+  // checked as such.
+  void UnlockMu(MutexLock& lock) RELEASE(mu_) NO_THREAD_SAFETY_ANALYSIS { lock.Unlock(); }
+  void RelockMu(MutexLock& lock) ACQUIRE(mu_) NO_THREAD_SAFETY_ANALYSIS { lock.Lock(); }
   // Parks item `seq` (exhausted, or behind a dead letter of its entity).
-  void Park(uint64_t seq);
-  Status CallHandler(const Change& change);
+  void Park(uint64_t seq) EXCLUDES(dlq_mu_, mu_);
+  Status CallHandler(const Change& change) EXCLUDES(dlq_mu_, mu_);
 
   // Reads one page of the feed when there is room; returns how many changes.
-  size_t Fill();
+  size_t Fill() EXCLUDES(mu_);
   // Rebuilds the dead-letter mirror from the store.
-  Status Rescan();
-  void MaybeRescan();
-  void SaveCheckpoint();
+  Status Rescan() EXCLUDES(dlq_mu_, mu_);
+  void MaybeRescan() EXCLUDES(dlq_mu_, mu_);
+  void SaveCheckpoint() EXCLUDES(mu_);
 
-  void WorkerLoop();
-  void FeederLoop();
+  void WorkerLoop() EXCLUDES(mu_);
+  void FeederLoop() EXCLUDES(mu_);
 
   Store* const store_;
   const SubscriptionOptions options_;
   const ChangeHandler handler_;
   Clock* const clock_;
 
-  std::mutex dlq_mu_;
-  std::mutex drive_mu_;  // RunUntilIdle against Stop
-  std::mutex stop_mu_;
-  bool stopped_ = false;
+  // Dead-letter writes to the store against Rescan; held across those
+  // writes. Guards no member (the mirror is under mu_).
+  Mutex dlq_mu_ ACQUIRED_BEFORE(mu_);
+  // RunUntilIdle against Stop, so the checkpoint is saved by one thread at
+  // a time. Guards no member (what it serializes is under mu_).
+  Mutex drive_mu_ ACQUIRED_BEFORE(dlq_mu_);
+  // Stop: one at a time, and once. Held while the threads are joined, so
+  // it comes before every other lock.
+  Mutex stop_mu_ ACQUIRED_BEFORE(drive_mu_);
+  bool stopped_ GUARDED_BY(stop_mu_) = false;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;     // work or room appeared, or stopping
   std::condition_variable cp_cv_;  // the saved checkpoint moved
-  bool stopping_ = false;
-  bool rescan_requested_ = false;
-  int64_t next_rescan_ = 0;
-  std::map<uint64_t, Item> items_;
-  std::set<uint64_t> live_;  // items read from the feed (not redrives)
-  std::unordered_map<std::string, EntityState> entities_;
-  std::set<std::pair<int64_t, uint64_t>> ready_;  // (due, seq)
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool rescan_requested_ GUARDED_BY(mu_) = false;
+  int64_t next_rescan_ GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Item> items_ GUARDED_BY(mu_);
+  std::set<uint64_t> live_ GUARDED_BY(mu_);  // items read from the feed (not redrives)
+  std::unordered_map<std::string, EntityState> entities_ GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, uint64_t>> ready_ GUARDED_BY(mu_);  // (due, seq)
   // Marked dead letters above read_seq_ (only after a crash): redriven once
   // every earlier change of their entity has been read.
-  std::set<std::pair<uint64_t, std::string>> deferred_redrives_;
-  uint64_t read_seq_ = 0;
-  uint64_t saved_ = 0;
-  bool feed_broken_ = false;
-  std::mt19937_64 rng_;
-  SubscriptionStats stats_;
-  uint64_t errors_ = 0;
+  std::set<std::pair<uint64_t, std::string>> deferred_redrives_ GUARDED_BY(mu_);
+  uint64_t read_seq_ GUARDED_BY(mu_) = 0;
+  uint64_t saved_ GUARDED_BY(mu_) = 0;
+  bool feed_broken_ GUARDED_BY(mu_) = false;
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
+  SubscriptionStats stats_ GUARDED_BY(mu_);
+  uint64_t errors_ GUARDED_BY(mu_) = 0;
 
+  // Started by Init before the subscription is handed out, joined only by
+  // Stop (under stop_mu_): no other thread touches them, so no lock.
   std::thread feeder_;
   std::vector<std::thread> workers_;
 };
@@ -338,7 +356,7 @@ Status SubscriptionImpl::CallHandler(const Change& change) {
   }
 }
 
-bool SubscriptionImpl::Step(std::unique_lock<std::mutex>& lock) {
+bool SubscriptionImpl::Step(MutexLock& lock) {
   if (ready_.empty() || ready_.begin()->first > clock_->NowMicros()) return false;
   const uint64_t seq = ready_.begin()->second;
   Item& item = items_.at(seq);  // map nodes are stable while it runs
@@ -347,21 +365,21 @@ bool SubscriptionImpl::Step(std::unique_lock<std::mutex>& lock) {
   e.running = true;
   item.running = true;
   if (BlockedLocked(item, e) || item.tries >= options_.max_attempts) {
-    lock.unlock();
+    UnlockMu(lock);
     Park(seq);
-    lock.lock();
+    RelockMu(lock);
     return true;
   }
-  lock.unlock();
+  UnlockMu(lock);
   const int64_t at = clock_->NowMicros();
   const Status st = CallHandler(item.change);
 
   if (st.ok() && item.redrive) {
     // Handled: the dead letter goes. Under dlq_mu_ so a rescan cannot
     // resurrect it in the mirror meanwhile.
-    std::lock_guard dlq(dlq_mu_);
+    MutexLock dlq(&dlq_mu_);
     Status removed = store_->feed().Unpark(options_.name, seq);
-    lock.lock();
+    RelockMu(lock);
     if (removed.ok() || removed.IsNotFound()) {  // NotFound: dropped meanwhile
       entities_.at(item.key).parked.erase(seq);
       ++stats_.handled;
@@ -378,7 +396,7 @@ bool SubscriptionImpl::Step(std::unique_lock<std::mutex>& lock) {
     }
     return true;
   }
-  lock.lock();
+  RelockMu(lock);
   if (st.ok()) {
     ++stats_.handled;
     FinishLocked(seq);
@@ -398,8 +416,8 @@ bool SubscriptionImpl::Step(std::unique_lock<std::mutex>& lock) {
 }
 
 void SubscriptionImpl::Park(uint64_t seq) {
-  std::lock_guard dlq(dlq_mu_);
-  std::unique_lock lock(mu_);
+  MutexLock dlq(&dlq_mu_);
+  MutexLock lock(&mu_);
   Item& item = items_.at(seq);
   EntityState& e = entities_.at(item.key);
   const bool exhausted = item.tries >= options_.max_attempts;
@@ -416,9 +434,9 @@ void SubscriptionImpl::Park(uint64_t seq) {
     return;
   }
   ParkedChange parked{options_.name, item.change, item.attempts, /*redrive=*/false};
-  lock.unlock();
+  lock.Unlock();
   const Status st = store_->feed().Park(parked);
-  lock.lock();
+  lock.Lock();
   if (!st.ok()) {
     // Not parked, so not finished: try again after a backoff.
     RecordErrorLocked(st);
@@ -440,7 +458,7 @@ size_t SubscriptionImpl::Fill() {
   uint64_t after = 0;
   size_t room = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (feed_broken_ || live_.size() >= options_.max_in_flight) return 0;
     after = read_seq_;
     room = std::min(options_.max_in_flight - live_.size(), kFeedPage);
@@ -449,7 +467,7 @@ size_t SubscriptionImpl::Fill() {
   std::vector<Change> page;
   page.reserve(room);
   Status st = store_->feed().Read(after, room, AppendTo<Change>(&page));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!st.ok()) {
     RecordErrorLocked(st);
     return 0;
@@ -486,14 +504,14 @@ size_t SubscriptionImpl::Fill() {
 }
 
 Status SubscriptionImpl::Rescan() {
-  std::lock_guard dlq(dlq_mu_);
+  MutexLock dlq(&dlq_mu_);
   std::unordered_map<std::string, std::map<uint64_t, std::optional<ParkedChange>>> fresh;
   Status st = store_->feed().ListParked(options_.name, [&](const ParkedChange& p) {
     auto& slot = fresh[EntityKey(p.change)][p.change.seq];
     if (p.redrive) slot = p;
     return true;
   });
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!st.ok()) {
     RecordErrorLocked(st);
     return st;
@@ -535,7 +553,7 @@ Status SubscriptionImpl::Rescan() {
 void SubscriptionImpl::MaybeRescan() {
   const int64_t now = clock_->NowMicros();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!rescan_requested_ && now < next_rescan_) return;
     rescan_requested_ = false;
     next_rescan_ = now + options_.dead_letter_poll_micros;
@@ -546,12 +564,12 @@ void SubscriptionImpl::MaybeRescan() {
 void SubscriptionImpl::SaveCheckpoint() {
   uint64_t checkpoint = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     checkpoint = CheckpointLocked();
     if (checkpoint <= saved_) return;
   }
   const Status st = store_->feed().SetCheckpoint(options_.name, checkpoint);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!st.ok()) {
     RecordErrorLocked(st);
     return;
@@ -563,38 +581,38 @@ void SubscriptionImpl::SaveCheckpoint() {
 // ---- threads ----
 
 void SubscriptionImpl::WorkerLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     if (Step(lock)) continue;
     // Whatever readies an item or stops the subscription notifies cv_; the
     // earliest waiting retry comes due on the Clock (a ManualClock's
     // Advance wakes the wait).
     if (ready_.empty()) {
-      cv_.wait(lock);
+      cv_.wait(lock.native());
     } else {
-      clock_->WaitUntil(lock, cv_, ready_.begin()->first);
+      clock_->WaitUntil(lock.native(), cv_, ready_.begin()->first);
     }
   }
 }
 
 void SubscriptionImpl::FeederLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     MaybeRescan();
     const size_t read = Fill();
     SaveCheckpoint();
-    lock.lock();
+    lock.Lock();
     if (read > 0 || stopping_) continue;
     if (live_.size() < options_.max_in_flight && !feed_broken_) {
       const uint64_t after = read_seq_;
-      lock.unlock();
+      lock.Unlock();
       store_->feed().WaitForChanges(after, kPollMicros);
-      lock.lock();
+      lock.Lock();
     } else {
       // No room (a finished change notifies cv_) or a broken feed: until
       // then only the dead-letter rescan, due on the Clock, has work.
-      clock_->WaitUntil(lock, cv_, next_rescan_);
+      clock_->WaitUntil(lock.native(), cv_, next_rescan_);
     }
   }
 }
@@ -641,11 +659,18 @@ Status SubscriptionImpl::Init() {
       if (round == 10) return Status::Busy("subscription: the feed keeps being trimmed");
     }
   }
-  read_seq_ = saved_ = checkpoint;
-  stats_.checkpoint = stats_.read_seq = checkpoint;
+  // No other thread runs yet: mu_ is taken for the analysis, uncontended.
+  {
+    MutexLock lock(&mu_);
+    read_seq_ = saved_ = checkpoint;
+    stats_.checkpoint = stats_.read_seq = checkpoint;
+  }
   st = Rescan();
   if (!st.ok()) return st;
-  next_rescan_ = clock_->NowMicros() + options_.dead_letter_poll_micros;
+  {
+    MutexLock lock(&mu_);
+    next_rescan_ = clock_->NowMicros() + options_.dead_letter_poll_micros;
+  }
   if (options_.threads > 0) {
     feeder_ = std::thread([this] { FeederLoop(); });
     for (int i = 0; i < options_.threads; ++i) {
@@ -656,16 +681,16 @@ Status SubscriptionImpl::Init() {
 }
 
 void SubscriptionImpl::Stop() {
-  std::lock_guard stop(stop_mu_);
+  MutexLock stop(&stop_mu_);
   if (stopped_) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
   if (feeder_.joinable()) feeder_.join();
-  std::lock_guard drive(drive_mu_);
+  MutexLock drive(&drive_mu_);
   SaveCheckpoint();
   stopped_ = true;
 }
@@ -674,10 +699,10 @@ Status SubscriptionImpl::RunUntilIdle() {
   if (options_.threads > 0) {
     return Status::InvalidArgument("RunUntilIdle: this subscription runs its own threads");
   }
-  std::lock_guard drive(drive_mu_);
+  MutexLock drive(&drive_mu_);
   uint64_t errors_before = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return Status::Unavailable("subscription " + options_.name + " is stopped");
     errors_before = errors_;
     rescan_requested_ = true;  // notice redrives and drops made since the last call
@@ -687,7 +712,7 @@ Status SubscriptionImpl::RunUntilIdle() {
     const size_t read = Fill();
     bool ran = false;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       // Run until idle or there is room to read more.
       while (Step(lock)) {
         ran = true;
@@ -698,29 +723,37 @@ Status SubscriptionImpl::RunUntilIdle() {
     if (read == 0 && !ran) break;
   }
   SaveCheckpoint();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return errors_ != errors_before ? stats_.last_error : Status::OK();
 }
 
 std::optional<int64_t> SubscriptionImpl::NextRetryMicros() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (ready_.empty()) return std::nullopt;
   return ready_.begin()->first;
 }
 
 bool SubscriptionImpl::WaitForCheckpoint(uint64_t seq, int64_t timeout_micros) {
-  std::unique_lock lock(mu_);
-  return cp_cv_.wait_for(lock, std::chrono::microseconds(timeout_micros),
-                         [&] { return saved_ >= seq; });
+  // wait_for with a predicate, spelled out: the analysis does not see that
+  // a predicate lambda runs under the lock.
+  MutexLock lock(&mu_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_micros);
+  while (saved_ < seq) {
+    if (cp_cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
+      return saved_ >= seq;
+    }
+  }
+  return true;
 }
 
 Result<size_t> SubscriptionImpl::Redrive(uint64_t seq) {
   Result<size_t> marked = [&] {
-    std::lock_guard dlq(dlq_mu_);
+    MutexLock dlq(&dlq_mu_);
     return MarkForRedrive(store_, options_.name, seq);
   }();
   if (marked.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     rescan_requested_ = true;
     cv_.notify_all();
   }
@@ -729,11 +762,11 @@ Result<size_t> SubscriptionImpl::Redrive(uint64_t seq) {
 
 Result<size_t> SubscriptionImpl::Drop(uint64_t seq) {
   Result<size_t> dropped = [&] {
-    std::lock_guard dlq(dlq_mu_);
+    MutexLock dlq(&dlq_mu_);
     return DropParked(store_, options_.name, seq);
   }();
   if (dropped.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     rescan_requested_ = true;
     cv_.notify_all();
   }
@@ -741,7 +774,7 @@ Result<size_t> SubscriptionImpl::Drop(uint64_t seq) {
 }
 
 SubscriptionStats SubscriptionImpl::Stats() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   SubscriptionStats s = stats_;
   s.checkpoint = saved_;
   s.read_seq = read_seq_;
@@ -757,7 +790,7 @@ Result<std::unique_ptr<Subscription>> Subscription::Start(Store* store, Subscrip
   if (!handler) return Status::InvalidArgument("subscription: no handler");
   if (Status st = CheckOptions(options); !st.ok()) return st;
   {
-    std::lock_guard lock(registry_mu);
+    MutexLock lock(&registry_mu);
     if (!Registry().insert({store, options.name}).second) {
       return Status::Busy("subscription " + options.name + " already runs on this store");
     }

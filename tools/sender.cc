@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <queue>
 #include <random>
 #include <thread>
 
 #include "core/signature.h"
+#include "core/thread_annotations.h"
 
 namespace eventfold::sim {
 namespace {
@@ -50,6 +50,7 @@ class Run {
       workers.emplace_back([this] { Work(); });
     }
     for (auto& t : workers) t.join();
+    MutexLock lock(&mu_);  // uncontended: the workers are done
     report_.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
     return std::move(report_);
   }
@@ -65,19 +66,19 @@ class Run {
     while (true) {
       Attempt a;
       {
-        std::unique_lock lock(mu_);
+        MutexLock lock(&mu_);
         while (true) {
           if (pending_ == 0) return;
           if (!queue_.empty() && queue_.top().due <= SteadyClock::now()) break;
           if (queue_.empty() || timekeeper_) {
-            cv_.wait(lock);
+            cv_.wait(lock.native());
           } else {
             // One idle thread waits for the next attempt's time; the others
             // sleep until handed that role. Every connection waiting with a
             // timeout woke them all at each due time, a herd of wake-ups per
             // request on the cores the receiver under test runs on.
             timekeeper_ = true;
-            cv_.wait_until(lock, queue_.top().due);
+            cv_.wait_until(lock.native(), queue_.top().due);
             timekeeper_ = false;
           }
         }
@@ -115,7 +116,7 @@ class Run {
     const double latency = std::chrono::duration<double>(SteadyClock::now() - sent).count();
     int status = res ? res->status : 0;
 
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++report_.attempts;
     ++report_.attempts_by_status[status];
     if (res) report_.latencies.push_back(latency);
@@ -147,13 +148,13 @@ class Run {
 
   const std::vector<Outgoing>& outgoing_;
   const SenderOptions& options_;
-  std::mt19937_64 rng_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::priority_queue<Attempt, std::vector<Attempt>, std::greater<>> queue_;
-  size_t pending_ = 0;
-  bool timekeeper_ = false;  // an idle thread waits for the top attempt's time
-  SendReport report_;
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
+  std::priority_queue<Attempt, std::vector<Attempt>, std::greater<>> queue_ GUARDED_BY(mu_);
+  size_t pending_ GUARDED_BY(mu_) = 0;
+  bool timekeeper_ GUARDED_BY(mu_) = false;  // an idle thread waits for the top attempt's time
+  SendReport report_ GUARDED_BY(mu_);
 };
 
 }  // namespace
