@@ -426,7 +426,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // 413: the receiver records and quarantines it (on a worker: it writes).
+  // 413: the receiver records and quarantines it, here when it can without
+  // waiting, else on a worker.
   void Oversized(uint64_t bytes) {
     phase_ = Phase::kServing;
     Disarm();
@@ -435,6 +436,9 @@ class Session : public std::enable_shared_from_this<Session> {
     request_line_ =
         std::string(parser_->get().method_string()) + " " + std::string(parser_->get().target());
     body_bytes_ = 0;
+    if (s_.rx_->RefusesOversizedWithoutBlocking()) {
+      return Respond(s_.rx_->RefuseOversized(headers, bytes), true);
+    }
     auto task = [self = shared_from_this(), headers = std::move(headers), bytes] {
       HttpResponse r = self->s_.rx_->RefuseOversized(headers, bytes);
       asio::post(self->stream_.get_executor(),

@@ -119,6 +119,9 @@ class ReceiverImpl final : public Receiver {
     return true;
   }
 
+  // Its only wait could be the sink's quarantine.
+  bool RefusesOversizedWithoutBlocking() const override { return sink_->NeverBlocks(); }
+
   HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
     IngestResult r = TooLarge(body_bytes);
     Keep(r, headers, {}, body_bytes);

@@ -16,8 +16,8 @@
 // store's threads, which answer once it is durable, or refuses it there.
 // Whatever the receiver does not take there (a GET, a body over 64 KiB, any
 // request of an application's receiver that may block) runs on a bounded
-// worker pool through Receiver::HandleAsync; when the pool's queue is full the answer is
-// 503 with Retry-After. No thread sleeps through a write. A connection
+// worker pool through Receiver::HandleAsync; when the pool's queue is full
+// the answer is 503 with Retry-After. No thread sleeps through a write. A connection
 // serves its requests one at a time, so pipelined requests are answered in
 // order. A HEAD request is handed to the receiver as a GET and answered with
 // that answer's header alone (its Content-Length included, no body bytes).
@@ -57,10 +57,10 @@ struct HttpServerOptions {
   // connection stays on its thread.
   int io_threads = 2;
   // Threads running what the receiver does not take on the I/O threads
-  // (Receiver::TryHandleWithoutBlocking): GETs, bodies over 64 KiB, a 413
-  // decided from Content-Length, and every request of a receiver that may
-  // block (the store ingest too, for one that cannot hand it on); and how
-  // many requests may wait for one before the answer is 503.
+  // (Receiver::TryHandleWithoutBlocking): GETs, bodies over 64 KiB, and
+  // every request and 413 of a receiver that may block (the store ingest
+  // too, for one that cannot hand it on); and how many requests may wait
+  // for one before the answer is 503.
   int workers = 64;
   size_t worker_queue = 1024;
 

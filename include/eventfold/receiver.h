@@ -136,6 +136,11 @@ class Receiver {
   // chunked body cut off while read).
   virtual HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) = 0;
 
+  // True when RefuseOversized() never waits, so an event loop's thread may
+  // call it. This default says false; the built-in receiver says true over
+  // a sink that never blocks (IngestSink::NeverBlocks: a Store).
+  virtual bool RefusesOversizedWithoutBlocking() const { return false; }
+
   // For servers that refuse a request before reading it because they are
   // out of capacity (e.g. no worker left for a new connection): records and
   // answers 429 like an over-admission in Handle(); `why` ends up in the

@@ -470,8 +470,8 @@ TEST_F(HttpServerTest, FullWorkerQueueIs503WithRetryAfterAndKeepsTheConnection) 
 TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   // No worker can take anything: what the receiver does on the event loop's
   // thread (a delivery for the store, one the store then refuses, a forged
-  // signature it refuses and quarantines itself) is still answered; what
-  // needs a worker gets the 503.
+  // signature or a declared size it refuses and quarantines itself) is
+  // still answered; what needs a worker gets the 503.
   const std::string secret = "loop_test_secret_0123456789";
   ReceiverOptions ro;
   ro.secrets = {secret};
@@ -496,6 +496,12 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
                      post(secret, "{not json") + post(secret, Issued("evt_l1", "r1")) +
                      "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_EQ(c.ReadAnswers(5), (std::vector<int>{200, 401, 400, 200, 503}));
+  // A body declared over the limit: 413 from the header, quarantined there.
+  RawClient oversized(server_->port());
+  ASSERT_TRUE(oversized.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n"));
+  EXPECT_EQ(oversized.ReadAnswers(1), std::vector<int>{413});
+  EXPECT_NE(oversized.received().find("body: 1000000 bytes exceeds the limit"), std::string::npos)
+      << oversized.received();
   EXPECT_NE(c.received().find("\"status\":\"duplicate\""), std::string::npos);
   EXPECT_TRUE(store_->Get("receipt", "r1").ok());
   EXPECT_FALSE(store_->Get("receipt", "r2").ok());
@@ -508,7 +514,7 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
                   })
                   .ok());
   std::sort(refused.begin(), refused.end());
-  EXPECT_EQ(refused, (std::vector<int>{400, 401}));
+  EXPECT_EQ(refused, (std::vector<int>{400, 401, 413}));
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
 }
 
