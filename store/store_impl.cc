@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "core/materializer.h"
@@ -340,6 +341,8 @@ Status StoreImpl::RecoverFeed() {
 
 Status StoreImpl::Read(uint64_t after_seq, size_t max,
                        const std::function<bool(const Change&)>& fn) {
+  // No seq follows the largest (and after_seq + 1 would wrap to 0).
+  if (after_seq == std::numeric_limits<uint64_t>::max()) return Status::OK();
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ScanOptions()));
   const std::string prefix(kFeedPrefix);
   size_t n = 0;

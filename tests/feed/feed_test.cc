@@ -102,6 +102,13 @@ TEST(FeedTest, ReadFeedPages) {
   ASSERT_TRUE(m.store()->feed().Read(20, 100, AppendTo<Change>(&tail)).ok());
   ASSERT_EQ(tail.size(), 5u);
   EXPECT_EQ(tail.front().seq, 21u);
+  // Nothing follows the last seq, nor the largest one (its successor would
+  // wrap to 0 and read the feed from its start).
+  for (const uint64_t last : {uint64_t{25}, std::numeric_limits<uint64_t>::max()}) {
+    std::vector<Change> none;
+    ASSERT_TRUE(m.store()->feed().Read(last, 100, AppendTo<Change>(&none)).ok());
+    EXPECT_TRUE(none.empty()) << "after " << last << ": " << none.size() << " changes";
+  }
 }
 
 TEST(FeedTest, WaitForChangesWakesOnANewChange) {
