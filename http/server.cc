@@ -422,7 +422,7 @@ class Session : public std::enable_shared_from_this<Session> {
       s_.Count(kQueueFull);
       Respond(HttpResponse{503, "application/json",
                            "{\"status\":\"overloaded\",\"error\":\"all workers busy, retry\"}"},
-              /*close=*/false, /*retry_after=*/true);
+              /*close=*/!keep_alive, /*retry_after=*/true);
     }
   }
 
@@ -498,6 +498,13 @@ class Session : public std::enable_shared_from_this<Session> {
     h.append(reason.data(), reason.size()).append("\r\nContent-Type: ").append(r.content_type);
     if (retry_after) h.append("\r\nRetry-After: 1");
     for (const auto& [name, value] : r.headers) {
+      // A line break in a receiver's header would end it and start another
+      // of the client's choosing (response splitting): such a header is
+      // not sent. Receivers escape what they put there.
+      if (name.find_first_of("\r\n") != std::string::npos ||
+          value.find_first_of("\r\n") != std::string::npos) {
+        continue;
+      }
       h.append("\r\n").append(name).append(": ").append(value);
     }
     if (close) h.append("\r\nConnection: close");

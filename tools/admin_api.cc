@@ -80,8 +80,10 @@ class AdminApi final : public Receiver {
   HttpResponse Handle(std::string_view method, std::string_view target, const Headers& headers,
                       std::string_view) override {
     const size_t qm = target.find('?');
-    if (target.substr(0, qm) == "/healthz")
+    if (target.substr(0, qm) == "/healthz") {
+      if (method != "GET") return Error(405, "the admin API only answers GET");
       return HttpResponse{200, "application/json", R"({"status":"ok"})"};
+    }
     if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
     // Reads are GETs; the one action, a backup, is a POST.
     const bool backup = target.substr(0, qm) == "/v1/backup";
@@ -178,7 +180,8 @@ class AdminApi final : public Receiver {
         return true;
       }
       if (n == *limit) {
-        r.headers.emplace_back(kNextAfterHeader, last);
+        // Percent-encoded: an id may hold any byte, a header line may not.
+        r.headers.emplace_back(kNextAfterHeader, PercentEncode(last));
         return false;
       }
       r.body += ProjectionToJson(p);

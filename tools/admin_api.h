@@ -11,7 +11,8 @@
 //   GET /v1/projections?entity=E&after=CURSOR&limit=N
 //                                         NDJSON, entity then id; when the
 //                                         page is full, header
-//                                         Eventfold-Next-After holds the cursor
+//                                         Eventfold-Next-After holds the cursor,
+//                                         percent-encoded
 //   GET /v1/log/{entity}/{id}             the entity's log (404 when none)
 //   GET /v1/status                        the status object
 //   GET /v1/refused?after=SEQ&limit=N     NDJSON, oldest first, paged

@@ -5,10 +5,13 @@
 #include "tools/remote_read.h"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -32,8 +35,11 @@ struct Answer {
 // GETs `target`; on 200 fills `out` and returns kExitOk, otherwise prints why
 // and returns the exit code (404: kExitRefused, as a missing entity with
 // --data).
-int Get(const std::string& server, const std::string& target, Answer* out, int64_t wait_ms = 0,
+int Get(const std::string& server_url, const std::string& target, Answer* out, int64_t wait_ms = 0,
         bool post = false) {
+  // Targets begin with '/': "http://host:port/" names the same server.
+  std::string server = server_url;
+  while (!server.empty() && server.back() == '/') server.pop_back();
   httplib::Client client(server);
   if (!client.is_valid()) {
     std::cerr << "eventfold: --server wants http://HOST:PORT, got " << server << "\n";
@@ -92,6 +98,9 @@ int PrintPages(const std::string& server, const std::string& target) {
     const int rc = Get(server, page, &a);
     if (rc != kExitOk) return rc;
     std::cout << a.body << std::flush;
+    // The server percent-encodes the cursor (an id may hold any byte), and
+    // cpp-httplib (0.11, Debian 12) decodes a header's value as it reads
+    // it: this is the cursor's bytes (tests/tools/admin_api_test.cc).
     after = a.next_after;
   }
   return kExitOk;
@@ -155,8 +164,26 @@ int RemoteBackup(const std::string& server, const std::string& out) {
   return rc;
 }
 
+// --follow's stop: SIGINT or SIGTERM ends it with exit 0, as with --data.
+// The client library retries a wait a signal interrupts, so a long-poll would
+// hold the stop for up to kFollowWaitMs: the handler exits itself, unless a
+// page is being printed; then the loop exits once it is (no line is cut).
+// Both run on the one thread, so `printing` is never read mid-change.
+namespace {
+std::atomic<bool> printing{false};
+std::atomic<bool> stop_requested{false};
+void StopRemoteFollow(int) {
+  stop_requested.store(true);
+  if (!printing.load()) _exit(kExitOk);
+}
+}  // namespace
+
 int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
   uint64_t after = from > 0 ? from - 1 : 0;
+  if (follow) {
+    signal(SIGINT, StopRemoteFollow);
+    signal(SIGTERM, StopRemoteFollow);
+  }
   while (true) {
     std::string after_text = std::to_string(after);
     const int64_t wait_ms = follow ? kFollowWaitMs : 0;
@@ -166,7 +193,10 @@ int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
                            "&wait_ms=" + std::to_string(wait_ms),
                        &a, wait_ms);
     if (rc != kExitOk) return rc;
+    printing.store(true);
     std::cout << a.body << std::flush;
+    printing.store(false);
+    if (stop_requested.load()) return kExitOk;
     uint64_t next = after;
     auto [end, ec] =
         std::from_chars(a.next_after.data(), a.next_after.data() + a.next_after.size(), next);

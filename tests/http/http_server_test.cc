@@ -465,6 +465,12 @@ TEST_F(HttpServerTest, FullWorkerQueueIs503WithRetryAfterAndKeepsTheConnection) 
   ASSERT_EQ(c.ReadAnswers(2), (std::vector<int>{503, 503}));
   EXPECT_EQ(c.received(), answer + answer);
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
+  // A request that asks for a close gets it, 503 or not (RFC 9112 §9.6).
+  RawClient closing(server_->port());
+  ASSERT_TRUE(closing.Send("GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  ASSERT_EQ(closing.ReadAnswers(1), std::vector<int>{503});
+  EXPECT_NE(closing.received().find("Connection: close"), std::string::npos);
+  EXPECT_TRUE(closing.WaitForClose());
 }
 
 TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {

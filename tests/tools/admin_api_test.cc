@@ -151,11 +151,14 @@ TEST_F(AdminApiTest, RefusesWritesAndUnknownPaths) {
   auto malformed = Get("/v1/projections/receipt/rcp%2");
   ASSERT_TRUE(malformed);
   EXPECT_EQ(malformed->status, 400);
-  // Health needs no token and shows nothing stored.
+  // Health needs no token and shows nothing stored; it is a GET too.
   auto health = client.Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
   EXPECT_EQ(health->body, R"({"status":"ok"})");
+  auto post_health = client.Post("/healthz", "", "text/plain");
+  ASSERT_TRUE(post_health);
+  EXPECT_EQ(post_health->status, 405);
 }
 
 TEST_F(AdminApiTest, ShowAndLogAnswerTheCliBytes) {
@@ -198,13 +201,14 @@ TEST_F(AdminApiTest, ListPagesByEntityAndAcrossEntities) {
     ASSERT_EQ(page->status, 200);
     paged += page->body;
     sizes.push_back(Lines(page->body).size());
+    // cpp-httplib hands the header's value percent-decoded: the cursor.
     after = page->get_header_value(kNextAfterHeader);
     if (after.empty()) break;
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 1}));
   EXPECT_EQ(paged, all_receipts);
 
-  // Across entities the cursor is ENTITY/ID.
+  // Across entities the cursor is ENTITY/ID (sent percent-encoded).
   auto first = Get("/v1/projections?limit=1");
   ASSERT_TRUE(first);
   EXPECT_EQ(first->get_header_value(kNextAfterHeader), "product/prd/1 x");
@@ -221,6 +225,37 @@ TEST_F(AdminApiTest, ListPagesByEntityAndAcrossEntities) {
   auto no_entity = Get("/v1/projections?entity=ghost");
   ASSERT_TRUE(no_entity);
   EXPECT_EQ(no_entity->status, 404);
+}
+
+// An id may hold any byte, a line break too; the cursor naming it must not
+// end its header line and start another (response splitting), and must
+// lead to the next page exactly.
+TEST_F(AdminApiTest, AListCursorIsOneHeaderWhateverTheIdHolds) {
+  const std::string odd = "a%41\r\nX-Injected: 1 ";
+  ASSERT_EQ(store_->Ingest(Created("evt_p2", "a%41\\r\\nX-Injected: 1 ")).outcome,
+            Outcome::kAccepted);
+  ASSERT_TRUE(store_->Get("product", odd).ok());
+  // On the wire: one header line, percent-encoded.
+  test_util::RawClient c(server_->port());
+  ASSERT_TRUE(
+      c.Send("GET /v1/projections?entity=product&limit=1 HTTP/1.1\r\nHost: t\r\n"
+             "Authorization: Bearer " +
+             kToken + "\r\n\r\n"));
+  ASSERT_EQ(c.ReadAnswers(1), std::vector<int>{200});
+  const std::string head = c.received().substr(0, c.received().find("\r\n\r\n"));
+  EXPECT_EQ(head.find("\r\nX-Injected"), std::string::npos) << head;
+  EXPECT_NE(head.find(std::string("\r\n") + kNextAfterHeader + ": " + PercentEncode(odd) + "\r\n"),
+            std::string::npos)
+      << head;
+  // Through the client the commands use, as they page: the cursor's bytes,
+  // and from them exactly the next page.
+  auto first = Get("/v1/projections?entity=product&limit=1");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->get_header_value(kNextAfterHeader), odd);
+  auto next = Get("/v1/projections?entity=product&limit=1&after=" +
+                  PercentEncode(first->get_header_value(kNextAfterHeader)));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->body, ProjectionToJson(*store_->Get("product", "prd/1 x")) + "\n");
 }
 
 TEST_F(AdminApiTest, StatusRefusedAndSubscriptionsAnswerTheCliBytes) {
@@ -273,6 +308,12 @@ TEST_F(AdminApiTest, FeedReadsFromASequenceNumber) {
   for (const Change& c : expected) text += ChangeToJson(c) + "\n";
   EXPECT_EQ(page->body, text);
   EXPECT_EQ(page->get_header_value(kNextAfterHeader), "6");
+  // Nothing follows the largest seq (its successor would wrap to 0).
+  auto beyond = Get("/v1/feed?after=18446744073709551615");
+  ASSERT_TRUE(beyond);
+  EXPECT_EQ(beyond->status, 200);
+  EXPECT_EQ(beyond->body, "");
+  EXPECT_EQ(beyond->get_header_value(kNextAfterHeader), "18446744073709551615");
   auto too_long = Get("/v1/feed?after=6&wait_ms=999999");
   ASSERT_TRUE(too_long);
   EXPECT_EQ(too_long->status, 400);

@@ -197,8 +197,13 @@ TEST_F(ServeAdminE2e, FeedFollowWithServerPrintsANewIngest) {
     if (printed.find("\"id\":\"rcp_9\"") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // bounded output poll
   }
+  // A stop signal ends it with exit 0, as with --data, even while its
+  // long-poll waits.
   ::kill(follower, SIGTERM);
-  ::waitpid(follower, nullptr, 0);
+  int status = 0;
+  ::waitpid(follower, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) : "");
   EXPECT_NE(printed.find("\"seq\":4,\"entity\":\"receipt\",\"id\":\"rcp_9\""), std::string::npos)
       << printed;
   EXPECT_EQ(test_util::Lines(printed).size(), 4u) << printed;
