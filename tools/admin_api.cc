@@ -125,6 +125,10 @@ class AdminApi final : public Receiver {
     return ConstantTimeEquals(auth->substr(kBearer.size()), opt_.token);
   }
 
+  HttpResponse NotFound(std::string_view entity, std::string_view id) {
+    return Error(404, NoProjectionText(*store_, std::string(entity), std::string(id)));
+  }
+
   HttpResponse Route(const Request& req) {
     const std::vector<std::string>& parts = req.parts;
     const std::string_view what = parts[0];
@@ -139,14 +143,17 @@ class AdminApi final : public Receiver {
     return Error(404, "no such endpoint: " + req.path);
   }
 
+  // A missing projection's 404 says why, as `show --data` does.
   HttpResponse Show(std::string_view entity, std::string_view id) {
     Result<Projection> p = store_->Get(entity, id);
+    if (p.status().IsNotFound()) return NotFound(entity, id);
     if (!p.ok()) return FromStatus(p.status());
     return HttpResponse{200, "application/json", ProjectionToJson(*p) + "\n", {}};
   }
 
   HttpResponse Log(std::string_view entity, std::string_view id) {
     Result<EntityLog> log = store_->Log(entity, id);
+    if (log.status().IsNotFound()) return NotFound(entity, id);
     if (!log.ok()) return FromStatus(log.status());
     return HttpResponse{200, "application/json", EntityLogToJson(*log) + "\n", {}};
   }

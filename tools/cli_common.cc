@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <sstream>
 
+#include "tools/read_views.h"
 #include "tools/store_waits.h"
 
 namespace eventfold::cli {
@@ -101,39 +103,8 @@ std::vector<std::unique_ptr<Store>> OpenStoresForRead(const std::string& dir) {
 namespace eventfold::cli {
 
 void ExplainNoProjection(Store* store, const std::string& entity, const std::string& id) {
-  const std::shared_ptr<const Profile> snapshot = store->profile();
-  const Profile& profile = *snapshot;
-  if (!profile.FindEntity(entity)) {
-    std::cerr << "eventfold: profile \"" << profile.name() << "\" has no entity \"" << entity
-              << "\"\n";
-  } else {
-    std::cerr << "eventfold: no events for " << entity << "/" << id << "\n";
-  }
-  // An unrouted event names no entity; one that mentions the id as a JSON
-  // string, with a type of this entity ("receipt.issued") or one the
-  // profile does not know, is most likely this entity's.
-  const std::string quoted = "\"" + id + "\"";
-  std::map<std::string, uint64_t> types;
-  uint64_t n = 0;
-  Status st = store->maintenance().ListUnrouted(nullptr, [&](const UnroutedEvent& e) {
-    if (e.body.find(quoted) != std::string::npos &&
-        (e.type.starts_with(entity + ".") || !profile.Find(e.type))) {
-      ++types[e.type];
-      ++n;
-    }
-    return true;
-  });
-  if (!st.ok() || n == 0) return;
-  std::cerr << "eventfold: but " << n << " stored event" << (n == 1 ? "" : "s") << " naming \""
-            << id << "\" " << (n == 1 ? "is" : "are") << " unrouted under profile \""
-            << profile.name() << "\" (";
-  const char* sep = "";
-  for (const auto& [type, count] : types) {
-    std::cerr << sep << type << " " << count;
-    sep = ", ";
-  }
-  std::cerr << "): `eventfold unrouted --list` shows them; a replay with a profile that routes "
-               "them projects them\n";
+  std::istringstream lines(NoProjectionText(*store, entity, id));
+  for (std::string line; std::getline(lines, line);) std::cerr << "eventfold: " << line << "\n";
 }
 
 void PrintJson(const std::string& json, bool pretty) {

@@ -42,8 +42,7 @@ int Subscriptions(const std::string& dir) {
   }
   std::cout << all;
   if (all.empty()) {
-    std::cerr << "eventfold: no subscriptions in this store (a subscriber's first checkpoint "
-                 "creates one)\n";
+    std::cerr << "eventfold: " << kNoSubscriptionsNote << "\n";
   }
   return kExitOk;
 }

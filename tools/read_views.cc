@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <sstream>
 #include <vector>
 
 #include "core/json_writer.h"
@@ -125,6 +127,42 @@ std::string BackupSummaryLine(const char* what, const BackupSummary& s, const st
       .Double(s.seconds)
       .EndObject();
   return w.str() + "\n";
+}
+
+std::string NoProjectionText(Store& store, const std::string& entity, const std::string& id) {
+  const std::shared_ptr<const Profile> snapshot = store.profile();
+  const Profile& profile = *snapshot;
+  std::ostringstream out;
+  if (!profile.FindEntity(entity)) {
+    out << "profile \"" << profile.name() << "\" has no entity \"" << entity << "\"";
+  } else {
+    out << "no events for " << entity << "/" << id;
+  }
+  // An unrouted event names no entity; one that mentions the id as a JSON
+  // string, with a type of this entity ("receipt.issued") or one the
+  // profile does not know, is most likely this entity's.
+  const std::string quoted = "\"" + id + "\"";
+  std::map<std::string, uint64_t> types;
+  uint64_t n = 0;
+  Status st = store.maintenance().ListUnrouted(nullptr, [&](const UnroutedEvent& e) {
+    if (e.body.find(quoted) != std::string::npos &&
+        (e.type.starts_with(entity + ".") || !profile.Find(e.type))) {
+      ++types[e.type];
+      ++n;
+    }
+    return true;
+  });
+  if (!st.ok() || n == 0) return out.str();
+  out << "\nbut " << n << " stored event" << (n == 1 ? "" : "s") << " naming \"" << id << "\" "
+      << (n == 1 ? "is" : "are") << " unrouted under profile \"" << profile.name() << "\" (";
+  const char* sep = "";
+  for (const auto& [type, count] : types) {
+    out << sep << type << " " << count;
+    sep = ", ";
+  }
+  out << "): `eventfold unrouted --list` shows them; a replay with a profile that routes them "
+         "projects them";
+  return out.str();
 }
 
 }  // namespace eventfold::cli

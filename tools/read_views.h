@@ -27,6 +27,16 @@ std::string RefusedLine(const RefusedDelivery& r);
 // letters, one JSON object a line; lag in time is measured against `clock`.
 [[nodiscard]] Result<std::string> SubscriptionsView(Store& store, Clock* clock);
 
+// `eventfold show` and `log` of an entity with no projection: why, one
+// reason a line (no trailing newline): the profile has no such entity type,
+// or no events name it; and when stored events naming the id are unrouted,
+// a line saying so. The command prints each line after "eventfold: ".
+std::string NoProjectionText(Store& store, const std::string& entity, const std::string& id);
+
+// What `eventfold subscriptions` says on stderr when there are none.
+inline constexpr const char* kNoSubscriptionsNote =
+    "no subscriptions in this store (a subscriber's first checkpoint creates one)";
+
 // `eventfold backup` and `restore`: the summary line of a verified copy;
 // `what` is "backup" or "restore", `where` the directory written.
 std::string BackupSummaryLine(const char* what, const BackupSummary& s, const std::string& where);

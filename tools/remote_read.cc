@@ -5,6 +5,7 @@
 #include "tools/remote_read.h"
 
 #include <httplib.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +15,13 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <sstream>
+#include <string_view>
 
 #include "tools/admin_api.h"
 #include "tools/cli_common.h"
+#include "tools/read_views.h"
 
 namespace eventfold::cli {
 namespace {
@@ -31,6 +36,15 @@ struct Answer {
   std::string body;
   std::string next_after;  // the Eventfold-Next-After header; empty: last page
 };
+
+// The "error" string of the admin API's error body {"error":"..."}; nullopt
+// when the body is not that.
+std::optional<std::string> ErrorText(const std::string& body) {
+  simdjson::dom::parser parser;
+  std::string_view text;
+  if (parser.parse(body)["error"].get_string().get(text) != simdjson::SUCCESS) return std::nullopt;
+  return std::string(text);
+}
 
 // GETs `target`; on 200 fills `out` and returns kExitOk, otherwise prints why
 // and returns the exit code (404: kExitRefused, as a missing entity with
@@ -58,6 +72,15 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
     std::cerr << "eventfold: " << server << target << ": " << httplib::to_string(res.error())
               << "\n";
     return kExitError;
+  }
+  if (res->status == 404) {
+    // A miss, told as the command tells it with --data: the server's
+    // reason, a line each.
+    if (std::optional<std::string> why = ErrorText(res->body)) {
+      std::istringstream lines(*why);
+      for (std::string line; std::getline(lines, line);) std::cerr << "eventfold: " << line << "\n";
+      return kExitRefused;
+    }
   }
   if (res->status != 200) {
     std::cerr << "eventfold: " << server << " answered " << res->status << ": " << res->body;
@@ -154,7 +177,14 @@ int RemoteStatus(const std::string& server) { return PrintOne(server, "/v1/statu
 
 int RemoteRefused(const std::string& server) { return PrintPages(server, "/v1/refused?"); }
 
-int RemoteSubscriptions(const std::string& server) { return PrintOne(server, "/v1/subscriptions"); }
+int RemoteSubscriptions(const std::string& server) {
+  Answer a;
+  const int rc = Get(server, "/v1/subscriptions", &a);
+  if (rc != kExitOk) return rc;
+  std::cout << a.body << std::flush;
+  if (a.body.empty()) std::cerr << "eventfold: " << kNoSubscriptionsNote << "\n";
+  return kExitOk;
+}
 
 int RemoteBackup(const std::string& server, const std::string& out) {
   Answer a;

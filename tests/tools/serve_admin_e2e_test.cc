@@ -87,7 +87,10 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
                                                           {"refused"},
                                                           {"feed"},
                                                           {"feed", "--from", "3"},
-                                                          {"subscriptions"}};
+                                                          {"subscriptions"},
+                                                          {"show", "nosuch", "x"},
+                                                          {"log", "receipt", "missing"},
+                                                          {"list", "nosuch"}};
   std::vector<CliResult> local;
   for (const auto& c : commands) {
     std::vector<std::string> args = c;
@@ -111,6 +114,8 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
     CliResult remote = Run(args);
     EXPECT_EQ(remote.out, local[i].out) << commands[i][0] << ": " << remote.err;
     EXPECT_EQ(remote.exit_code, local[i].exit_code) << commands[i][0] << ": " << remote.err;
+    // What they say on stderr too: a miss's reason, an empty listing's note.
+    EXPECT_EQ(remote.err, local[i].err) << commands[i][0] << " " << commands[i][1];
   }
 
   // A wrong token is refused, and the command says so.
