@@ -58,14 +58,16 @@ class Request {
   }
 
   // An unsigned parameter in [0, max]; `fallback` when absent.
-  Result<uint64_t> Number(std::string_view name, uint64_t fallback, uint64_t max) const {
+  Result<uint64_t> Number(std::string_view name, uint64_t fallback, uint64_t max,
+                          uint64_t min = 0) const {
     const std::string* v = Param(name);
     if (v == nullptr) return fallback;
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (v->empty() || ec != std::errc() || end != v->data() + v->size() || n > max) {
-      return Status::InvalidArgument(std::string(name) + ": wants an integer from 0 to " +
-                                     std::to_string(max) + ", got \"" + *v + "\"");
+    if (v->empty() || ec != std::errc() || end != v->data() + v->size() || n < min || n > max) {
+      return Status::InvalidArgument(std::string(name) + ": wants an integer from " +
+                                     std::to_string(min) + " to " + std::to_string(max) +
+                                     ", got \"" + *v + "\"");
     }
     return n;
   }
@@ -292,9 +294,7 @@ class AdminApi final : public Receiver {
   bool Stopping() const { return opt_.stopping != nullptr && opt_.stopping->load(); }
 
   Result<uint64_t> Limit(const Request& req) const {
-    Result<uint64_t> n = req.Number("limit", opt_.default_limit, opt_.max_limit);
-    if (n.ok() && *n == 0) return Status::InvalidArgument("limit: must be at least 1");
-    return n;
+    return req.Number("limit", opt_.default_limit, opt_.max_limit, /*min=*/1);
   }
 
   Store* const store_;
