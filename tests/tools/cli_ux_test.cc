@@ -72,6 +72,25 @@ class cli_ux : public ::testing::Test {
     return r;
   }
 
+  // Starts `eventfold ARGS` with no stdin and its stdout and stderr written
+  // to the two files; its pid, or -1 when it could not start.
+  static pid_t Spawn(std::vector<std::string> args, const std::string& out_path,
+                     const std::string& err_path) {
+    args.insert(args.begin(), EVENTFOLD_CLI);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ) != 0) pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+  }
+
   std::string File(const std::string& name, const std::vector<std::string>& lines) {
     std::string text;
     for (const std::string& l : lines) text += l + "\n";
@@ -234,18 +253,8 @@ TEST_F(cli_ux, ReplayDryRunNamesTheProjectionsThatChangeState) {
 TEST_F(cli_ux, FeedFollowLetsIngestRunAndPrintsWhatItStores) {
   IngestReceipts();
   const std::string out_path = root_ + "/feed.out", err_path = root_ + "/feed.err";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> args = {EVENTFOLD_CLI, "feed", "--data", data_, "--follow"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = Spawn({"feed", "--data", data_, "--follow"}, out_path, err_path);
+  ASSERT_GT(pid, 0);
   // Waits (bounded) until the follower's output has `lines` lines.
   auto wait_for_lines = [&](size_t lines) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -289,20 +298,11 @@ TEST_F(cli_ux, FoldSaysTheClusterDoesNotAnswerAndStopsOnASignal) {
   EXPECT_FALSE(Contains(once.err, "trying again")) << once.err;
 
   const std::string err_path = root_ + "/fold.err";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   // A timeout far beyond the waits below: only the signal can end it.
-  std::vector<std::string> args = {EVENTFOLD_CLI, "fold",          "--cluster",       nowhere,
-                                   "--data",      root_ + "/fold", "--start-timeout", "600"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid =
+      Spawn({"fold", "--cluster", nowhere, "--data", root_ + "/fold", "--start-timeout", "600"},
+            "/dev/null", err_path);
+  ASSERT_GT(pid, 0);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!Contains(ReadFile(err_path), "trying again for up to 600 s") &&
          std::chrono::steady_clock::now() < deadline) {
