@@ -84,7 +84,8 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
   }
   if (res->status != 200) {
     std::cerr << "eventfold: " << server << " answered " << res->status << ": " << res->body;
-    if (res->status == 401 && token == nullptr) std::cerr << " (set " << kTokenEnv << ")";
+    if (res->status == 401 && (token == nullptr || *token == '\0'))
+      std::cerr << " (set " << kTokenEnv << ")";
     std::cerr << "\n";
     // 404: a missing entity; 400 and 409: a refused backup target; 422: a
     // backup that failed its verification (as with --data).
