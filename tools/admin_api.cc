@@ -81,17 +81,8 @@ class AdminApi final : public Receiver {
 
   HttpResponse Handle(std::string_view method, std::string_view target, const Headers& headers,
                       std::string_view) override {
+    if (std::optional<HttpResponse> r = AnswerWithoutStore(method, target, headers)) return *r;
     const size_t qm = target.find('?');
-    if (target.substr(0, qm) == "/healthz") {
-      if (method != "GET") return Error(405, "the admin API only answers GET");
-      return HttpResponse{200, "application/json", R"({"status":"ok"})"};
-    }
-    if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
-    // Reads are GETs; the one action, a backup, is a POST.
-    const bool backup = target.substr(0, qm) == "/v1/backup";
-    if (method != (backup ? "POST" : "GET")) {
-      return Error(405, backup ? "a backup is taken with POST" : "the admin API only answers GET");
-    }
     Request req;
     // Segments are decoded after splitting, so an id may hold "%2F".
     std::string_view path = target.substr(0, qm);
@@ -125,6 +116,35 @@ class AdminApi final : public Receiver {
     constexpr std::string_view kBearer = "Bearer ";
     if (!auth || auth->substr(0, kBearer.size()) != kBearer) return false;
     return ConstantTimeEquals(auth->substr(kBearer.size()), opt_.token);
+  }
+
+  // What needs no store is answered on the event loop's thread: health,
+  // a refused token, a wrong method. So long-polls holding every worker
+  // neither starve a health check nor let unauthenticated requests queue.
+  bool TryHandleWithoutBlocking(std::string_view method, std::string_view path, Headers& headers,
+                                std::string& body, AnswerCallback& done) override {
+    (void)body;
+    std::optional<HttpResponse> r = AnswerWithoutStore(method, path, headers);
+    if (!r) return false;
+    std::exchange(done, nullptr)(std::move(*r));
+    return true;
+  }
+
+  // The answers that read nothing stored; nullopt for the rest.
+  std::optional<HttpResponse> AnswerWithoutStore(std::string_view method, std::string_view target,
+                                                 const Headers& headers) const {
+    const size_t qm = target.find('?');
+    if (target.substr(0, qm) == "/healthz") {
+      if (method != "GET") return Error(405, "the admin API only answers GET");
+      return HttpResponse{200, "application/json", R"({"status":"ok"})"};
+    }
+    if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
+    // Reads are GETs; the one action, a backup, is a POST.
+    const bool backup = target.substr(0, qm) == "/v1/backup";
+    if (method != (backup ? "POST" : "GET")) {
+      return Error(405, backup ? "a backup is taken with POST" : "the admin API only answers GET");
+    }
+    return std::nullopt;
   }
 
   HttpResponse NotFound(std::string_view entity, std::string_view id) {

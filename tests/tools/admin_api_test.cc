@@ -356,6 +356,47 @@ TEST_F(AdminApiTest, StoppingEndsALongPoll) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(25));
 }
 
+// With every worker held by a long-poll and no queue, what reads nothing
+// stored (health, a refused token, a wrong method) is still answered, on
+// the event loop; a read of the store gets the 503.
+TEST_F(AdminApiTest, HealthAndRefusalsNeedNoWorker) {
+  HttpServerOptions so;
+  so.pass_query = true;
+  so.workers = 1;
+  so.worker_queue = 0;
+  HttpServer busy(api_.get(), so);
+  ASSERT_TRUE(busy.Start().ok());
+  const auto get = [&](const std::string& target, const std::string& token) {
+    httplib::Client client("127.0.0.1", busy.port());
+    client.set_read_timeout(std::chrono::seconds(60));
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return client.Get(target, h);
+  };
+  std::thread poller([&] { (void)get("/v1/feed?after=6&wait_ms=30000", kToken); });
+  // Bounded wait until the long-poll holds the one worker.
+  bool held = false;
+  for (int i = 0; i < 600 && !held; ++i) {
+    auto status = get("/v1/status", kToken);
+    held = status && status->status == 503;
+    if (!held) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(held) << "the long-poll never held the worker";
+  auto health = get("/healthz", "");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto no_token = get("/v1/status", "");
+  ASSERT_TRUE(no_token);
+  EXPECT_EQ(no_token->status, 401);
+  httplib::Client client("127.0.0.1", busy.port());
+  auto post = client.Post("/v1/status", {{"Authorization", "Bearer " + kToken}}, "", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  stopping_.store(true);  // ends the long-poll
+  poller.join();
+  busy.Stop();
+}
+
 TEST(AdminApiMake, RefusesAnEmptyToken) {
   EXPECT_FALSE(MakeAdminApi(nullptr, AdminApiOptions{}).ok());
 }
