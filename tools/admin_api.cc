@@ -57,7 +57,7 @@ class Request {
     return nullptr;
   }
 
-  // An unsigned parameter in [0, max]; `fallback` when absent.
+  // An unsigned parameter in [min, max]; `fallback` when absent.
   Result<uint64_t> Number(std::string_view name, uint64_t fallback, uint64_t max,
                           uint64_t min = 0) const {
     const std::string* v = Param(name);

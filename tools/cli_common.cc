@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "tools/read_views.h"
 #include "tools/store_waits.h"
@@ -103,8 +102,7 @@ std::vector<std::unique_ptr<Store>> OpenStoresForRead(const std::string& dir) {
 namespace eventfold::cli {
 
 void ExplainNoProjection(Store* store, const std::string& entity, const std::string& id) {
-  std::istringstream lines(NoProjectionText(*store, entity, id));
-  for (std::string line; std::getline(lines, line);) std::cerr << "eventfold: " << line << "\n";
+  PrintReasonLines(NoProjectionText(*store, entity, id));
 }
 
 void PrintJson(const std::string& json, bool pretty) {

@@ -318,13 +318,13 @@ void AddServeCommand(CLI::App* app, Action* action) {
   cmd->add_option("--max-body", a->max_body, "largest body in bytes before 413")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads,
-                  "worker threads for what the event loops do not do themselves: refusals "
-                  "that are quarantined, GETs, and in cluster mode every delivery (verified "
-                  "and published)")
+                  "worker threads for what the event loops do not do themselves: GETs, bodies "
+                  "over 64 KiB, and in cluster mode every delivery and refusal (verified, "
+                  "published or quarantined)")
       ->capture_default_str();
   cmd->add_option("--io-threads", a->io_threads,
-                  "event-loop threads reading and writing HTTP and verifying deliveries for "
-                  "the store")
+                  "event-loop threads reading and writing HTTP, and verifying and refusing "
+                  "deliveries for the store")
       ->capture_default_str();
   cmd->add_option("--max-connections", a->max_connections,
                   "open connections beyond which new ones get 503 and a close")

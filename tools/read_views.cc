@@ -1,6 +1,7 @@
 #include "tools/read_views.h"
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -163,6 +164,11 @@ std::string NoProjectionText(Store& store, const std::string& entity, const std:
   out << "): `eventfold unrouted --list` shows them; a replay with a profile that routes them "
          "projects them";
   return out.str();
+}
+
+void PrintReasonLines(const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) std::cerr << "eventfold: " << line << "\n";
 }
 
 }  // namespace eventfold::cli

@@ -33,6 +33,10 @@ std::string RefusedLine(const RefusedDelivery& r);
 // a line saying so. The command prints each line after "eventfold: ".
 std::string NoProjectionText(Store& store, const std::string& entity, const std::string& id);
 
+// Prints each line of `text` to stderr after "eventfold: ", as the commands
+// print a reason (NoProjectionText's, or the admin API's error text).
+void PrintReasonLines(const std::string& text);
+
 // What `eventfold subscriptions` says on stderr when there are none.
 inline constexpr const char* kNoSubscriptionsNote =
     "no subscriptions in this store (a subscriber's first checkpoint creates one)";

@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "tools/admin_api.h"
@@ -77,8 +76,7 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
     // A miss, told as the command tells it with --data: the server's
     // reason, a line each.
     if (std::optional<std::string> why = ErrorText(res->body)) {
-      std::istringstream lines(*why);
-      for (std::string line; std::getline(lines, line);) std::cerr << "eventfold: " << line << "\n";
+      PrintReasonLines(*why);
       return kExitRefused;
     }
   }

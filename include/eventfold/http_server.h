@@ -17,9 +17,9 @@
 // Whatever the receiver does not take there (a GET, a body over 64 KiB, any
 // request of an application's receiver that may block) runs on a bounded
 // worker pool through Receiver::HandleAsync; when the pool's queue is full
-// the answer is 503 with Retry-After. No thread sleeps through a write. A connection
-// serves its requests one at a time, so pipelined requests are answered in
-// order. A HEAD request is handed to the receiver as a GET and answered with
+// the answer is 503 with Retry-After. No thread sleeps through a write. A
+// connection serves its requests one at a time, so pipelined requests are
+// answered in order. A HEAD request is handed to the receiver as a GET and answered with
 // that answer's header alone (its Content-Length included, no body bytes).
 // Connections over `max_connections` are answered 503 and closed at once.
 // Every refusal of the HTTP layer itself is counted and appended to the

@@ -85,6 +85,17 @@ class HttpServerTest : public ::testing::Test {
     return {statuses.empty() ? -1 : statuses[0], closed};
   }
 
+  // What the store's quarantine holds, oldest first.
+  std::vector<RefusedDelivery> Quarantined() {
+    std::vector<RefusedDelivery> out;
+    Status st = store_->quarantine().List([&](const RefusedDelivery& r) {
+      out.push_back(r);
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
   static constexpr size_t kMaxBody = 4096;
   TempDir dir_{"http-server"};
   std::unique_ptr<Store> store_;
@@ -322,13 +333,7 @@ TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413WhileReading) {
   // the quarantine say no more.
   EXPECT_NE(c.received().find("body: exceeds the limit of 4096 bytes"), std::string::npos)
       << c.received();
-  std::vector<RefusedDelivery> kept;
-  ASSERT_TRUE(store_->quarantine()
-                  .List([&](const RefusedDelivery& r) {
-                    kept.push_back(r);
-                    return true;
-                  })
-                  .ok());
+  const std::vector<RefusedDelivery> kept = Quarantined();
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].status, 413);
   EXPECT_EQ(kept[0].reason, "body: exceeds the limit of 4096 bytes");
@@ -513,12 +518,7 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   EXPECT_FALSE(store_->Get("receipt", "r2").ok());
   EXPECT_EQ(store_->counters().accepted, 1u);
   std::vector<int> refused;
-  ASSERT_TRUE(store_->quarantine()
-                  .List([&](const RefusedDelivery& r) {
-                    refused.push_back(r.status);
-                    return true;
-                  })
-                  .ok());
+  for (const RefusedDelivery& r : Quarantined()) refused.push_back(r.status);
   std::sort(refused.begin(), refused.end());
   EXPECT_EQ(refused, (std::vector<int>{400, 401, 413}));
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
