@@ -19,6 +19,7 @@
 #include "core/signature.h"
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
+#include "tests/common/quarantined.h"
 #include "tests/common/raw_http_client.h"
 #include "tests/receiver/receiver_test_util.h"
 
@@ -28,6 +29,7 @@ namespace {
 using receiver_test::Issued;
 using receiver_test::TempDir;
 using std::chrono::milliseconds;
+using test_util::Quarantined;
 using test_util::RawClient;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -83,17 +85,6 @@ class HttpServerTest : public ::testing::Test {
     std::vector<int> statuses = c.ReadAnswers(1);
     const bool closed = c.WaitForClose();
     return {statuses.empty() ? -1 : statuses[0], closed};
-  }
-
-  // What the store's quarantine holds, oldest first.
-  std::vector<RefusedDelivery> Quarantined() {
-    std::vector<RefusedDelivery> out;
-    Status st = store_->quarantine().List([&](const RefusedDelivery& r) {
-      out.push_back(r);
-      return true;
-    });
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return out;
   }
 
   static constexpr size_t kMaxBody = 4096;
@@ -333,7 +324,7 @@ TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIs413WhileReading) {
   // the quarantine say no more.
   EXPECT_NE(c.received().find("body: exceeds the limit of 4096 bytes"), std::string::npos)
       << c.received();
-  const std::vector<RefusedDelivery> kept = Quarantined();
+  const std::vector<RefusedDelivery> kept = Quarantined(store_.get());
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].status, 413);
   EXPECT_EQ(kept[0].reason, "body: exceeds the limit of 4096 bytes");
@@ -518,7 +509,7 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   EXPECT_FALSE(store_->Get("receipt", "r2").ok());
   EXPECT_EQ(store_->counters().accepted, 1u);
   std::vector<int> refused;
-  for (const RefusedDelivery& r : Quarantined()) refused.push_back(r.status);
+  for (const RefusedDelivery& r : Quarantined(store_.get())) refused.push_back(r.status);
   std::sort(refused.begin(), refused.end());
   EXPECT_EQ(refused, (std::vector<int>{400, 401, 413}));
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));

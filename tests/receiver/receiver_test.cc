@@ -26,6 +26,7 @@
 #include "eventfold/clock.h"
 #include "eventfold/ingest_sink.h"
 #include "eventfold/store.h"
+#include "tests/common/quarantined.h"
 #include "tests/receiver/receiver_test_util.h"
 
 namespace eventfold {
@@ -36,6 +37,7 @@ using receiver_test::Issued;
 using receiver_test::JsonString;
 using receiver_test::Refunded;
 using receiver_test::TestSeed;
+using test_util::Quarantined;
 
 constexpr int64_t kMicros = 1000000;
 constexpr int64_t kNow = 1795000000;  // unix seconds at the start of each test
@@ -174,15 +176,7 @@ class receiver_handle : public ::testing::Test {
     return rx_->Handle("POST", "/hooks", h, body);
   }
 
-  std::vector<RefusedDelivery> Refused() {
-    std::vector<RefusedDelivery> out;
-    Status st = store_->quarantine().List([&](const RefusedDelivery& r) {
-      out.push_back(r);
-      return true;
-    });
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return out;
-  }
+  std::vector<RefusedDelivery> Refused() { return Quarantined(store_.get()); }
 
   std::vector<std::string> ListedIds() {
     std::vector<std::string> out;

@@ -26,6 +26,7 @@
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
 #include "store/store_impl.h"
+#include "tests/common/quarantined.h"
 #include "tests/reliability/fault_env.h"
 #include "tests/storage/storage_test_util.h"
 
@@ -33,6 +34,7 @@ namespace eventfold::reliability {
 namespace {
 
 using storage_test::Issued;
+using test_util::Quarantined;
 
 constexpr int64_t kT0 = 1795000000LL * 1000000;
 constexpr char kDir[] = "/mem/qstore";
@@ -54,16 +56,6 @@ std::unique_ptr<Store> MustOpen(const Options& o) {
   Result<std::unique_ptr<Store>> s = Store::Open(kDir, o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(*s) : nullptr;
-}
-
-std::vector<RefusedDelivery> Refused(Store* store) {
-  std::vector<RefusedDelivery> out;
-  Status st = store->quarantine().List([&](const RefusedDelivery& r) {
-    out.push_back(r);
-    return true;
-  });
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return out;
 }
 
 RefusedDelivery Unauthorized(const std::string& id) {
@@ -146,7 +138,7 @@ TEST(QuarantineFault, FailingQuarantineDiskNeverFailsTheStore) {
   ASSERT_EQ(q.WaitForReopenAttempt(1, kBound, &open), 2u);
   EXPECT_TRUE(open);
   EXPECT_EQ(sender.Unsigned(Issued("evt_after", "rcp_u")), 401);
-  std::vector<RefusedDelivery> kept = Refused(store.get());
+  std::vector<RefusedDelivery> kept = Quarantined(store.get());
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].status, 401);
   EXPECT_EQ(store->counters().quarantine_dropped, 20u);
@@ -160,7 +152,7 @@ TEST(QuarantineFault, WriteFailureAfterOpenDropsCountsAndRecovers) {
   ASSERT_TRUE(store);
   Sender sender(store.get(), &clock);
   EXPECT_EQ(sender.Unsigned(Issued("evt_a", "rcp_a")), 401);
-  ASSERT_EQ(Refused(store.get()).size(), 1u);
+  ASSERT_EQ(Quarantined(store.get()).size(), 1u);
 
   env.SetFaultPrefix(std::string(kDir) + "/quarantine/");
   env.SetAppendError(true);
@@ -178,7 +170,7 @@ TEST(QuarantineFault, WriteFailureAfterOpenDropsCountsAndRecovers) {
   ASSERT_EQ(q.WaitForReopenAttempt(0, kBound, &open), 1u);
   EXPECT_TRUE(open);
   EXPECT_EQ(sender.Unsigned(Issued("evt_c", "rcp_c")), 401);
-  std::vector<RefusedDelivery> kept = Refused(store.get());
+  std::vector<RefusedDelivery> kept = Quarantined(store.get());
   ASSERT_EQ(kept.size(), 2u);
   EXPECT_LT(kept[0].seq, kept[1].seq);
   EXPECT_EQ(kept[0].headers, (Headers{}));  // X-Auth-Key is not on the allowlist
@@ -269,7 +261,7 @@ TEST(QuarantineFault, FullQueueDropsAndCountsWithoutWaiting) {
   EXPECT_EQ(store->counters().quarantine_dropped, 8u);
   EXPECT_EQ(store->Stats().refused, 1 + kQueue);
   env.Open();
-  std::vector<RefusedDelivery> kept = Refused(store.get());
+  std::vector<RefusedDelivery> kept = Quarantined(store.get());
   ASSERT_EQ(kept.size(), 1 + kQueue);
   EXPECT_EQ(kept.front().headers, (Headers{{"X-RR-Event-Id", "evt_first"}}));
   EXPECT_EQ(kept.back().headers,
@@ -300,7 +292,7 @@ TEST(QuarantineFault, EntriesSurviveReopenAndOldStoresMoveTheirs) {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->quarantine().Add(Unauthorized("evt_new")).ok());
-    std::vector<RefusedDelivery> kept = Refused(store.get());
+    std::vector<RefusedDelivery> kept = Quarantined(store.get());
     ASSERT_EQ(kept.size(), 4u);
     EXPECT_EQ(kept[0].headers, (Headers{{"X-RR-Event-Id", "evt_old1"}})) << "oldest first";
     EXPECT_EQ(kept[3].headers, (Headers{{"X-RR-Event-Id", "evt_new"}}));
@@ -323,7 +315,7 @@ TEST(QuarantineFault, EntriesSurviveReopenAndOldStoresMoveTheirs) {
   }
   std::unique_ptr<Store> store = MustOpen(o);
   ASSERT_TRUE(store);
-  EXPECT_EQ(Refused(store.get()).size(), 4u) << "kept across a reopen";
+  EXPECT_EQ(Quarantined(store.get()).size(), 4u) << "kept across a reopen";
   EXPECT_EQ(store->Stats().refused, 4u);
 }
 
