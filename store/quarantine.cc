@@ -35,7 +35,12 @@ Status StoreImpl::Add(RefusedDelivery r) {
 }
 
 Status StoreImpl::List(const std::function<bool(const RefusedDelivery&)>& fn) {
-  return quarantine_->List(fn);
+  return quarantine_->List(0, fn);
+}
+
+Status StoreImpl::ListAfter(uint64_t after_seq,
+                            const std::function<bool(const RefusedDelivery&)>& fn) {
+  return quarantine_->List(after_seq, fn);
 }
 
 void StoreImpl::MoveLegacyQuarantine() {

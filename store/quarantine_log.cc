@@ -294,7 +294,8 @@ void QuarantineLog::Flush() {
   while (handled_ < target && !stop_) cv_.wait(lock.native());
 }
 
-Status QuarantineLog::List(const std::function<bool(const RefusedDelivery&)>& fn) {
+Status QuarantineLog::List(uint64_t after_seq,
+                           const std::function<bool(const RefusedDelivery&)>& fn) {
   Flush();
   std::shared_ptr<leveldb::DB> db = this->db();
   if (!db) {
@@ -304,7 +305,9 @@ Status QuarantineLog::List(const std::function<bool(const RefusedDelivery&)>& fn
   SnapshotGuard snapshot(db.get());
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot.get())));
   const std::string prefix(kQuarantinePrefix);
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+  // Seqs are big-endian, so key order is seq order.
+  it->Seek(after_seq == UINT64_MAX ? prefix + "\xff" : QuarantineKey(after_seq + 1));
+  for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<RefusedDelivery> r = DecodeRefused(View(it->key()), View(it->value()));
     if (!r.ok()) return r.status();
     if (!fn(*r)) break;

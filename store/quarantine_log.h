@@ -83,7 +83,8 @@ class QuarantineLog {
   // Calls `fn` for each kept refusal, oldest first, until it returns false;
   // first waits for the refusals queued before the call to be written (or
   // dropped). Unavailable while the database is closed after a failure.
-  Status List(const std::function<bool(const RefusedDelivery&)>& fn);
+  // From the delivery after `after_seq` (0: from the first).
+  Status List(uint64_t after_seq, const std::function<bool(const RefusedDelivery&)>& fn);
 
   // The integrity check of the kept refusals, for Store::Check: reads each
   // (checksums verified), counts it in sum->records and sum->refused, and

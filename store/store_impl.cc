@@ -589,11 +589,22 @@ Result<Projection> StoreImpl::Get(std::string_view entity, std::string_view id) 
 }
 
 Status StoreImpl::List(std::string_view entity, const std::function<bool(const Projection&)>& fn) {
+  return ListFrom(entity, nullptr, fn);
+}
+
+Status StoreImpl::ListAfter(std::string_view entity, const EntityRef& after,
+                            const std::function<bool(const Projection&)>& fn) {
+  return ListFrom(entity, &after, fn);
+}
+
+Status StoreImpl::ListFrom(std::string_view entity, const EntityRef* after,
+                           const std::function<bool(const Projection&)>& fn) {
   SnapshotGuard snapshot;
   std::string prefix;
   std::unique_ptr<leveldb::Iterator> it;
   std::shared_ptr<const Profile> profile;  // the generation's, kept past a switch
   std::optional<ProjectionReader> reader;
+  std::string skip;  // after's key; empty: from the start
   {
     // The iterators too are made under the lock: a recovery's reopen (which
     // holds it exclusively) waits for the snapshot's use to end, so it must
@@ -602,6 +613,7 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
     ReaderLock guard(&rebuild_mu_);
     profile = profile_;
     prefix = ProjectionScanPrefix(gens_.projections, entity);
+    if (after != nullptr) skip = ProjectionKey(gens_.projections, *after);
     snapshot = SnapshotGuard(db_.get());
     it.reset(db_->NewIterator(ScanOptions(snapshot.get())));
     leveldb::ReadOptions folds = ScanOptions(snapshot.get());
@@ -609,7 +621,11 @@ Status StoreImpl::List(std::string_view entity, const std::function<bool(const P
     reader.emplace(std::unique_ptr<leveldb::Iterator>(db_->NewIterator(folds)), gens_, *profile);
   }
   Status st;
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+  // Resumed: from `after`'s key (or the prefix, when that comes later),
+  // past `after` itself.
+  it->Seek(skip > prefix ? skip : prefix);
+  if (it->Valid() && !skip.empty() && View(it->key()) == skip) it->Next();
+  for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<ProjectionState> p = reader->Read(View(it->key()), View(it->value()));
     if (!p.ok()) {
       st = p.status();

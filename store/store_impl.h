@@ -65,6 +65,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status Sync() override;
   Result<Projection> Get(std::string_view entity, std::string_view id) override;
   Status List(std::string_view entity, const std::function<bool(const Projection&)>& fn) override;
+  Status ListAfter(std::string_view entity, const EntityRef& after,
+                   const std::function<bool(const Projection&)>& fn) override;
   Result<EntityLog> Log(std::string_view entity, std::string_view id) override;
   StoreStats Stats() override;
   Maintenance& maintenance() override { return *this; }
@@ -104,6 +106,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Quarantine.
   Status Add(RefusedDelivery refused) override;
   Status List(const std::function<bool(const RefusedDelivery&)>& fn) override;
+  Status ListAfter(uint64_t after_seq,
+                   const std::function<bool(const RefusedDelivery&)>& fn) override;
 
   // The quarantine's database and writer, for tests.
   QuarantineLog& quarantine_log() { return *quarantine_; }
@@ -124,6 +128,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   friend class IngestTxn;
 
   StoreImpl(const Options& options, Profile profile);
+
+  // List and ListAfter: from the start when `after` is null.
+  Status ListFrom(std::string_view entity, const EntityRef* after,
+                  const std::function<bool(const Projection&)>& fn);
 
   Status Init(const std::string& path);
   Status LoadOrCreateMeta() REQUIRES(rebuild_mu_);

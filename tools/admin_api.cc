@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core/json_writer.h"
 #include "core/signature.h"
+#include "tools/feed_long_polls.h"
 #include "tools/read_views.h"
 
 namespace eventfold::cli {
@@ -73,6 +75,30 @@ class Request {
   }
 };
 
+// Splits a request target into *req; the error answer when it is not one
+// of ours (404) or its percent-encoding is malformed (400).
+std::optional<HttpResponse> ParseTarget(std::string_view target, Request* req) {
+  const size_t qm = target.find('?');
+  // Segments are decoded after splitting, so an id may hold "%2F".
+  std::string_view path = target.substr(0, qm);
+  auto query = ParseQuery(qm == std::string_view::npos ? "" : target.substr(qm + 1));
+  bool malformed = !query;
+  if (path.substr(0, 4) != "/v1/") return Error(404, "no such endpoint: " + std::string(path));
+  path.remove_prefix(4);
+  while (true) {
+    const size_t slash = path.find('/');
+    std::optional<std::string> part = PercentDecode(path.substr(0, slash));
+    malformed = malformed || !part;
+    req->parts.push_back(part.value_or(""));
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  if (malformed) return Error(400, "malformed percent-encoding in the request target");
+  req->path = std::string(target.substr(0, qm));
+  req->query = std::move(*query);
+  return std::nullopt;
+}
+
 class AdminApi final : public Receiver {
  public:
   AdminApi(Store* store, AdminApiOptions options) : store_(store), opt_(std::move(options)) {
@@ -82,25 +108,8 @@ class AdminApi final : public Receiver {
   HttpResponse Handle(std::string_view method, std::string_view target, const Headers& headers,
                       std::string_view) override {
     if (std::optional<HttpResponse> r = AnswerWithoutStore(method, target, headers)) return *r;
-    const size_t qm = target.find('?');
     Request req;
-    // Segments are decoded after splitting, so an id may hold "%2F".
-    std::string_view path = target.substr(0, qm);
-    auto query = ParseQuery(qm == std::string_view::npos ? "" : target.substr(qm + 1));
-    bool malformed = !query;
-    if (path.substr(0, 4) != "/v1/") return Error(404, "no such endpoint: " + std::string(path));
-    path.remove_prefix(4);
-    while (true) {
-      const size_t slash = path.find('/');
-      std::optional<std::string> part = PercentDecode(path.substr(0, slash));
-      malformed = malformed || !part;
-      req.parts.push_back(part.value_or(""));
-      if (slash == std::string_view::npos) break;
-      path.remove_prefix(slash + 1);
-    }
-    if (malformed) return Error(400, "malformed percent-encoding in the request target");
-    req.path = std::string(target.substr(0, qm));
-    req.query = std::move(*query);
+    if (std::optional<HttpResponse> error = ParseTarget(target, &req)) return *error;
     return Route(req);
   }
 
@@ -119,14 +128,43 @@ class AdminApi final : public Receiver {
   }
 
   // What needs no store is answered on the event loop's thread: health,
-  // a refused token, a wrong method. So long-polls holding every worker
-  // neither starve a health check nor let unauthenticated requests queue.
-  bool TryHandleWithoutBlocking(std::string_view method, std::string_view path, Headers& headers,
+  // a refused token, a wrong method. So busy workers neither starve a
+  // health check nor let unauthenticated requests queue. A feed read that
+  // would wait is parked (FeedLongPolls) rather than holding a worker.
+  bool TryHandleWithoutBlocking(std::string_view method, std::string_view target, Headers& headers,
                                 std::string& body, AnswerCallback& done) override {
     (void)body;
-    std::optional<HttpResponse> r = AnswerWithoutStore(method, path, headers);
-    if (!r) return false;
-    std::exchange(done, nullptr)(std::move(*r));
+    if (std::optional<HttpResponse> r = AnswerWithoutStore(method, target, headers)) {
+      std::exchange(done, nullptr)(std::move(*r));
+      return true;
+    }
+    return ParkLongPoll(target, done);
+  }
+
+  // Parks a feed read that has nothing to answer yet and may wait; false
+  // (done untouched) for everything else, which a worker answers.
+  bool ParkLongPoll(std::string_view target, AnswerCallback& done) {
+    Request req;
+    if (ParseTarget(target, &req) || req.parts.size() != 1 || req.parts[0] != "feed") {
+      return false;
+    }
+    Result<FeedQuery> q = FeedQueryOf(req);
+    if (!q.ok() || q->wait_ms == 0 || Stopping()) return false;
+    ChangeFeed& feed = store_->feed();
+    if (feed.LastSeq() > q->after) return false;
+    auto wait = std::make_shared<ParkedRead>(ParkedRead{*q, std::exchange(done, nullptr)});
+    FeedLongPolls::Ticket ticket = polls_.Park(FeedLongPolls::Poll{
+        q->after,
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(q->wait_ms),
+        [this, wait] { std::exchange(wait->done, nullptr)(FeedPage(wait->query)); },
+    });
+    // A change committed between the check and the park may have been
+    // missed by the waiting thread; take such a poll back for a worker.
+    FeedLongPolls::Poll back;
+    if (feed.LastSeq() > q->after && polls_.Unpark(ticket, &back)) {
+      done = std::move(wait->done);
+      return false;
+    }
     return true;
   }
 
@@ -181,7 +219,7 @@ class AdminApi final : public Receiver {
   }
 
   // Paged by (entity, id): `after` is an id when `entity` is given, else
-  // "ENTITY/ID". Store::List has no start key, so earlier keys are skipped.
+  // "ENTITY/ID"; a page seeks to its cursor (Store::ListAfter).
   HttpResponse List(const Request& req) {
     const std::string* e = req.Param("entity");
     const std::string entity = e ? *e : "";
@@ -191,7 +229,7 @@ class AdminApi final : public Receiver {
     }
     Result<uint64_t> limit = Limit(req);
     if (!limit.ok()) return FromStatus(limit.status());
-    std::pair<std::string, std::string> after;
+    EntityRef after;
     const std::string* a = req.Param("after");
     if (a != nullptr && !entity.empty()) after = {entity, *a};
     if (a != nullptr && entity.empty()) {
@@ -204,10 +242,7 @@ class AdminApi final : public Receiver {
     HttpResponse r{200, kNdjson, "", {}};
     uint64_t n = 0;
     std::string last;
-    Status st = store_->List(entity, [&](const Projection& p) {
-      if (a != nullptr && std::tie(p.entity, p.id) <= std::tie(after.first, after.second)) {
-        return true;
-      }
+    const auto page = [&](const Projection& p) {
       if (n == *limit) {
         // Percent-encoded: an id may hold any byte, a header line may not.
         r.headers.emplace_back(kNextAfterHeader, PercentEncode(last));
@@ -218,7 +253,8 @@ class AdminApi final : public Receiver {
       last = entity.empty() ? p.entity + "/" + p.id : p.id;
       ++n;
       return true;
-    });
+    };
+    Status st = a != nullptr ? store_->ListAfter(entity, after, page) : store_->List(entity, page);
     if (!st.ok()) return FromStatus(st);
     return r;
   }
@@ -236,8 +272,7 @@ class AdminApi final : public Receiver {
     if (!limit.ok()) return FromStatus(limit.status());
     HttpResponse r{200, kNdjson, "", {}};
     uint64_t n = 0, last = 0;
-    Status st = store_->quarantine().List([&](const RefusedDelivery& d) {
-      if (d.seq <= *after) return true;
+    Status st = store_->quarantine().ListAfter(*after, [&](const RefusedDelivery& d) {
       if (n == *limit) {
         r.headers.emplace_back(kNextAfterHeader, std::to_string(last));
         return false;
@@ -282,28 +317,52 @@ class AdminApi final : public Receiver {
     return HttpResponse{200, kNdjson, std::move(*text), {}};
   }
 
-  // A long-poll: when nothing follows `after`, waits (bounded) for a change.
-  HttpResponse Feed(const Request& req) {
+  struct FeedQuery {
+    uint64_t after = 0;
+    uint64_t limit = 0;
+    uint64_t wait_ms = 0;
+  };
+
+  // A parked long-poll's query and the answer it owes.
+  struct ParkedRead {
+    FeedQuery query;
+    AnswerCallback done;
+  };
+
+  Result<FeedQuery> FeedQueryOf(const Request& req) const {
     Result<uint64_t> after = req.Number("after", 0, UINT64_MAX);
     Result<uint64_t> limit = Limit(req);
     Result<uint64_t> wait_ms = req.Number("wait_ms", 0, static_cast<uint64_t>(opt_.max_wait_ms));
-    if (!after.ok()) return FromStatus(after.status());
-    if (!limit.ok()) return FromStatus(limit.status());
-    if (!wait_ms.ok()) return FromStatus(wait_ms.status());
+    if (!after.ok()) return after.status();
+    if (!limit.ok()) return limit.status();
+    if (!wait_ms.ok()) return wait_ms.status();
+    return FeedQuery{*after, *limit, *wait_ms};
+  }
+
+  // A long-poll: when nothing follows `after`, waits (bounded) for a change.
+  // Through the server, such a wait is parked instead (ParkLongPoll); this
+  // wait is for a direct Handle() and for the race ParkLongPoll hands back.
+  HttpResponse Feed(const Request& req) {
+    Result<FeedQuery> q = FeedQueryOf(req);
+    if (!q.ok()) return FromStatus(q.status());
     // Waits in slices so a stopping server is not held by a long-poll.
-    int64_t left_ms = static_cast<int64_t>(*wait_ms);
-    while (left_ms > 0 && store_->feed().LastSeq() <= *after && !Stopping()) {
+    int64_t left_ms = static_cast<int64_t>(q->wait_ms);
+    while (left_ms > 0 && store_->feed().LastSeq() <= q->after && !Stopping()) {
       const int64_t slice = opt_.stopping ? std::min(left_ms, opt_.wait_slice_ms) : left_ms;
-      store_->feed().WaitForChanges(*after, slice * 1000);
+      store_->feed().WaitForChanges(q->after, slice * 1000);
       left_ms -= slice;
     }
+    return FeedPage(*q);
+  }
+
+  // The changes after q.after, up to q.limit, and the next cursor.
+  HttpResponse FeedPage(const FeedQuery& q) {
     HttpResponse r{200, kNdjson, "", {}};
-    uint64_t last = *after, n = 0;
-    Status st = store_->feed().Read(*after, *limit, [&](const Change& c) {
+    uint64_t last = q.after;
+    Status st = store_->feed().Read(q.after, q.limit, [&](const Change& c) {
       r.body += ChangeToJson(c);
       r.body += '\n';
       last = c.seq;
-      ++n;
       return true;
     });
     if (!st.ok()) return FromStatus(st);
@@ -320,6 +379,9 @@ class AdminApi final : public Receiver {
   Store* const store_;
   AdminApiOptions opt_;
   std::atomic<bool> backup_running_{false};
+  // Last: its destructor answers what is still parked, through this object.
+  FeedLongPolls polls_{&store_->feed(), opt_.stopping,
+                       std::chrono::milliseconds(opt_.wait_slice_ms)};
 };
 
 int HexValue(char c) {

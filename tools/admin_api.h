@@ -20,7 +20,7 @@
 //   GET /v1/feed?after=SEQ&limit=N&wait_ms=T
 //                                         NDJSON changes with seq > SEQ; when
 //                                         none yet, waits up to T ms (capped)
-//                                         on ChangeFeed::WaitForChanges
+//                                         for one, parked off the workers
 //   POST /v1/backup?to=DIR                an online backup (Store::Backup)
 //                                         into DIR, an absolute path on the
 //                                         server's machine, new or empty;
@@ -59,16 +59,18 @@ struct AdminApiOptions {
   // Page size when `limit` is absent, and the largest accepted.
   size_t default_limit = 1000;
   size_t max_limit = 10000;
-  // The longest long-poll a client may ask for with wait_ms; a waiting
-  // request holds one of the admin listener's workers.
+  // The longest long-poll a client may ask for with wait_ms. Through the
+  // HttpServer a waiting poll is parked, holding no worker
+  // (tools/feed_long_polls.h); only a direct Handle() call waits in place.
   int64_t max_wait_ms = 30000;
   // For subscription lag; nullptr: SystemClock().
   Clock* clock = nullptr;
   // When set and it turns true (the server is stopping), long-polls end at
-  // their next slice instead of holding a worker, and so shutdown, for up to
+  // their next slice instead of holding the server's shutdown for up to
   // max_wait_ms. nullptr: waits run to their end.
   const std::atomic<bool>* stopping = nullptr;
-  // A long-poll waits in slices of this long to notice `stopping`.
+  // A long-poll waits in slices of this long to notice `stopping`; a parked
+  // poll's deadline is kept to within one slice.
   int64_t wait_slice_ms = 200;
 };
 

@@ -58,6 +58,11 @@ class Quarantine {
   // Calls `fn` for each quarantined delivery, oldest first, until it
   // returns false. An error status when the quarantine cannot be read.
   virtual Status List(const std::function<bool(const RefusedDelivery&)>& fn) = 0;
+
+  // List() from the delivery after quarantine seq `after_seq`: it seeks
+  // there, so a page costs what it returns.
+  virtual Status ListAfter(uint64_t after_seq,
+                           const std::function<bool(const RefusedDelivery&)>& fn) = 0;
 };
 
 }  // namespace eventfold

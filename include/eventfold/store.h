@@ -134,6 +134,12 @@ class Store {
   virtual Status List(std::string_view entity,
                       const std::function<bool(const Projection&)>& fn) = 0;
 
+  // List() resumed where a page ended: the projections strictly after
+  // `after` in that order (of `entity` only, when it is not empty). It
+  // seeks there, so a page costs what it returns, not what precedes it.
+  virtual Status ListAfter(std::string_view entity, const EntityRef& after,
+                           const std::function<bool(const Projection&)>& fn) = 0;
+
   // The entity's events with their fold verdicts; kNotFound when it has
   // none. When gc compacted its older events, `compacted` says so (snapshot,
   // events dropped, when) and fold_order holds the events that remain.

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -139,6 +141,37 @@ TEST(QuarantineTest, RateIsCappedPerSecondOfTheClock) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(f.store->quarantine().Add(Unsigned(rng, 1, 10)).ok());
   EXPECT_EQ(f.Refused().size(), 10u);
   EXPECT_EQ(f.store->counters().quarantine_dropped, 30u);
+}
+
+// ListAfter, the paging read, over a quarantine whose oldest entries the
+// byte cap evicted: from any seq (kept, evicted, beyond the last, the
+// largest) it gives exactly the kept deliveries after it, oldest first.
+TEST(QuarantineTest, ListAfterStartsAfterAnySeq) {
+  std::mt19937_64 rng(7);
+  Fixture f(64 << 10, /*per_second=*/1000);
+  for (int i = 0; i < 120; ++i) {
+    ASSERT_TRUE(f.store->quarantine().Add(Unsigned(rng, 1 + rng() % 3, 10)).ok());
+  }
+  std::vector<uint64_t> kept;
+  for (const RefusedDelivery& r : f.Refused()) kept.push_back(r.seq);
+  ASSERT_FALSE(kept.empty());
+  ASSERT_GT(kept.front(), 1u) << "the cap was meant to evict the oldest";
+  const auto after = [&](uint64_t seq) {
+    std::vector<uint64_t> out;
+    EXPECT_TRUE(f.store->quarantine()
+                    .ListAfter(seq,
+                               [&](const RefusedDelivery& r) {
+                                 out.push_back(r.seq);
+                                 return true;
+                               })
+                    .ok());
+    return out;
+  };
+  for (uint64_t seq = 0; seq <= kept.back() + 2; ++seq) {
+    const std::vector<uint64_t> want(std::upper_bound(kept.begin(), kept.end(), seq), kept.end());
+    EXPECT_EQ(after(seq), want) << "after " << seq;
+  }
+  EXPECT_TRUE(after(UINT64_MAX).empty());
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "tests/common/check_clean.h"
 #include "tests/common/invoice_profile.h"
 #include "tests/common/raw_generations.h"
+#include "tests/common/test_seed.h"
 #include "tests/storage/legacy_records.h"
 #include "tests/storage/storage_test_util.h"
 
@@ -71,6 +73,18 @@ class StoreTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
   std::unique_ptr<Store> Open() { return Open(Opts()); }
+  // A store whose two entities' names are prefixes apart ("a" and "ab",
+  // keyed by data.id, created by "a.created" and "ab.created").
+  std::unique_ptr<Store> OpenWithPrefixEntities() {
+    Result<Profile> profile = Profile::FromJson(R"({"name":"prefixes","entities":[
+    {"name":"ab","key":"data.id","transitions":[{"type":"ab.created","from":["none"],"to":"live"}]},
+    {"name":"a","key":"data.id","transitions":[{"type":"a.created","from":["none"],"to":"live"}]}]})");
+    EXPECT_TRUE(profile.ok()) << profile.status().ToString();
+    if (!profile.ok()) return nullptr;
+    Options o = Opts();
+    o.profile = *profile;
+    return Open(o);
+  }
   // Opened with Options::upgrade_format, as `eventfold migrate` opens it.
   std::unique_ptr<Store> OpenUpgrading() {
     Options o = Opts();
@@ -708,13 +722,8 @@ TEST_F(storage_store, ListOrdersByEntityThenIdBytewiseAndFilters) {
 TEST_F(storage_store, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
   // Entity "a" is a prefix of entity "ab": a/z must list before ab/a, and
   // List("a") must not include ab's projections.
-  Result<Profile> profile = Profile::FromJson(R"({"name":"prefixes","entities":[
-    {"name":"ab","key":"data.id","transitions":[{"type":"ab.created","from":["none"],"to":"live"}]},
-    {"name":"a","key":"data.id","transitions":[{"type":"a.created","from":["none"],"to":"live"}]}]})");
-  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  Options o = Opts();
-  o.profile = *profile;
-  auto store = Open(o);
+  auto store = OpenWithPrefixEntities();
+  ASSERT_TRUE(store);
   const std::string at = "2026-11-29T10:00:00Z";
   MustAccept(store.get(), Body("e1", "ab.created", at, R"({"id":"a"})"));
   MustAccept(store.get(), Body("e2", "a.created", at, R"({"id":"z"})"));
@@ -738,6 +747,75 @@ TEST_F(storage_store, ListKeepsEntitiesWhoseNamesArePrefixesApart) {
                          })
                   .ok());
   EXPECT_EQ(order, (std::vector<std::string>{"a/b", "a/z"}));
+}
+
+// ListAfter, the paging read: over seeded random ids in two entities whose
+// names are prefixes apart, resuming after any listed projection, or after
+// any position at all (listed or not, of the scope or not), gives exactly
+// the part of List that follows it, and pages of any size rebuild List.
+TEST_F(storage_store, ListAfterResumesExactlyWhereAPageEnded) {
+  const uint64_t seed =
+      test_util::TestSeed("storage_store.ListAfterResumesExactlyWhereAPageEnded", 11);
+  std::mt19937_64 rng(seed);
+  auto store = OpenWithPrefixEntities();
+  ASSERT_TRUE(store);
+  // Bytes that sort apart from each other and from the key's separator.
+  const std::vector<std::pair<std::string, std::string>> letters = {
+      {"\x01", "\\u0001"}, {" ", " "}, {"%", "%"}, {"/", "/"},
+      {"a", "a"},          {"b", "b"}, {"z", "z"}, {"\xc3\xa9", "\xc3\xa9"}};
+  const auto random_id = [&](std::string* json) {
+    std::string id;
+    for (size_t n = 1 + rng() % 3; n > 0; --n) {
+      const auto& [raw, escaped] = letters[rng() % letters.size()];
+      id += raw;
+      if (json) *json += escaped;
+    }
+    return id;
+  };
+  std::set<EntityRef> stored;
+  for (int i = 0; i < 80; ++i) {
+    const std::string entity = rng() % 2 ? "a" : "ab";
+    std::string json;
+    const std::string id = random_id(&json);
+    if (!stored.insert(EntityRef{entity, id}).second) continue;
+    MustAccept(store.get(), Body("e" + std::to_string(i), entity + ".created",
+                                 "2026-11-29T10:00:00Z", R"({"id":")" + json + R"("})"));
+  }
+  const auto list = [&](std::string_view scope, const EntityRef* after, size_t max) {
+    std::vector<EntityRef> out;
+    const auto take = [&](const Projection& p) {
+      out.push_back(EntityRef{p.entity, p.id});
+      return out.size() < max;
+    };
+    Status st = after ? store->ListAfter(scope, *after, take) : store->List(scope, take);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  };
+  for (const std::string scope : {"", "a", "ab"}) {
+    SCOPED_TRACE("scope \"" + scope + "\"");
+    std::vector<EntityRef> all;
+    for (const EntityRef& r : stored) {
+      if (scope.empty() || r.entity == scope) all.push_back(r);
+    }
+    ASSERT_EQ(list(scope, nullptr, SIZE_MAX), all);
+    const auto following = [&](const EntityRef& after) {
+      return std::vector<EntityRef>(std::upper_bound(all.begin(), all.end(), after), all.end());
+    };
+    for (const EntityRef& r : all) EXPECT_EQ(list(scope, &r, SIZE_MAX), following(r));
+    for (int i = 0; i < 40; ++i) {
+      const EntityRef r{std::vector<std::string>{"", "a", "aa", "ab", "b"}[rng() % 5],
+                        rng() % 4 ? random_id(nullptr) : ""};
+      EXPECT_EQ(list(scope, &r, SIZE_MAX), following(r)) << r.entity << "/" << r.id;
+    }
+    const size_t page = 1 + rng() % 7;
+    std::vector<EntityRef> paged = list(scope, nullptr, page);
+    while (!paged.empty() && paged.size() < all.size()) {
+      std::vector<EntityRef> next = list(scope, &paged.back(), page);
+      if (next.empty()) break;
+      paged.insert(paged.end(), next.begin(), next.end());
+    }
+    EXPECT_EQ(paged, all) << "pages of " << page;
+  }
 }
 
 // Rewrites every m/ and k/ value as formats 1 and 2 stored it: bare text.

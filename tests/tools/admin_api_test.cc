@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -356,45 +358,148 @@ TEST_F(AdminApiTest, StoppingEndsALongPoll) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(25));
 }
 
-// With every worker held by a long-poll and no queue, what reads nothing
-// stored (health, a refused token, a wrong method) is still answered, on
-// the event loop; a read of the store gets the 503.
-TEST_F(AdminApiTest, HealthAndRefusalsNeedNoWorker) {
+// Forwards to the admin API and counts the feed reads the event loop's
+// path took (parked, since the API answers nothing else there but health
+// and refusals).
+class ParkCounter final : public Receiver {
+ public:
+  explicit ParkCounter(Receiver* inner) : inner_(inner) {}
+
+  HttpResponse Handle(std::string_view method, std::string_view path, const Headers& headers,
+                      std::string_view body) override {
+    return inner_->Handle(method, path, headers, body);
+  }
+  void HandleAsync(std::string_view method, std::string_view path, Headers headers,
+                   std::string body, AnswerCallback done) override {
+    inner_->HandleAsync(method, path, std::move(headers), std::move(body), std::move(done));
+  }
+  bool TryHandleWithoutBlocking(std::string_view method, std::string_view path, Headers& headers,
+                                std::string& body, AnswerCallback& done) override {
+    if (!inner_->TryHandleWithoutBlocking(method, path, headers, body, done)) return false;
+    if (path.substr(0, 8) == "/v1/feed") {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++parked_;
+      cv_.notify_all();
+    }
+    return true;
+  }
+  HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
+    return inner_->RefuseOversized(headers, body_bytes);
+  }
+  HttpResponse RefuseOverloaded(std::string_view why) override {
+    return inner_->RefuseOverloaded(why);
+  }
+  std::string MetricsText() override { return inner_->MetricsText(); }
+
+  // Waits (bounded) until `n` feed reads were parked.
+  bool WaitForParked(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(60), [&] { return parked_ >= n; });
+  }
+
+ private:
+  Receiver* const inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int parked_ = 0;
+};
+
+// With one worker and a queue of one, three followers waiting on the feed hold
+// no worker: reads of the store are answered meanwhile, and one ingest
+// answers all three with the new change.
+TEST_F(AdminApiTest, LongPollsHoldNoWorker) {
+  ParkCounter counter(api_.get());
   HttpServerOptions so;
   so.pass_query = true;
+  // A queue of one: the worker may still be finishing the previous read
+  // when the next arrives. Three polls held on the workers would fill both.
   so.workers = 1;
-  so.worker_queue = 0;
-  HttpServer busy(api_.get(), so);
+  so.worker_queue = 1;
+  HttpServer busy(&counter, so);
   ASSERT_TRUE(busy.Start().ok());
-  const auto get = [&](const std::string& target, const std::string& token) {
+  const auto get = [&](const std::string& target) {
     httplib::Client client("127.0.0.1", busy.port());
     client.set_read_timeout(std::chrono::seconds(60));
-    httplib::Headers h;
-    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-    return client.Get(target, h);
+    return client.Get(target, {{"Authorization", "Bearer " + kToken}});
   };
-  std::thread poller([&] { (void)get("/v1/feed?after=6&wait_ms=30000", kToken); });
-  // Bounded wait until the long-poll holds the one worker.
-  bool held = false;
-  for (int i = 0; i < 600 && !held; ++i) {
-    auto status = get("/v1/status", kToken);
-    held = status && status->status == 503;
-    if (!held) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t last = store_->feed().LastSeq();
+  const std::string poll = "/v1/feed?after=" + std::to_string(last) + "&wait_ms=30000";
+  std::vector<std::optional<httplib::Result>> polled(3);
+  std::vector<std::thread> pollers;
+  for (auto& p : polled) pollers.emplace_back([&] { p.emplace(get(poll)); });
+  ASSERT_TRUE(counter.WaitForParked(3));
+  for (int i = 0; i < 5; ++i) {
+    auto status = get("/v1/status");
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->status, 200) << status->body;
+    auto show = get("/v1/projections/receipt/rcp_1");
+    ASSERT_TRUE(show);
+    EXPECT_EQ(show->status, 200) << show->body;
   }
-  EXPECT_TRUE(held) << "the long-poll never held the worker";
-  auto health = get("/healthz", "");
-  ASSERT_TRUE(health);
-  EXPECT_EQ(health->status, 200);
-  auto no_token = get("/v1/status", "");
-  ASSERT_TRUE(no_token);
-  EXPECT_EQ(no_token->status, 401);
-  httplib::Client client("127.0.0.1", busy.port());
-  auto post = client.Post("/v1/status", {{"Authorization", "Bearer " + kToken}}, "", "text/plain");
-  ASSERT_TRUE(post);
-  EXPECT_EQ(post->status, 405);
-  stopping_.store(true);  // ends the long-poll
-  poller.join();
+  ASSERT_EQ(store_->Ingest(Issued("evt_r9", "rcp_9")).outcome, Outcome::kAccepted);
+  for (std::thread& t : pollers) t.join();
+  for (const auto& p : polled) {
+    ASSERT_TRUE(p && *p);
+    EXPECT_EQ((*p)->status, 200);
+    EXPECT_NE((*p)->body.find("\"id\":\"rcp_9\""), std::string::npos) << (*p)->body;
+    EXPECT_EQ((*p)->get_header_value(kNextAfterHeader), std::to_string(last + 1));
+  }
   busy.Stop();
+}
+
+// The event loop's path, called directly: what needs no store is answered
+// before it returns; a read of the store is left for a worker; a feed read
+// with nothing to answer yet is parked and answered by the next change.
+TEST_F(AdminApiTest, LoopAnswersOrParksOnlyWhatNeedsNoWorker) {
+  struct Call {
+    bool taken = false;
+    std::optional<HttpResponse> answer;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  const auto call = [&](std::string_view method, std::string_view target, const std::string& token,
+                        std::shared_ptr<Call> out) {
+    Headers headers;
+    if (!token.empty()) headers.emplace_back("Authorization", "Bearer " + token);
+    std::string body;
+    Receiver::AnswerCallback done = [&, out](HttpResponse r) {
+      std::lock_guard<std::mutex> lock(mu);
+      out->answer = std::move(r);
+      cv.notify_all();
+    };
+    out->taken = api_->TryHandleWithoutBlocking(method, target, headers, body, done);
+    EXPECT_EQ(out->taken, done == nullptr) << target << ": done is taken exactly when true";
+  };
+  const auto answered_now = [&](std::string_view method, std::string_view target,
+                                const std::string& token) {
+    auto out = std::make_shared<Call>();
+    call(method, target, token, out);
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(out->taken) << target;
+    return out->answer ? out->answer->status : 0;
+  };
+  EXPECT_EQ(answered_now("GET", "/healthz", ""), 200);
+  EXPECT_EQ(answered_now("GET", "/v1/status", ""), 401);
+  EXPECT_EQ(answered_now("POST", "/v1/status", kToken), 405);
+
+  const uint64_t last = store_->feed().LastSeq();
+  for (const std::string& target :
+       {std::string("/v1/status"), std::string("/v1/feed?after=0&wait_ms=1000"),
+        "/v1/feed?after=" + std::to_string(last), std::string("/v1/feed?wait_ms=nope")}) {
+    auto out = std::make_shared<Call>();
+    call("GET", target, kToken, out);
+    EXPECT_FALSE(out->taken) << target << " should go to a worker";
+  }
+
+  auto parked = std::make_shared<Call>();
+  call("GET", "/v1/feed?after=" + std::to_string(last) + "&wait_ms=30000", kToken, parked);
+  EXPECT_TRUE(parked->taken);
+  ASSERT_EQ(store_->Ingest(Issued("evt_r9", "rcp_9")).outcome, Outcome::kAccepted);
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(
+      cv.wait_for(lock, std::chrono::seconds(60), [&] { return parked->answer.has_value(); }));
+  EXPECT_EQ(parked->answer->status, 200);
+  EXPECT_NE(parked->answer->body.find("\"id\":\"rcp_9\""), std::string::npos);
 }
 
 TEST(AdminApiMake, RefusesAnEmptyToken) {
