@@ -261,11 +261,12 @@ int Serve(const ServeArgs& a) {
     HttpServerOptions as;
     as.host = admin_host;
     as.port = admin_port;
-    // An operator's reads, not a sender's traffic: a few workers (each
-    // long-poll holds one), a short queue, few connections, no bodies.
+    // An operator's reads, not a sender's traffic: a few workers, a short
+    // queue, no bodies. A waiting long-poll holds no worker (it is parked),
+    // only its connection, so the cap leaves room for many followers.
     as.workers = 8;
     as.worker_queue = 64;
-    as.max_connections = 256;
+    as.max_connections = 1024;
     as.max_body_bytes = 1024;
     as.pass_query = true;
     as.access_log = &std::cerr;
