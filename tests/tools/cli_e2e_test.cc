@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -556,6 +557,83 @@ TEST_F(cli_e2e, UsageErrorsExit2) {
   }
   CliResult ingest_missing_file = Run({"ingest", "--data", data_, root_ + "/no-such.ndjson"});
   EXPECT_EQ(ingest_missing_file.exit_code, 2) << ingest_missing_file.err;
+}
+
+// A disk that stops syncing mid-file: once the write-ahead log holds more
+// than the first batch, every log sync fails (a preloaded shim), so no sync
+// can make the second batch durable. The first batch is reported accepted
+// (or, when its sync ran only after the second batch was written, a storage
+// error too); every later line is a storage error, never accepted; the
+// command exits 2. Run again on a healthy disk, the same file completes the
+// store: every line accepted or a duplicate, and every receipt listed.
+TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrors) {
+  constexpr size_t kLines = 2500;  // three batches of at most 1000
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < kLines; ++i) {
+    const std::string n = std::to_string(i);
+    lines.push_back(Body("evt_" + n, "receipt.issued", "2026-11-29T10:00:00Z",
+                         R"({"receipt_id":"rcp_)" + n + R"("})"));
+  }
+  const std::string f = File("sync-fails.ndjson", lines);
+  // How much log the first batch alone makes, measured on a store of its
+  // own (one log file: far below a write buffer).
+  const std::string first = File("first-batch.ndjson", {lines.begin(), lines.begin() + 1000});
+  const std::string sizing = root_ + "/sizing";
+  ASSERT_EQ(Run({"ingest", "--data", sizing, first}).exit_code, 0);
+  uintmax_t first_batch_log = 0;
+  for (const auto& entry : fs::directory_iterator(sizing)) {
+    if (entry.path().extension() == ".log") first_batch_log += entry.file_size();
+  }
+  ASSERT_GT(first_batch_log, 1000u * 100);
+  const std::string dir = fs::weakly_canonical(data_).string();
+  fs::create_directories(dir);
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string asan_before = asan ? asan : "";
+  // The shim is loaded ahead of a sanitizer's runtime, which then must not
+  // insist on coming first.
+  setenv("ASAN_OPTIONS", (asan_before + ":verify_asan_link_order=0").c_str(), 1);
+  setenv("LD_PRELOAD", EVENTFOLD_FAIL_SYNC_SHIM, 1);
+  setenv("EVENTFOLD_FAIL_SYNC_DIR", dir.c_str(), 1);
+  setenv("EVENTFOLD_FAIL_SYNC_ABOVE", std::to_string(first_batch_log * 3 / 2).c_str(), 1);
+  CliResult failing = Run({"ingest", "--data", dir, f});
+  unsetenv("LD_PRELOAD");
+  unsetenv("EVENTFOLD_FAIL_SYNC_DIR");
+  unsetenv("EVENTFOLD_FAIL_SYNC_ABOVE");
+  if (asan) {
+    setenv("ASAN_OPTIONS", asan_before.c_str(), 1);
+  } else {
+    unsetenv("ASAN_OPTIONS");
+  }
+  const auto count = [](const std::string& summary, const std::string& key) -> size_t {
+    const size_t at = summary.find("\"" + key + "\":");
+    return at == std::string::npos ? 0 : std::stoul(summary.substr(at + key.size() + 3));
+  };
+  EXPECT_EQ(failing.exit_code, 2) << failing.err.substr(0, 2000);
+  const size_t accepted = count(failing.out, "accepted");
+  // At most the first batch: the second's lines, though written, are never
+  // reported stored.
+  EXPECT_TRUE(accepted == 1000 || accepted == 0) << failing.out;
+  EXPECT_EQ(count(failing.out, "duplicate") + count(failing.out, "conflict") +
+                count(failing.out, "invalid") + count(failing.out, "unauthorized"),
+            0u)
+      << failing.out;
+  size_t storage_errors = 0;
+  for (const std::string& line : Lines(failing.err)) {
+    if (!line.starts_with("line ")) continue;
+    EXPECT_GT(std::stoul(line.substr(5)), accepted) << line;
+    EXPECT_NE(line.find(": storage_error (503): storage: "), std::string::npos) << line;
+    ++storage_errors;
+  }
+  EXPECT_EQ(storage_errors, kLines - accepted) << failing.err.substr(0, 2000);
+
+  CliResult healthy = Run({"ingest", "--data", dir, f});
+  EXPECT_EQ(healthy.exit_code, 0) << healthy.err;
+  EXPECT_EQ(count(healthy.out, "accepted") + count(healthy.out, "duplicate"), kLines)
+      << healthy.out;
+  EXPECT_GE(count(healthy.out, "duplicate"), accepted) << healthy.out;
+  CliResult listed = Run({"list", "--data", dir, "receipt"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(Lines(listed.out).size(), kLines);
 }
 
 }  // namespace
