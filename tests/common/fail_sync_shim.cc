@@ -44,10 +44,8 @@ Fn Real(const char* name) {
   return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
 }
 
-}  // namespace
-
-extern "C" int fsync(int fd) {
-  static const auto real = Real<int (*)(int)>("fsync");
+// `real(fd)`, unless this sync is one to fail.
+int SyncOrFail(int fd, int (*real)(int)) {
   if (FailThisSync(fd)) {
     errno = EIO;
     return -1;
@@ -55,11 +53,14 @@ extern "C" int fsync(int fd) {
   return real(fd);
 }
 
+}  // namespace
+
+extern "C" int fsync(int fd) {
+  static const auto real = Real<int (*)(int)>("fsync");
+  return SyncOrFail(fd, real);
+}
+
 extern "C" int fdatasync(int fd) {
   static const auto real = Real<int (*)(int)>("fdatasync");
-  if (FailThisSync(fd)) {
-    errno = EIO;
-    return -1;
-  }
-  return real(fd);
+  return SyncOrFail(fd, real);
 }
