@@ -160,8 +160,7 @@ class AdminApi final : public Receiver {
     });
     // A change committed between the check and the park may have been
     // missed by the waiting thread; take such a poll back for a worker.
-    FeedLongPolls::Poll back;
-    if (feed.LastSeq() > q->after && polls_.Unpark(ticket, &back)) {
+    if (feed.LastSeq() > q->after && polls_.Unpark(ticket)) {
       done = std::move(wait->done);
       return false;
     }

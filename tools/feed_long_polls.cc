@@ -31,17 +31,11 @@ FeedLongPolls::Ticket FeedLongPolls::Park(Poll poll) {
   return ticket;
 }
 
-bool FeedLongPolls::Unpark(Ticket ticket, Poll* out) {
+bool FeedLongPolls::Unpark(Ticket ticket) {
   MutexLock lock(&mu_);
   if (ticket->taken) return false;
-  *out = std::move(ticket->poll);
   polls_.erase(ticket);
   return true;
-}
-
-size_t FeedLongPolls::parked() {
-  MutexLock lock(&mu_);
-  return polls_.size();
 }
 
 void FeedLongPolls::Loop() {

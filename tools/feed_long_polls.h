@@ -68,12 +68,9 @@ class FeedLongPolls {
   // Parks `poll`; the ticket takes it back with Unpark.
   Ticket Park(Poll poll) EXCLUDES(mu_);
 
-  // Takes the poll back when it is still parked (true, *out holds it);
-  // false when the thread has already taken it to answer.
-  bool Unpark(Ticket ticket, Poll* out) EXCLUDES(mu_);
-
-  // How many polls are parked now.
-  size_t parked() EXCLUDES(mu_);
+  // Takes the poll back, unanswered, when it is still parked (true); false
+  // when the thread has already taken it to answer.
+  bool Unpark(Ticket ticket) EXCLUDES(mu_);
 
  private:
   void Loop();
