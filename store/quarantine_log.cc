@@ -7,6 +7,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <string_view>
 
 #include "replay/check.h"
@@ -296,6 +297,9 @@ void QuarantineLog::Flush() {
 
 Status QuarantineLog::List(uint64_t after_seq,
                            const std::function<bool(const RefusedDelivery&)>& fn) {
+  // No seq follows the largest (and after_seq + 1 would wrap to 0), as in
+  // the change feed's Read.
+  if (after_seq == std::numeric_limits<uint64_t>::max()) return Status::OK();
   Flush();
   std::shared_ptr<leveldb::DB> db = this->db();
   if (!db) {
@@ -306,7 +310,7 @@ Status QuarantineLog::List(uint64_t after_seq,
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ScanOptions(snapshot.get())));
   const std::string prefix(kQuarantinePrefix);
   // Seqs are big-endian, so key order is seq order.
-  it->Seek(after_seq == UINT64_MAX ? prefix + "\xff" : QuarantineKey(after_seq + 1));
+  it->Seek(QuarantineKey(after_seq + 1));
   for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Result<RefusedDelivery> r = DecodeRefused(View(it->key()), View(it->value()));
     if (!r.ok()) return r.status();
