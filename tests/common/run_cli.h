@@ -47,12 +47,12 @@ inline std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-// Runs `binary args...` with stdin from `stdin_path`; stdout and stderr go
-// through `scratch_prefix`.out/.err, removed afterwards.
-inline CliResult RunCli(const std::string& binary, const std::vector<std::string>& args,
-                        const std::string& scratch_prefix,
-                        const std::string& stdin_path = "/dev/null") {
-  const std::string out_path = scratch_prefix + ".out", err_path = scratch_prefix + ".err";
+// Starts `binary args...` with stdin from `stdin_path` and stdout and stderr
+// written to the two files (created or truncated); its pid, or -1 with
+// *error (when given) set to posix_spawn's error.
+inline pid_t SpawnCli(const std::string& binary, const std::vector<std::string>& args,
+                      const std::string& stdin_path, const std::string& out_path,
+                      const std::string& err_path, int* error = nullptr) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
@@ -63,11 +63,23 @@ inline CliResult RunCli(const std::string& binary, const std::vector<std::string
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  CliResult r;
+  pid_t pid = -1;
   const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
+  if (error != nullptr) *error = rc;
+  return rc == 0 ? pid : -1;
+}
+
+// Runs `binary args...` with stdin from `stdin_path`; stdout and stderr go
+// through `scratch_prefix`.out/.err, removed afterwards.
+inline CliResult RunCli(const std::string& binary, const std::vector<std::string>& args,
+                        const std::string& scratch_prefix,
+                        const std::string& stdin_path = "/dev/null") {
+  const std::string out_path = scratch_prefix + ".out", err_path = scratch_prefix + ".err";
+  CliResult r;
+  int rc = 0;
+  const pid_t pid = SpawnCli(binary, args, stdin_path, out_path, err_path, &rc);
+  if (pid < 0) {
     r.err = "posix_spawn " + binary + ": error " + std::to_string(rc);
     return r;
   }

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,21 +73,9 @@ class cli_ux : public ::testing::Test {
 
   // Starts `eventfold ARGS` with no stdin and its stdout and stderr written
   // to the two files; its pid, or -1 when it could not start.
-  static pid_t Spawn(std::vector<std::string> args, const std::string& out_path,
+  static pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path,
                      const std::string& err_path) {
-    args.insert(args.begin(), EVENTFOLD_CLI);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    if (posix_spawn(&pid, EVENTFOLD_CLI, &fa, nullptr, argv.data(), environ) != 0) pid = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
+    return eventfold::test_util::SpawnCli(EVENTFOLD_CLI, args, "/dev/null", out_path, err_path);
   }
 
   std::string File(const std::string& name, const std::vector<std::string>& lines) {
