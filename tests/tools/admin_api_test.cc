@@ -447,6 +447,26 @@ TEST_F(AdminApiTest, LongPollsHoldNoWorker) {
   busy.Stop();
 }
 
+// From a raw socket: two long-polls pipelined on one connection are
+// answered in order, the first (parked) by the ingest, the second after it
+// with the same change; the connection stays open.
+TEST_F(AdminApiTest, PipelinedLongPollsAreAnsweredInOrder) {
+  const uint64_t last = store_->feed().LastSeq();
+  const auto poll = [&](int wait_ms) {
+    return "GET /v1/feed?after=" + std::to_string(last) + "&wait_ms=" + std::to_string(wait_ms) +
+           " HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + kToken + "\r\n\r\n";
+  };
+  test_util::RawClient c(server_->port());
+  ASSERT_TRUE(c.Send(poll(30000) + poll(300)));
+  ASSERT_EQ(store_->Ingest(Issued("evt_r9", "rcp_9")).outcome, Outcome::kAccepted);
+  ASSERT_EQ(c.ReadAnswers(2, std::chrono::milliseconds(30000)), (std::vector<int>{200, 200}));
+  const std::string& got = c.received();
+  const size_t first = got.find("\"id\":\"rcp_9\"");
+  ASSERT_NE(first, std::string::npos) << got;
+  EXPECT_NE(got.find("\"id\":\"rcp_9\"", first + 1), std::string::npos) << got;
+  EXPECT_FALSE(c.WaitForClose(std::chrono::milliseconds(200)));
+}
+
 // The event loop's path, called directly: what needs no store is answered
 // before it returns; a read of the store is left for a worker; a feed read
 // with nothing to answer yet is parked and answered by the next change.
