@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,6 +98,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) override;
   Result<uint64_t> GetCheckpoint(std::string_view subscription) override;
   Status SetCheckpoint(std::string_view subscription, uint64_t seq) override;
+  bool ClaimSubscription(std::string_view subscription) override;
+  void ReleaseSubscription(std::string_view subscription) override;
   Status ListSubscriptions(const std::function<bool(const std::string&, uint64_t)>& fn) override;
   Status Park(const ParkedChange& parked) override;
   Status ListParked(std::string_view subscription,
@@ -340,6 +343,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // registers while a trim runs is either seen by the trim or sees its
   // result (subscription_state.cc).
   Mutex trim_mu_;
+
+  // The subscriptions running on this store (ClaimSubscription).
+  Mutex claims_mu_;
+  std::set<std::string, std::less<>> claimed_subscriptions_ GUARDED_BY(claims_mu_);
 
   // Gc: one pass at a time. The background pass's thread, its stop flag,
   // and what it did (guarded by gc_thread_mu_).

@@ -44,6 +44,18 @@ Status StoreImpl::SetCheckpoint(std::string_view subscription, uint64_t seq) {
   return FromLevelDb(db_->Write(Synced(), &batch), "writing checkpoint");
 }
 
+bool StoreImpl::ClaimSubscription(std::string_view subscription) {
+  MutexLock lock(&claims_mu_);
+  return claimed_subscriptions_.emplace(subscription).second;
+}
+
+void StoreImpl::ReleaseSubscription(std::string_view subscription) {
+  MutexLock lock(&claims_mu_);
+  if (auto it = claimed_subscriptions_.find(subscription); it != claimed_subscriptions_.end()) {
+    claimed_subscriptions_.erase(it);
+  }
+}
+
 Status StoreImpl::ListSubscriptions(const std::function<bool(const std::string&, uint64_t)>& fn) {
   std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
   const std::string prefix(kCheckpointPrefix);

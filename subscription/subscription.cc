@@ -101,14 +101,6 @@ Status CheckOptions(const SubscriptionOptions& o) {
   return Status::OK();
 }
 
-// Subscriptions running in this process, by store and name: two instances
-// of one subscription would each save a checkpoint the other has not earned.
-Mutex registry_mu;
-std::set<std::pair<const Store*, std::string>>& Registry() REQUIRES(registry_mu) {
-  static auto* registry = new std::set<std::pair<const Store*, std::string>>;
-  return *registry;
-}
-
 Result<std::vector<ParkedChange>> AllParked(Store* store, std::string_view subscription) {
   std::vector<ParkedChange> all;
   Status st = store->feed().ListParked(subscription, [&](const ParkedChange& p) {
@@ -131,10 +123,7 @@ class SubscriptionImpl final : public Subscription {
 
   ~SubscriptionImpl() override {
     Stop();
-    if (registered_) {
-      MutexLock lock(&registry_mu);
-      Registry().erase({store_, options_.name});
-    }
+    if (claimed_) store_->feed().ReleaseSubscription(options_.name);
   }
 
   Status Init();
@@ -149,7 +138,7 @@ class SubscriptionImpl final : public Subscription {
 
   // Set by Start before Init starts a thread, read by the destructor: not
   // shared, so no lock.
-  bool registered_ = false;
+  bool claimed_ = false;  // this instance holds the store's claim of the name
 
  private:
   struct Item {
@@ -789,14 +778,13 @@ Result<std::unique_ptr<Subscription>> Subscription::Start(Store* store, Subscrip
   if (!store) return Status::InvalidArgument("subscription: no store");
   if (!handler) return Status::InvalidArgument("subscription: no handler");
   if (Status st = CheckOptions(options); !st.ok()) return st;
-  {
-    MutexLock lock(&registry_mu);
-    if (!Registry().insert({store, options.name}).second) {
-      return Status::Busy("subscription " + options.name + " already runs on this store");
-    }
+  // Two instances of one subscription would each save a checkpoint the
+  // other has not earned.
+  if (!store->feed().ClaimSubscription(options.name)) {
+    return Status::Busy("subscription " + options.name + " already runs on this store");
   }
   auto sub = std::make_unique<SubscriptionImpl>(store, std::move(options), std::move(handler));
-  sub->registered_ = true;
+  sub->claimed_ = true;
   Status st = sub->Init();
   if (!st.ok()) return st.WithContext("starting subscription " + sub->name());
   return std::unique_ptr<Subscription>(std::move(sub));

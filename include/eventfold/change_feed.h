@@ -55,6 +55,16 @@ class ChangeFeed {
   virtual Result<uint64_t> GetCheckpoint(std::string_view subscription) = 0;
   virtual Status SetCheckpoint(std::string_view subscription, uint64_t seq) = 0;
 
+  // Marks `subscription` as running on this store: true when claimed,
+  // false while an earlier claim of it holds. Subscription::Start claims
+  // (kBusy when it cannot) and the subscription's destructor releases, so
+  // one store never runs two instances of a subscription, each saving a
+  // checkpoint the other has not earned. The claims live in this store
+  // object: nothing is shared between stores or kept on disk.
+  [[nodiscard]] virtual bool ClaimSubscription(std::string_view subscription) = 0;
+  // Ends a claim of ClaimSubscription; a name not claimed is ignored.
+  virtual void ReleaseSubscription(std::string_view subscription) = 0;
+
   // Every subscription with a checkpoint, by name.
   virtual Status ListSubscriptions(
       const std::function<bool(const std::string& name, uint64_t checkpoint)>& fn) = 0;

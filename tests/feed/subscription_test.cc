@@ -722,5 +722,32 @@ TEST(SubscriptionTest, StartRefusesBadOptionsAndASecondInstance) {
   EXPECT_EQ(names, (std::set<std::string>{"threaded", "w"}));
 }
 
+// The claim that refuses a second instance is the store object's own: a
+// name claimed directly refuses Start, a running subscription refuses a
+// claim, each ends with its holder, and a reopened store starts with none.
+TEST(SubscriptionTest, ClaimsOfANameBelongToTheStoreObject) {
+  MemStore m;
+  auto ok = [](const Change&) { return Status::OK(); };
+  SubscriptionOptions o = DrivenOptions("w", m.clock());
+  ChangeFeed& feed = m.store()->feed();
+  ASSERT_TRUE(feed.ClaimSubscription("w"));
+  EXPECT_FALSE(feed.ClaimSubscription("w"));
+  EXPECT_TRUE(Subscription::Start(m.store(), o, ok).status().IsBusy());
+  feed.ReleaseSubscription("w");
+  feed.ReleaseSubscription("never claimed");  // ignored
+  auto sub = MustStart(m.store(), o, ok);
+  EXPECT_FALSE(feed.ClaimSubscription("w"));
+  EXPECT_TRUE(feed.ClaimSubscription("other"));
+  sub.reset();
+  EXPECT_TRUE(feed.ClaimSubscription("w"));
+
+  // Claims are not kept on disk: the reopened store holds none of them.
+  m.Reopen();
+  EXPECT_TRUE(m.store()->feed().ClaimSubscription("w"));
+  EXPECT_TRUE(m.store()->feed().ClaimSubscription("other"));
+  m.store()->feed().ReleaseSubscription("w");
+  EXPECT_NE(MustStart(m.store(), o, ok), nullptr);
+}
+
 }  // namespace
 }  // namespace eventfold::feed_test
