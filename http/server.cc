@@ -27,6 +27,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -205,7 +206,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0) return ReadHeader();
     buffer_.shrink_to_fit();
     phase_ = Phase::kIdle;
-    Arm(s_.opt_.idle_timeout);
+    // A connection that has asked nothing yet may wait for its first byte
+    // only as long as a header may take: otherwise sockets that never send
+    // would each hold a place under max_connections for the idle timeout.
+    Arm(answered_any_ ? s_.opt_.idle_timeout
+                      : std::min(s_.opt_.idle_timeout, s_.opt_.header_timeout));
     AwaitFirstByte();
   }
 
@@ -248,11 +253,22 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ParseHeader() {
-    if (buffer_.size() > 0) {
+    // RFC 9112 §2.2: empty lines before a request line are ignored. They
+    // count against the header limit like the request line.
+    if (!parser_->got_some()) SkipEmptyLines();
+    if (buffer_.size() > 0 && !AwaitingEmptyLineEnd()) {
       beast::error_code ec;
       const size_t used = parser_->put(buffer_.data(), ec);
       if (ec != bhttp::error::need_more) {
-        if (!ec) buffer_.consume(used);
+        if (!ec) {
+          // Beast's own header limit leaves out bytes it took earlier; this
+          // is the whole request line and header, exactly. (Checked before
+          // the bytes leave the buffer, where OnHeader looks for a line end.)
+          if (request_line_bytes_ + used > s_.opt_.max_header_bytes) {
+            return OnHeader(bhttp::error::header_limit);
+          }
+          buffer_.consume(used);
+        }
         return OnHeader(ec);
       }
       // Beast takes the request line as soon as it is whole, even while the
@@ -266,6 +282,9 @@ class Session : public std::enable_shared_from_this<Session> {
         return OnHeader(bhttp::error::header_limit);
       }
     }
+    if (request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
+      return OnHeader(bhttp::error::header_limit);
+    }
     const size_t room = std::min<size_t>(4096, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
@@ -273,6 +292,20 @@ class Session : public std::enable_shared_from_this<Session> {
                               self->buffer_.commit(n);
                               self->ParseHeader();
                             });
+  }
+
+  // Drops whole CRLF pairs from the front of the buffer.
+  void SkipEmptyLines() {
+    const auto* data = static_cast<const char*>(buffer_.data().data());
+    size_t n = 0;
+    while (n + 1 < buffer_.size() && data[n] == '\r' && data[n + 1] == '\n') n += 2;
+    buffer_.consume(n);
+    request_line_bytes_ += n;
+  }
+  // A lone CR at the front: an empty line's end may follow.
+  bool AwaitingEmptyLineEnd() const {
+    return !parser_->got_some() && buffer_.size() == 1 &&
+           static_cast<const char*>(buffer_.data().data())[0] == '\r';
   }
 
   void OnHeader(beast::error_code ec) {
@@ -297,14 +330,23 @@ class Session : public std::enable_shared_from_this<Session> {
     if (req.target().size() > s_.opt_.max_url_bytes) {
       return Refuse(kUrlTooLong, 414, "request target too long");
     }
-    size_t fields = 0, lengths = 0, encodings = 0;
+    size_t fields = 0, lengths = 0, encodings = 0, hosts = 0;
     for (const auto& f : req) {
       ++fields;
       if (f.name() == bhttp::field::content_length) ++lengths;
       if (f.name() == bhttp::field::transfer_encoding) ++encodings;
+      if (f.name() == bhttp::field::host) ++hosts;
     }
     if (fields > s_.opt_.max_header_fields) {
       return Refuse(kTooManyFields, 431, "too many header fields");
+    }
+    // Fields a chunked body's trailer adds come after these; they are not
+    // the request's header (RFC 9110 §6.5.1) and nobody gets them.
+    header_fields_ = fields;
+    keep_alive_ = req.keep_alive();
+    // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host field.
+    if (hosts > 1 || (hosts == 0 && req.version() >= 11)) {
+      return Refuse(kBadFraming, 400, hosts == 0 ? "no Host header" : "more than one Host header");
     }
     // Beast accepts equal duplicates ("5, 5" or two fields); RFC 9112 §6.3
     // lets us refuse them, and a smuggling front end relies on the leniency.
@@ -312,7 +354,10 @@ class Session : public std::enable_shared_from_this<Session> {
         (lengths == 1 && req[bhttp::field::content_length].find(',') != beast::string_view::npos)) {
       return Refuse(kBadFraming, 400, "duplicate Content-Length");
     }
-    if (encodings > 1 || (encodings == 1 && !parser_->chunked())) {
+    if (encodings > 1 ||
+        (encodings == 1 &&
+         (!parser_->chunked() ||
+          !beast::iequals(Trimmed(req[bhttp::field::transfer_encoding]), "chunked")))) {
       return Refuse(kBadFraming, 400, "Transfer-Encoding must be exactly chunked");
     }
     if (const auto declared = parser_->content_length();
@@ -325,7 +370,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (parser_->is_done()) return Serve();
     phase_ = Phase::kBody;
     body_started_ = SteadyClock::now();
-    if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
+    // RFC 9110 §10.1.1: an HTTP/1.0 client's expectation is ignored.
+    if (req.version() >= 11 && beast::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
       Arm(s_.opt_.write_timeout);
       return asio::async_write(stream_, asio::buffer(kContinue, sizeof(kContinue) - 1),
@@ -357,7 +403,14 @@ class Session : public std::enable_shared_from_this<Session> {
       return Close();
     }
     if (ec) return Refuse(kBadFraming, 400, "malformed request body: " + ec.message());
-    if (parser_->is_done()) return Serve();
+    if (parser_->is_done()) {
+      const auto fields =
+          static_cast<size_t>(std::distance(parser_->get().begin(), parser_->get().end()));
+      if (fields - header_fields_ > s_.opt_.max_header_fields) {
+        return Refuse(kTooManyFields, 431, "too many trailer fields");
+      }
+      return Serve();
+    }
     const double seconds =
         std::chrono::duration<double>(SteadyClock::now() - body_started_).count();
     if (seconds * 1000 > static_cast<double>(s_.opt_.body_grace.count()) &&
@@ -373,19 +426,18 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::kServing;
     Disarm();
     auto& req = parser_->get();
-    Headers headers;
-    for (const auto& f : req) headers.emplace_back(f.name_string(), f.value());
+    Headers headers = HeaderFields();
     std::string method(req.method_string());
     const std::string_view target(req.target().data(), req.target().size());
     std::string path(s_.opt_.pass_query ? target : target.substr(0, target.find('?')));
-    const bool keep_alive = req.keep_alive();
+    const bool keep_alive = keep_alive_;
     body_bytes_ = req.body().size();
     request_line_ = method + " " + path;
     // RFC 9110 §9.3.2: HEAD is GET without the content. The receiver answers
     // the GET; Respond() sends its header alone (its Content-Length stays).
     if (head_) method = "GET";
-    event_id_ = std::string(req["X-RR-Event-Id"]);
-    if (event_id_.empty()) event_id_ = std::string(req["webhook-id"]);
+    event_id_ = HeaderValue(headers, "X-RR-Event-Id");
+    if (event_id_.empty()) event_id_ = HeaderValue(headers, "webhook-id");
     const bool metrics = method == "GET" && path == "/metrics";
     // A delivery that goes on to the store is answered later, from the
     // store's batcher; whoever asked the receiver is free at once.
@@ -431,8 +483,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Oversized(uint64_t bytes) {
     phase_ = Phase::kServing;
     Disarm();
-    Headers headers;
-    for (const auto& f : parser_->get()) headers.emplace_back(f.name_string(), f.value());
+    Headers headers = HeaderFields();
     request_line_ =
         std::string(parser_->get().method_string()) + " " + std::string(parser_->get().target());
     body_bytes_ = 0;
@@ -449,6 +500,28 @@ class Session : public std::enable_shared_from_this<Session> {
                            "{\"status\":\"too_large\",\"error\":\"body too large\"}"},
               true);
     }
+  }
+
+  // The request's header fields, without any a chunked body's trailer added.
+  Headers HeaderFields() const {
+    Headers headers;
+    headers.reserve(header_fields_);
+    for (const auto& f : parser_->get()) {
+      if (headers.size() == header_fields_) break;
+      headers.emplace_back(f.name_string(), f.value());
+    }
+    return headers;
+  }
+  static std::string HeaderValue(const Headers& headers, beast::string_view name) {
+    for (const auto& [n, v] : headers) {
+      if (beast::iequals(n, name)) return v;
+    }
+    return {};
+  }
+  static beast::string_view Trimmed(beast::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
   }
 
   // An answer of the HTTP layer itself; the connection closes after it.
@@ -524,6 +597,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request_line_.clear();
     event_id_.clear();
     body_bytes_ = 0;
+    answered_any_ = true;
     WaitForRequest();
   }
 
@@ -583,6 +657,11 @@ class Session : public std::enable_shared_from_this<Session> {
   SteadyClock::time_point started_, body_started_;
   size_t lingered_ = 0;
   bool head_ = false;  // the request being answered is a HEAD
+  // The request's own header fields (those after them came in a trailer),
+  // and whether it keeps the connection open, both as its header said.
+  size_t header_fields_ = 0;
+  bool keep_alive_ = true;
+  bool answered_any_ = false;  // this connection has had an answer
   // The answer being written.
   std::string answer_head_, answer_body_;
   // For the access log.

@@ -86,7 +86,10 @@ class ReceiverImpl final : public Receiver {
       return Json(404, R"({"status":"not_found","error":"GET serves /healthz and /metrics"})");
     }
     if (method != "POST") {
-      return Json(405, R"({"status":"method_not_allowed","error":"deliveries are POSTed"})");
+      HttpResponse r =
+          Json(405, R"({"status":"method_not_allowed","error":"deliveries are POSTed"})");
+      r.headers.emplace_back("Allow", "POST, GET, HEAD");
+      return r;
     }
     const auto start = std::chrono::steady_clock::now();
     std::optional<IngestResult> r = Admit(headers, body);

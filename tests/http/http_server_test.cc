@@ -192,6 +192,63 @@ TEST_F(HttpServerTest, ChunkedBodyWithTrailerIsAccepted) {
   EXPECT_NE(c.received().find("accepted"), std::string::npos) << c.received();
 }
 
+// A trailer's fields are not the request's header (RFC 9110 §6.5.1): one
+// naming another event id, or asking to close, changes nothing; more than
+// max_header_fields of them is 431.
+TEST_F(HttpServerTest, TrailerFieldsAreNeverTakenForHeaderFields) {
+  StartServer();  // max_header_fields 20
+  const auto chunked = [](const std::string& body, const std::string& trailer) {
+    char size[16];
+    std::snprintf(size, sizeof(size), "%zx", body.size());
+    return "POST /hooks HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" +
+           std::string(size) + "\r\n" + body + "\r\n0\r\n" + trailer + "\r\n";
+  };
+  RawClient c(server_->port());
+  // The event id a header would have to match, then a close; a GET behind.
+  ASSERT_TRUE(c.Send(chunked(Issued("evt_t1", "r_t1"), "X-RR-Event-Id: evt_other\r\n") +
+                     chunked(Issued("evt_t2", "r_t2"), "Connection: close\r\n") +
+                     "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(3), (std::vector<int>{200, 200, 200})) << c.received();
+  EXPECT_EQ(c.received().find("Connection: close"), std::string::npos) << c.received();
+  EXPECT_FALSE(c.closed());
+  for (const char* id : {"r_t1", "r_t2"}) {
+    EXPECT_TRUE(store_->Get("receipt", id).ok()) << id;
+  }
+
+  std::string many;
+  for (int i = 0; i < 21; ++i) many += "X-T" + std::to_string(i) + ": v\r\n";
+  EXPECT_EQ(AnswerAndClose(chunked(Issued("evt_t3", "r_t3"), many)), std::make_pair(431, true));
+  std::string enough;
+  for (int i = 0; i < 20; ++i) enough += "X-T" + std::to_string(i) + ": v\r\n";
+  EXPECT_EQ(AnswerAndClose(chunked(Issued("evt_t4", "r_t4"), enough)).first, 200);
+}
+
+// RFC 9112 §3.2: an HTTP/1.1 request without Host, or with two, is 400 and
+// closes; HTTP/1.0 needs none. §2.2: empty lines before the request line
+// are ignored. RFC 9110 §10.1.1: an HTTP/1.0 request's Expect is ignored.
+TEST_F(HttpServerTest, HostEmptyLinesAndHttp10Expectations) {
+  StartServer();
+  EXPECT_EQ(AnswerAndClose("GET /healthz HTTP/1.1\r\n\r\n"), std::make_pair(400, true));
+  EXPECT_EQ(AnswerAndClose("GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+            std::make_pair(400, true));
+  EXPECT_EQ(AnswerAndClose("GET /healthz HTTP/1.0\r\n\r\n").first, 200);
+
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("\r\n\r\n\r"));
+  ASSERT_TRUE(c.Send("\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{200}) << c.received();
+  EXPECT_FALSE(c.closed());
+
+  const std::string body = Issued("evt_h10", "r_h10");
+  RawClient old(server_->port());
+  ASSERT_TRUE(old.Send("POST /hooks HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n"));
+  old.ReadUntil([](const std::string& r) { return !r.empty(); }, milliseconds(300));
+  EXPECT_EQ(old.received(), "") << "no 100 Continue to an HTTP/1.0 client";
+  ASSERT_TRUE(old.Send(body));
+  EXPECT_EQ(old.ReadAnswers(1), std::vector<int>{200}) << old.received();
+}
+
 TEST_F(HttpServerTest, BodyIsTheBodyWhateverTheContentType) {
   StartServer();
   RawClient c(server_->port());
@@ -239,6 +296,8 @@ TEST_F(HttpServerTest, AmbiguousOrMalformedFramingIs400AndClose) {
       head + "Content-Length: -1\r\n\r\n",
       head + "Content-Length: 99999999999999999999999\r\n\r\n",
       head + "Transfer-Encoding: gzip\r\n\r\n",
+      head + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+      head + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
       head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
       "POST /hooks HTTP/1.1\nHost: t\r\n\r\n",
       "NOT A REQUEST\r\n\r\n",
@@ -269,6 +328,14 @@ TEST_F(HttpServerTest, HeaderAndUrlLimits) {
   EXPECT_EQ(AnswerAndClose("POST /hooks HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(5000, 'a') +
                            "\r\n\r\n"),
             std::make_pair(431, true));
+  // The limit is the whole request line and header, to the byte, however
+  // the bytes arrive: the largest that fits is served, one more is 431.
+  const std::string line = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: ";
+  const std::string fits = line + std::string(4096 - line.size() - 4, 'p') + "\r\n\r\n";
+  ASSERT_EQ(fits.size(), 4096u);
+  EXPECT_EQ(AnswerAndClose(fits).first, 200);
+  const std::string over = line + std::string(4096 - line.size() - 3, 'p') + "\r\n\r\n";
+  EXPECT_EQ(AnswerAndClose(over), std::make_pair(431, true));
   // A target over max_url_bytes inside the header limit, and one past it.
   EXPECT_EQ(AnswerAndClose("GET /" + std::string(2000, 'u') + " HTTP/1.1\r\nHost: t\r\n\r\n"),
             std::make_pair(414, true));
@@ -413,6 +480,19 @@ TEST_F(HttpServerTest, AKeptAliveConnectionThatSendsNothingGetsNo408AndClosesWhe
   const std::string before = clients[0]->received();
   EXPECT_TRUE(clients[0]->WaitForClose(milliseconds(10000)));
   EXPECT_EQ(clients[0]->received(), before);
+}
+
+// A connection that never sends a byte holds its place under the
+// connection cap no longer than a header may take: it is closed, with no
+// answer (it asked nothing), at the header timeout, not the idle timeout.
+TEST_F(HttpServerTest, AConnectionThatNeverSendsIsClosedAtTheHeaderTimeout) {
+  HttpServerOptions o = TestOptions();  // header_timeout 400 ms
+  o.idle_timeout = milliseconds(60000);
+  StartServer(o);
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  EXPECT_TRUE(c.WaitForClose(milliseconds(20000)));
+  EXPECT_EQ(c.received(), "");
 }
 
 TEST_F(HttpServerTest, SlowBodyIs408) {
