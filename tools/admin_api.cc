@@ -1,5 +1,7 @@
 #include "tools/admin_api.h"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -23,6 +25,20 @@ HttpResponse Error(int status, std::string_view message) {
   JsonWriter w;
   w.BeginObject().Key("error").String(message).EndObject();
   return HttpResponse{status, "application/json", w.str(), {}};
+}
+
+// 405 names what the resource takes (RFC 9110 §15.5.6).
+HttpResponse NotAllowed(std::string_view allow, std::string_view message) {
+  HttpResponse r = Error(405, message);
+  r.headers.emplace_back("Allow", std::string(allow));
+  return r;
+}
+
+// 401 names the scheme it wants (RFC 9110 §11.6.1).
+HttpResponse Unauthorized() {
+  HttpResponse r = Error(401, "missing or wrong bearer token");
+  r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
 }
 
 HttpResponse FromStatus(const Status& st) {
@@ -75,6 +91,47 @@ class Request {
   }
 };
 
+// The query parameters each endpoint takes (by its first segment and the
+// number of segments). Anything else is refused: a misspelt parameter
+// silently ignored would page or wait other than its caller meant.
+std::string_view ParamsOf(const std::vector<std::string>& parts) {
+  const std::string_view what = parts[0];
+  if (what == "projections" && parts.size() == 1) return "entity after limit";
+  if (what == "refused" && parts.size() == 1) return "after limit";
+  if (what == "feed" && parts.size() == 1) return "after limit wait_ms";
+  if (what == "backup" && parts.size() == 1) return "to";
+  return "";
+}
+
+// 400 for a parameter the endpoint does not take, one given twice, or an
+// empty entity; nullopt when the query is fine.
+std::optional<HttpResponse> CheckQuery(const Request& req) {
+  const std::string_view allowed = ParamsOf(req.parts);
+  for (size_t i = 0; i < req.query.size(); ++i) {
+    const std::string& name = req.query[i].first;
+    bool known = false;
+    for (std::string_view rest = allowed; !rest.empty() && !known;) {
+      const size_t space = rest.find(' ');
+      known = rest.substr(0, space) == name;
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+    if (!known) {
+      return Error(400, "unknown parameter \"" + name + "\"" +
+                            (allowed.empty() ? std::string(": this endpoint takes none")
+                                             : "; this endpoint takes: " + std::string(allowed)));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (req.query[j].first == name) {
+        return Error(400, "parameter \"" + name + "\" given more than once");
+      }
+    }
+  }
+  if (const std::string* e = req.Param("entity"); e != nullptr && e->empty()) {
+    return Error(400, "entity: wants an entity type; leave it out to list every entity");
+  }
+  return std::nullopt;
+}
+
 // Splits a request target into *req; the error answer when it is not one
 // of ours (404) or its percent-encoding is malformed (400).
 std::optional<HttpResponse> ParseTarget(std::string_view target, Request* req) {
@@ -110,6 +167,7 @@ class AdminApi final : public Receiver {
     if (std::optional<HttpResponse> r = AnswerWithoutStore(method, target, headers)) return *r;
     Request req;
     if (std::optional<HttpResponse> error = ParseTarget(target, &req)) return *error;
+    if (std::optional<HttpResponse> error = CheckQuery(req)) return *error;
     return Route(req);
   }
 
@@ -120,8 +178,19 @@ class AdminApi final : public Receiver {
   std::string MetricsText() override { return ""; }
 
  private:
+  // Exactly one Authorization field, with the token: with two, which one
+  // counts would be a choice a client could play on.
   bool Authorized(const Headers& headers) const {
-    std::optional<std::string_view> auth = FindHeader(headers, "Authorization");
+    std::optional<std::string_view> auth;
+    for (const auto& [name, value] : headers) {
+      constexpr std::string_view kField = "Authorization";
+      if (name.size() != kField.size() ||
+          strncasecmp(name.data(), kField.data(), kField.size()) != 0) {
+        continue;
+      }
+      if (auth) return false;
+      auth = value;
+    }
     constexpr std::string_view kBearer = "Bearer ";
     if (!auth || auth->substr(0, kBearer.size()) != kBearer) return false;
     return ConstantTimeEquals(auth->substr(kBearer.size()), opt_.token);
@@ -145,7 +214,8 @@ class AdminApi final : public Receiver {
   // (done untouched) for everything else, which a worker answers.
   bool ParkLongPoll(std::string_view target, AnswerCallback& done) {
     Request req;
-    if (ParseTarget(target, &req) || req.parts.size() != 1 || req.parts[0] != "feed") {
+    if (ParseTarget(target, &req) || req.parts.size() != 1 || req.parts[0] != "feed" ||
+        CheckQuery(req)) {
       return false;
     }
     Result<FeedQuery> q = FeedQueryOf(req);
@@ -172,14 +242,15 @@ class AdminApi final : public Receiver {
                                                  const Headers& headers) const {
     const size_t qm = target.find('?');
     if (target.substr(0, qm) == "/healthz") {
-      if (method != "GET") return Error(405, "the admin API only answers GET");
+      if (method != "GET") return NotAllowed("GET, HEAD", "/healthz answers GET");
       return HttpResponse{200, "application/json", R"({"status":"ok"})"};
     }
-    if (!Authorized(headers)) return Error(401, "missing or wrong bearer token");
+    if (!Authorized(headers)) return Unauthorized();
     // Reads are GETs; the one action, a backup, is a POST.
     const bool backup = target.substr(0, qm) == "/v1/backup";
     if (method != (backup ? "POST" : "GET")) {
-      return Error(405, backup ? "a backup is taken with POST" : "the admin API only answers GET");
+      return backup ? NotAllowed("POST", "a backup is taken with POST")
+                    : NotAllowed("GET, HEAD", "reads are GETs; the one POST is /v1/backup");
     }
     return std::nullopt;
   }

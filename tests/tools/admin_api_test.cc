@@ -113,6 +113,50 @@ TEST_F(AdminApiTest, RefusesMissingOrWrongToken) {
   auto ok = Get("/v1/status");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+  // A 401 names the scheme it wants.
+  auto none = Get("/v1/status", "");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer");
+  // Two Authorization fields, the right token in either: refused, so which
+  // one counts is nobody's choice.
+  for (const bool right_first : {true, false}) {
+    test_util::RawClient c(server_->port());
+    const std::string right = "Authorization: Bearer " + kToken + "\r\n";
+    const std::string wrong = "Authorization: Bearer nope\r\n";
+    ASSERT_TRUE(c.Send("GET /v1/status HTTP/1.1\r\nHost: t\r\n" +
+                       (right_first ? right + wrong : wrong + right) + "\r\n"));
+    EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{401}) << right_first;
+  }
+}
+
+// Each endpoint takes its own parameters: one it does not take, one given
+// twice or an empty entity is 400 naming it, not silently ignored.
+TEST_F(AdminApiTest, RefusesParametersAnEndpointDoesNotTake) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"/v1/feed?bogus=1", "bogus"},
+      {"/v1/feed?after=1&after=2", "after"},
+      {"/v1/feed?after=0&wait_ms=10&wait_ms=20", "wait_ms"},
+      {"/v1/projections?entity=", "entity"},
+      {"/v1/projections?entity=receipt&entity=product", "entity"},
+      {"/v1/projections?wait_ms=5", "wait_ms"},
+      {"/v1/refused?entity=receipt", "entity"},
+      {"/v1/status?verbose=1", "verbose"},
+      {"/v1/projections/receipt/rcp_1?limit=1", "limit"},
+      {"/v1/subscriptions?after=1", "after"},
+  };
+  for (const auto& [target, name] : refused) {
+    auto r = Get(target);
+    ASSERT_TRUE(r) << target;
+    EXPECT_EQ(r->status, 400) << target << " " << r->body;
+    EXPECT_NE(r->body.find(name), std::string::npos) << target << " " << r->body;
+  }
+  for (const std::string target :
+       {"/v1/feed?after=0&limit=5&wait_ms=0", "/v1/projections?entity=receipt&limit=2&after=a",
+        "/v1/refused?after=0&limit=3", "/v1/status", "/v1/projections/receipt/rcp_1"}) {
+    auto r = Get(target);
+    ASSERT_TRUE(r) << target;
+    EXPECT_EQ(r->status, 200) << target << " " << r->body;
+  }
 }
 
 TEST_F(AdminApiTest, HeadIsAnsweredWithHeadersOnly) {
@@ -147,6 +191,11 @@ TEST_F(AdminApiTest, RefusesWritesAndUnknownPaths) {
   auto post = client.Post("/v1/status", {{"Authorization", "Bearer " + kToken}}, "", "text/plain");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
+  auto get_backup = Get("/v1/backup?to=x");
+  ASSERT_TRUE(get_backup);
+  EXPECT_EQ(get_backup->status, 405);
+  EXPECT_EQ(get_backup->get_header_value("Allow"), "POST");
   auto unknown = Get("/v1/nothing");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
