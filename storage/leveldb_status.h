@@ -11,7 +11,8 @@
 
 namespace eventfold::storage {
 
-// Maps a LevelDB status, prefixing `context`. A held LOCK file becomes kBusy.
+// Maps a LevelDB status, prefixing `context`. A LOCK file another holds
+// becomes kBusy; one that cannot be opened stays an I/O error.
 Status FromLevelDb(const leveldb::Status& s, std::string_view context);
 
 }  // namespace eventfold::storage

@@ -11,17 +11,12 @@
 #include "replay/file_check.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "store/quarantine_log.h"
+#include "store/store_dir.h"
 #include "store/store_impl.h"
 
 namespace eventfold {
 namespace {
-
-// The quarantine's own database, below a store directory (and a backup).
-constexpr char kQuarantineDir[] = "quarantine";
-
-leveldb::Env* EnvOf(const Options& options) {
-  return options.env ? options.env : leveldb::Env::Default();
-}
 
 // A backup or restore goes only into a new or empty directory.
 Status RefuseNonEmpty(leveldb::Env* env, const std::string& dir) {
@@ -99,13 +94,28 @@ Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to
   (void)env->CreateDir(to);
   for (const std::string& n : names) {
     if (n == "." || n == ".." || n == "LOCK" || n == "LOG" || n == "LOG.old" ||
-        n == kQuarantineDir) {
+        n == storage::kQuarantineSubdir) {
       continue;
     }
     st = CopyFile(env, from + "/" + n, to + "/" + n, bytes);
     if (!st.ok()) return st;
   }
   return Status::OK();
+}
+
+// Removes what a failed restore wrote into `dir` (which it found empty or
+// absent): the files, the quarantine's directory, and `dir` itself unless it
+// was there before.
+void RemoveRestored(leveldb::Env* env, const std::string& dir, bool keep_dir) {
+  for (const std::string& d : {dir + "/" + storage::kQuarantineSubdir, dir}) {
+    std::vector<std::string> names;
+    if (!env->GetChildren(d, &names).ok()) continue;
+    for (const std::string& n : names) {
+      if (n != "." && n != ".." && n != storage::kQuarantineSubdir)
+        (void)env->RemoveFile(d + "/" + n);
+    }
+    if (d != dir || !keep_dir) (void)env->RemoveDir(d);
+  }
 }
 
 }  // namespace
@@ -115,33 +125,44 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   leveldb::Env* env = EnvOf(options);
   Clock* clock = options.clock ? options.clock : SystemClock();
   const int64_t start = clock->NowMicros();
-  Status st = RefuseNonEmpty(env, dir);
+  Status st = CheckStorePath("restoring: the backup", backup);
+  if (st.ok()) st = CheckStorePath("restoring: the store directory", dir);
+  if (st.ok() && (IsWithin(dir, backup) || IsWithin(backup, dir))) {
+    st = Status::InvalidArgument("restoring " + backup + " into " + dir +
+                                 ": one lies within the other");
+  }
+  if (st.ok()) st = RefuseNonEmpty(env, dir);
   if (!st.ok()) return st;
   if (!env->FileExists(backup + "/CURRENT")) {
     return Status::NotFound("no backup at " + backup);
   }
   st = FilesIntact(backup, env, "the backup");
   if (!st.ok()) return st;
-  const std::string quarantine = backup + "/" + kQuarantineDir;
+  const std::string quarantine = backup + "/" + storage::kQuarantineSubdir;
   const bool has_quarantine = env->FileExists(quarantine + "/CURRENT");
   if (has_quarantine) {
     st = FilesIntact(quarantine, env, "the backup's quarantine");
     if (!st.ok()) return st;
   }
   BackupSummary summary;
+  const bool dir_existed = env->FileExists(dir);
   st = CopyDir(env, backup, dir, &summary.bytes);
   // Before the store is opened below, which would create an empty one.
   if (st.ok() && has_quarantine) {
-    st = CopyDir(env, quarantine, dir + "/" + kQuarantineDir, &summary.bytes);
+    st = CopyDir(env, quarantine, dir + "/" + storage::kQuarantineSubdir, &summary.bytes);
   }
-  if (!st.ok()) return st;
-  st = CheckStoreAt(dir, options, "the restored store");
-  if (!st.ok()) return st;
+  if (st.ok()) st = CheckStoreAt(dir, options, "the restored store");
+  if (!st.ok()) {
+    // `dir` was empty: all in it is this restore's, and a half-restored
+    // store must neither be opened by mistake nor block a retry.
+    RemoveRestored(env, dir, dir_existed);
+    return st.WithContext("restoring " + backup + " (nothing is left of it in " + dir + ")");
+  }
   Result<DbDigest> digest = DigestDatabase(dir, env);
   if (!digest.ok()) return digest.status();
   summary.records += digest->records;
   if (has_quarantine) {
-    Result<DbDigest> q = DigestDatabase(dir + "/" + kQuarantineDir, env);
+    Result<DbDigest> q = DigestDatabase(dir + "/" + storage::kQuarantineSubdir, env);
     if (!q.ok()) return q.status();
     summary.records += q->records;
   }
@@ -154,7 +175,12 @@ namespace storage {
 Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   leveldb::Env* env = EnvOf(options_);
   const int64_t start = clock_->NowMicros();
-  Status st = RefuseNonEmpty(env, out);
+  Status st = CheckStorePath("backup", out);
+  if (st.ok() && IsWithin(out, path_)) {
+    st = Status::InvalidArgument("backup into " + out + ": it lies within the store it copies (" +
+                                 path_ + ")");
+  }
+  if (st.ok()) st = RefuseNonEmpty(env, out);
   if (!st.ok()) return st;
   Result<DbDigest> copied = Status::IOError("the store's database is closed");
   {
@@ -184,7 +210,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   BackupSummary summary;
   quarantine_->Flush();
   if (std::shared_ptr<leveldb::DB> q = quarantine_->db()) {
-    const std::string qout = out + "/" + kQuarantineDir;
+    const std::string qout = out + "/" + storage::kQuarantineSubdir;
     Result<DbDigest> qcopied = Status::IOError("the quarantine is closed");
     {
       SnapshotGuard snap(q.get());

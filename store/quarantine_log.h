@@ -41,6 +41,9 @@
 
 namespace eventfold::storage {
 
+// The quarantine's database is this subdirectory of the store's.
+inline constexpr char kQuarantineSubdir[] = "quarantine";
+
 class QuarantineLog {
  public:
   // Refusals queued for the writer; more are dropped (counted).

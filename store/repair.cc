@@ -17,39 +17,12 @@
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
+#include "store/quarantine_log.h"
 #include "store/salvage.h"
+#include "store/store_dir.h"
 
 namespace eventfold {
 namespace {
-
-// LevelDB's own lock on the directory, held while a function works on it so
-// no Store opens it meanwhile (and none is open now).
-class DirLock {
- public:
-  explicit DirLock(leveldb::Env* env) : env_(env) {}
-  ~DirLock() { Unlock(); }
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-
-  Status Lock(const std::string& dir) {
-    leveldb::Status s = env_->LockFile(dir + "/LOCK", &lock_);
-    if (s.ok()) return Status::OK();
-    lock_ = nullptr;
-    return Status::Busy("the store at " + dir + " is in use (" + s.ToString() + ")");
-  }
-  void Unlock() {
-    if (lock_) (void)env_->UnlockFile(lock_);
-    lock_ = nullptr;
-  }
-
- private:
-  leveldb::Env* env_;
-  leveldb::FileLock* lock_ = nullptr;
-};
-
-leveldb::Env* EnvOf(const Options& options) {
-  return options.env ? options.env : leveldb::Env::Default();
-}
 
 // LevelDB's repairer reads tables without verifying block checksums, so a
 // damaged block that still parses would be kept: each damaged table is
@@ -75,9 +48,8 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
 }
 
 // The quarantine's own database below a store directory (QuarantineLog).
-constexpr std::string_view kQuarantineName = "quarantine";
 std::string QuarantineDir(const std::string& dir) {
-  return dir + "/" + std::string(kQuarantineName);
+  return dir + "/" + std::string(storage::kQuarantineSubdir);
 }
 
 // Salvages the quarantine's own database: its damaged tables set right and
@@ -134,6 +106,7 @@ leveldb::Options RawOptions(leveldb::Env* env, const leveldb::FilterPolicy* filt
 
 Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& options,
                                          const FileDamageFn& on_damage) {
+  if (Status st = CheckStorePath("checking a store", dir); !st.ok()) return st;
   DirLock lock(EnvOf(options));
   Status st = lock.Lock(dir);
   if (!st.ok()) return st;
@@ -143,7 +116,7 @@ Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& 
   // The quarantine's own database, its damage named quarantine/<file>.
   Result<FileCheckSummary> q = CheckFiles(quarantine, EnvOf(options), [&](const FileDamage& d) {
     FileDamage named = d;
-    named.file = std::string(kQuarantineName) + "/" + d.file;
+    named.file = std::string(storage::kQuarantineSubdir) + "/" + d.file;
     on_damage(named);
   });
   if (!q.ok()) return q.status();
@@ -154,7 +127,7 @@ Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& 
   sum->log_records += q->log_records;
   sum->torn_tails += q->torn_tails;
   for (const std::string& u : q->unreferenced) {
-    sum->unreferenced.push_back(std::string(kQuarantineName) + "/" + u);
+    sum->unreferenced.push_back(std::string(storage::kQuarantineSubdir) + "/" + u);
   }
   sum->damaged += q->damaged;
   return sum;
@@ -165,9 +138,10 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   leveldb::Env* env = EnvOf(options);
   Clock* clock = options.clock ? options.clock : SystemClock();
   const int64_t start = clock->NowMicros();
-  if (!env->FileExists(dir + "/CURRENT") && !env->FileExists(dir)) {
-    return Status::NotFound("no store at " + dir);
-  }
+  if (Status st = CheckStorePath("repairing a store", dir); !st.ok()) return st;
+  // A damaged store may have lost CURRENT, but some file of LevelDB's is
+  // left: without one this is no store, and repair would make one there.
+  if (!HoldsLevelDbFiles(env, dir)) return Status::NotFound("no store at " + dir);
   RepairSummary summary;
   std::vector<FileDamage> damage;
   std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));

@@ -25,6 +25,7 @@
 #include "storage/meta_text.h"
 #include "storage/projection_read.h"
 #include "store/ingest_txn.h"
+#include "store/store_dir.h"
 
 namespace eventfold {
 
@@ -33,6 +34,7 @@ IngestResult Store::Ingest(std::string_view body) {
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
+  if (Status st = CheckStorePath("opening a store", path); !st.ok()) return st;
   return storage::StoreImpl::Open(path, options);
 }
 
@@ -150,9 +152,9 @@ Status StoreImpl::Init(const std::string& path) {
   }
   // The quarantine never fails the open: a database of its own that does
   // not open is retried in the background (store/quarantine_log.h).
-  quarantine_ =
-      std::make_unique<QuarantineLog>(path + "/quarantine", options_, &counters_.quarantine_dropped,
-                                      &counters_.quarantine_headers_dropped);
+  quarantine_ = std::make_unique<QuarantineLog>(path + "/" + kQuarantineSubdir, options_,
+                                                &counters_.quarantine_dropped,
+                                                &counters_.quarantine_headers_dropped);
   MoveLegacyQuarantine();
   quarantine_->Start();
   StartKeyFilters();

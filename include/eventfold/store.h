@@ -164,6 +164,14 @@ class Store {
   virtual Counters counters() const = 0;
 };
 
+// Deletes the store in directory `path`: its database and its quarantine,
+// and only the files they own (as leveldb::DestroyDB does), so any other
+// file in the directory stays, and with it the directory. OK when there is
+// nothing at `path`. Fails with kBusy, deleting nothing, while a Store (in
+// this process or another) has it open; with kInvalidArgument when `path`
+// holds files but no store.
+Status DestroyStore(const std::string& path, const Options& options);
+
 }  // namespace eventfold
 
 #endif  // EVENTFOLD_STORE_H_

@@ -141,6 +141,68 @@ TEST(Backup, RefusesNonEmptyTargets) {
   EXPECT_NE(r.status().message().find(other.path()), std::string::npos);
 }
 
+// A backup is never written into the store it copies, nor a restore into
+// the backup it reads (or the other way round); neither writes anything.
+TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
+  for (const std::string& inside : {live.path() + "/inner", live.path() + "/./x/../inner"}) {
+    Result<BackupSummary> b = store->maintenance().Backup(inside);
+    ASSERT_FALSE(b.ok()) << inside;
+    EXPECT_TRUE(b.status().IsInvalidArgument()) << b.status().ToString();
+    EXPECT_FALSE(std::filesystem::exists(live.path() + "/inner")) << inside;
+  }
+  EXPECT_TRUE(store->maintenance().Backup("").status().IsInvalidArgument());
+  ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  store.reset();
+  Result<BackupSummary> r = RestoreStore(backup.path(), backup.path() + "/sub", Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(backup.path() + "/sub"));
+  EXPECT_TRUE(RestoreStore(backup.path(), "", Options()).status().IsInvalidArgument());
+  EXPECT_TRUE(RestoreStore("", live.path() + "-x", Options()).status().IsInvalidArgument());
+}
+
+// A restore that fails after copying (here: the backup lost a table, which
+// only opening the copy finds) leaves nothing behind: the target is as it
+// was, so a retry from a good backup is not refused as "not empty".
+TEST(Backup, AFailedRestoreLeavesNothingBehind) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), absent("absent"), empty("empty");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
+    (void)store->Ingest(d);
+  }
+  ASSERT_TRUE(store->maintenance().Compact().ok());  // tables, not only a log
+  ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  store.reset();
+  std::string table;
+  for (const auto& e : std::filesystem::directory_iterator(backup.path())) {
+    if (e.path().extension() == ".ldb") table = e.path().string();
+  }
+  ASSERT_FALSE(table.empty());
+  const std::string kept = table + ".kept";
+  std::filesystem::rename(table, kept);
+  std::filesystem::create_directories(empty.path());
+  for (const std::string& target : {absent.path(), empty.path()}) {
+    Result<BackupSummary> r = RestoreStore(backup.path(), target, Options());
+    ASSERT_FALSE(r.ok()) << target;
+    EXPECT_NE(r.status().message().find(backup.path()), std::string::npos) << r.status().ToString();
+    if (target == absent.path()) {
+      EXPECT_FALSE(std::filesystem::exists(target)) << "a target that was absent stays absent";
+    } else {
+      EXPECT_TRUE(std::filesystem::is_empty(target)) << "an empty target stays empty";
+    }
+  }
+  std::filesystem::rename(kept, table);
+  Result<BackupSummary> again = RestoreStore(backup.path(), empty.path(), Options());
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
 TEST(Backup, CommandsBackUpAndRestore) {
   ScratchDir live("live"), backup("backup"), restored("restored");
   {

@@ -179,5 +179,67 @@ TEST_F(RepairTest, CommandListsWhatWasLost) {
   EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
 }
 
+// The offline functions refuse a path that holds no store (an empty path
+// would be the root directory to LevelDB): nothing is created or deleted.
+TEST(StoreDirectories, RepairCheckDestroyAndOpenRefuseWhatIsNoStore) {
+  ScratchDir dir("not-a-store");
+  std::filesystem::create_directories(dir.path());
+  test_util::WriteFile(dir.path() + "/doc.txt", "precious");
+  Result<RepairSummary> repaired = RepairStore(dir.path(), Options(), [](const LostData&) {});
+  EXPECT_TRUE(repaired.status().IsNotFound()) << repaired.status().ToString();
+  EXPECT_TRUE(DestroyStore(dir.path(), Options()).IsInvalidArgument());
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"doc.txt"});
+  EXPECT_EQ(test_util::ReadFile(dir.path() + "/doc.txt"), "precious");
+
+  EXPECT_TRUE(RepairStore("", Options(), [](const LostData&) {}).status().IsInvalidArgument());
+  EXPECT_TRUE(CheckStoreFiles("", Options(), {}).status().IsInvalidArgument());
+  EXPECT_TRUE(DestroyStore("", Options()).IsInvalidArgument());
+  EXPECT_TRUE(Store::Open("", Options()).status().IsInvalidArgument());
+  EXPECT_TRUE(DestroyStore(dir.path() + "/absent", Options()).ok());
+}
+
+// DestroyStore deletes a store's own files, its quarantine included, and
+// nothing else; while the store is open it deletes nothing.
+TEST(StoreDirectories, DestroyDeletesOnlyTheStoresFilesAndNeverAnOpenStore) {
+  ScratchDir with_notes("destroy-notes"), bare("destroy-bare");
+  const auto fill = [](const std::string& path) {
+    Result<std::unique_ptr<Store>> s = Store::Open(path, Options());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return std::unique_ptr<Store>();
+    sim::HistoryOptions ho;
+    ho.receipts = 5;
+    ho.products = 2;
+    for (const Delivery& d : sim::GenerateHistory(ho).deliveries) (void)(*s)->Ingest(d);
+    EXPECT_EQ((*s)->Ingest("{not json").outcome, Outcome::kInvalid);  // quarantined
+    return std::move(*s);
+  };
+  std::unique_ptr<Store> open = fill(with_notes.path());
+  ASSERT_TRUE(open);
+  test_util::WriteFile(with_notes.path() + "/notes.txt", "mine");
+  const Status busy = DestroyStore(with_notes.path(), Options());
+  EXPECT_TRUE(busy.IsBusy()) << busy.ToString();
+  EXPECT_EQ(open->Ingest("{\"also\": \"not an event\"}").outcome, Outcome::kInvalid);
+  size_t projections = 0;
+  ASSERT_TRUE(open->List("", [&](const Projection&) { return ++projections > 0; }).ok());
+  EXPECT_GT(projections, 0u) << "the open store lost nothing";
+  open.reset();
+  ASSERT_TRUE(DestroyStore(with_notes.path(), Options()).ok());
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(with_notes.path())) {
+    left.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"notes.txt"});
+  EXPECT_EQ(test_util::ReadFile(with_notes.path() + "/notes.txt"), "mine");
+
+  ASSERT_TRUE(fill(bare.path()));
+  ASSERT_TRUE(DestroyStore(bare.path(), Options()).ok());
+  EXPECT_FALSE(std::filesystem::exists(bare.path()))
+      << "nothing else was there: the directory goes";
+}
+
 }  // namespace
 }  // namespace eventfold::reliability

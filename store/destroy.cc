@@ -1,0 +1,41 @@
+// DestroyStore (eventfold/store.h): deletes a store's own files, as
+// leveldb::DestroyDB does for one database, and nothing else.
+
+#include <leveldb/db.h>
+#include <leveldb/env.h>
+
+#include <string>
+#include <vector>
+
+#include "eventfold/store.h"
+#include "storage/leveldb_status.h"
+#include "store/quarantine_log.h"
+#include "store/store_dir.h"
+
+namespace eventfold {
+
+Status DestroyStore(const std::string& path, const Options& options) {
+  if (Status st = CheckStorePath("destroying a store", path); !st.ok()) return st;
+  leveldb::Env* env = EnvOf(options);
+  std::vector<std::string> children;
+  if (!env->GetChildren(path, &children).ok() || children.empty()) return Status::OK();
+  if (!HoldsLevelDbFiles(env, path)) {
+    return Status::InvalidArgument(path + " holds no eventfold store; nothing deleted");
+  }
+  // The store's lock first: while a Store has it open (here or in another
+  // process) nothing is deleted, its quarantine included.
+  DirLock lock(env);
+  if (Status st = lock.Lock(path); !st.ok()) return st;
+  leveldb::Options lo;
+  lo.env = env;
+  const std::string quarantine = path + "/" + storage::kQuarantineSubdir;
+  Status st = storage::FromLevelDb(leveldb::DestroyDB(quarantine, lo), "deleting " + quarantine);
+  if (!st.ok()) return st;
+  (void)env->RemoveFile(path + "/RECOVERY-PROBE");  // left by a recovery cut short
+  lock.Unlock();
+  // DestroyDB takes the lock again and deletes only LevelDB's own files,
+  // then the directory when nothing else is left in it.
+  return storage::FromLevelDb(leveldb::DestroyDB(path, lo), "deleting " + path);
+}
+
+}  // namespace eventfold

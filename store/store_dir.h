@@ -1,0 +1,97 @@
+// What the functions that work on a store's directory from outside a Store
+// (check, repair, restore, destroy) share: the Env they go through, a check
+// of the path they are given, and DirLock, LevelDB's own lock on the
+// directory, held while they work so that no Store opens it meanwhile and
+// none has it open now.
+//
+// Thread-compatible: a DirLock has one owner.
+
+#ifndef EVENTFOLD_STORE_STORE_DIR_H_
+#define EVENTFOLD_STORE_STORE_DIR_H_
+
+#include <leveldb/env.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eventfold/options.h"
+#include "eventfold/status.h"
+#include "storage/leveldb_status.h"
+
+namespace eventfold {
+
+// The Env the offline functions work through: Options::env, else LevelDB's.
+inline leveldb::Env* EnvOf(const Options& options) {
+  return options.env ? options.env : leveldb::Env::Default();
+}
+
+// kInvalidArgument for an empty path, which LevelDB would read as the root
+// directory ("" + "/LOCK").
+inline Status CheckStorePath(std::string_view what, const std::string& path) {
+  if (path.empty()) return Status::InvalidArgument(std::string(what) + ": an empty path");
+  return Status::OK();
+}
+
+// Whether `dir` holds any file LevelDB names (CURRENT, LOCK, MANIFEST-*,
+// *.log, *.ldb, *.sst): a store, maybe a damaged one, and not some other
+// directory.
+inline bool HoldsLevelDbFiles(leveldb::Env* env, const std::string& dir) {
+  std::vector<std::string> names;
+  if (!env->GetChildren(dir, &names).ok()) return false;
+  for (const std::string& n : names) {
+    if (n == "CURRENT" || n == "LOCK" || n.starts_with("MANIFEST-") || n.ends_with(".log") ||
+        n.ends_with(".ldb") || n.ends_with(".sst")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether `inner` is `outer` or lies below it, comparing the paths with
+// `.`, `..` and symbolic links resolved as far as they exist. A backup
+// written into its own store, or a restore into its own backup, would copy
+// into what it is copying.
+inline bool IsWithin(const std::string& inner, const std::string& outer) {
+  namespace fs = std::filesystem;
+  std::error_code ec1, ec2;
+  const fs::path in = fs::weakly_canonical(fs::absolute(inner, ec1), ec1);
+  const fs::path out = fs::weakly_canonical(fs::absolute(outer, ec2), ec2);
+  if (ec1 || ec2) return false;
+  auto i = in.begin();
+  for (auto o = out.begin(); o != out.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == in.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+class DirLock {
+ public:
+  explicit DirLock(leveldb::Env* env) : env_(env) {}
+  ~DirLock() { Unlock(); }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+  // kBusy when a Store (in any process) holds the directory; another error
+  // when the lock file cannot be made (no directory, no permission).
+  Status Lock(const std::string& dir) {
+    leveldb::Status s = env_->LockFile(dir + "/LOCK", &lock_);
+    if (s.ok()) return Status::OK();
+    lock_ = nullptr;
+    return storage::FromLevelDb(s, "locking the store at " + dir);
+  }
+  void Unlock() {
+    if (lock_) (void)env_->UnlockFile(lock_);
+    lock_ = nullptr;
+  }
+
+ private:
+  leveldb::Env* env_;
+  leveldb::FileLock* lock_ = nullptr;
+};
+
+}  // namespace eventfold
+
+#endif  // EVENTFOLD_STORE_STORE_DIR_H_
