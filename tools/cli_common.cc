@@ -14,7 +14,16 @@ namespace eventfold::cli {
 
 void AddDataOption(CLI::App* cmd, std::string* dir) {
   *dir = kDefaultDataDir;
-  cmd->add_option("--data", *dir, "store directory")->capture_default_str();
+  cmd->add_option("--data", *dir, "store directory")
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("--data wants a directory, got an empty path") : "";
+      });
+}
+
+bool HasStore(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec);
 }
 
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
@@ -30,7 +39,7 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
     }
     options.profile = std::move(*p);
   }
-  if (!create && !std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+  if (!create && !HasStore(dir)) {
     std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";
     return nullptr;
   }
@@ -48,9 +57,11 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
 std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(fs::path(dir) / "CURRENT", ec)) return {};
+  if (HasStore(dir)) return {};
   std::map<int, std::string> by_partition;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+  // Incremented with an error_code: the range-for's ++ would throw.
+  for (fs::directory_iterator it(dir, ec), last; !ec && it != last; it.increment(ec)) {
+    const fs::directory_entry& e = *it;
     const std::string name = e.path().filename().string();
     if (name.size() < 2 || name[0] != 'p') continue;
     int k = -1;

@@ -52,6 +52,10 @@ class ProgressLine {
 // Adds `--data DIR` to `cmd`, bound to `dir`.
 void AddDataOption(CLI::App* cmd, std::string* dir);
 
+// Whether `dir` holds a store (its CURRENT file); false too when that
+// cannot be told (no permission): opening it then says why.
+bool HasStore(const std::string& dir);
+
 // Opens the store at `dir`; prints the reason to stderr on failure.
 // `create` allows creating it (with `profile_file`'s profile when given).
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,

@@ -229,7 +229,7 @@ int CheckCmd(const std::string& dir) {
   std::vector<std::string> partitions = PartitionStoreDirs(dir);
   const bool worker_dir = !partitions.empty();
   if (!worker_dir) {
-    if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+    if (!HasStore(dir)) {
       std::cerr << "eventfold: no store at " << dir << "\n";
       return kExitError;
     }

@@ -52,23 +52,16 @@ std::string Commas(uint64_t n) {
   return out;
 }
 
-// Removes `dir` for --fresh, but only when it is an eventfold store (or
-// absent): never a directory that merely happens to be named like one.
+// --fresh: deletes the store at `dir` (DestroyStore: only its own files,
+// and never while a Store, `eventfold serve` say, has it open).
 bool RemoveStore(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(dir, ec);
-  if (ec || !fs::exists(st)) return true;
-  if (!fs::is_directory(st) || !fs::is_regular_file(fs::path(dir) / "CURRENT", ec)) {
-    std::cerr << "eventfold: --fresh: " << dir
-              << " is not an eventfold store (no CURRENT file); refusing to "
-                 "delete it\n";
+  if (Status st = DestroyStore(dir, Options{}); !st.ok()) {
+    std::cerr << "eventfold: --fresh: " << st.message() << "; nothing deleted\n";
     return false;
   }
-  fs::remove_all(dir, ec);
-  if (ec) {
-    std::cerr << "eventfold: --fresh: cannot remove " << dir << ": " << ec.message() << "\n";
-    return false;
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    std::cerr << "eventfold: --fresh: deleted the store; kept the other files in " << dir << "\n";
   }
   return true;
 }
@@ -304,7 +297,8 @@ void AddDemoCommand(CLI::App* app, Action* action) {
   cmd->add_option("--products", a->products, "products the sender creates")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
-  cmd->add_flag("--fresh", a->fresh, "delete the store at --data first (only if it is one)");
+  cmd->add_flag("--fresh", a->fresh,
+                "delete the store at --data first (only its own files; refused while in use)");
   cmd->callback([=] { *action = [=] { return Run(*a); }; });
 }
 

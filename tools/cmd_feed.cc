@@ -83,7 +83,7 @@ int Feed(const std::string& dir, uint64_t from, bool follow) {
     return WorkerFeed(partitions, after);
   }
   if (follow) {
-    if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+    if (!HasStore(dir)) {
       std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";
       return kExitError;
     }
@@ -105,7 +105,9 @@ void AddFeedCommand(CLI::App* app, Action* action) {
   auto server = std::make_shared<std::string>();
   AddDataOption(cmd, dir.get());
   AddServerOption(cmd, server.get());
-  cmd->add_option("--from", *from, "first change seq to print")->capture_default_str();
+  cmd->add_option("--from", *from, "first change seq to print")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--follow", *follow,
                 "keep printing new changes until SIGINT/SIGTERM; without --server it reopens "
                 "the store between reads, so `ingest` can run meanwhile; beside a running "

@@ -1,5 +1,6 @@
 // eventfold ingest --data DIR [--profile FILE] [FILE|-]
 
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -186,6 +187,11 @@ int Run(const IngestArgs& args) {
   std::ifstream file;
   std::istream* in = &std::cin;
   if (!input.empty() && input != "-") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(input, ec)) {
+      std::cerr << "eventfold: " << input << " is a directory; ingest reads an NDJSON file\n";
+      return kExitError;
+    }
     file.open(input, std::ios::binary);
     if (!file) {
       std::cerr << "eventfold: cannot read " << input << "\n";

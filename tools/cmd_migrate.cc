@@ -78,7 +78,7 @@ bool MigrateOne(const std::string& dir, bool partition, bool quiet) {
 int Migrate(const std::string& dir, bool quiet) {
   const std::vector<std::string> partitions = PartitionStoreDirs(dir, /*behind_too=*/true);
   if (partitions.empty()) {
-    if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+    if (!HasStore(dir)) {
       std::cerr << "eventfold: no store at " << dir << "\n";
       return kExitError;
     }

@@ -183,7 +183,8 @@ void AddReplayCommand(CLI::App* app, Action* action) {
                 "with --profile: switch even when routed events would become unrouted");
   cmd->add_option("--entity", a->entity, "only this entity type (re-fold in place)");
   cmd->add_option("--id", a->id, "only this entity (with --entity)");
-  cmd->add_option("--threads", a->threads, "worker threads (default: one per core)");
+  cmd->add_option("--threads", a->threads, "worker threads (default: one per core)")
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--rederive-logs", a->rederive_logs,
                 "derive every entity log anew from the stored events instead of copying the "
                 "live ones (after `check` reports damaged logs)");

@@ -1,5 +1,6 @@
 // The `eventfold` command (docs/SPEC.md §5): thin subcommands over the library.
 
+#include <cstdio>
 #include <iostream>
 
 #include "tools/cli_common.h"
@@ -44,5 +45,13 @@ int main(int argc, char** argv) {
     std::cout << app.get_formatter()->make_help(&app, "eventfold", CLI::AppFormatMode::Normal);
     return kExitOk;
   }
-  return action();
+  int rc = action();
+  // Output that did not reach its file (a full disk, say) is a failure, not
+  // a success with less output.
+  std::cout.flush();
+  if (!std::cout || std::ferror(stdout) != 0 || std::fflush(stdout) != 0) {
+    std::cerr << "eventfold: writing the command's output failed\n";
+    if (rc == kExitOk) rc = kExitError;
+  }
+  return rc;
 }

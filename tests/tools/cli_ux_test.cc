@@ -386,6 +386,41 @@ TEST_F(cli_ux, NotFoundIsExitOneInEveryCommand) {
   }
 }
 
+// Output that does not reach its file is a failure (exit 2, named), not a
+// success with less output; an empty --data is a usage error, never the
+// root directory; `demo --fresh` deletes only the store's own files; and
+// an input that is a directory is named as such.
+TEST_F(cli_ux, LostOutputEmptyPathsAndForeignFilesAreRefused) {
+  IngestReceipts();
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"list", "--data", data_},
+                                               std::vector<std::string>{"status", "--data", data_},
+                                               std::vector<std::string>{"feed", "--data", data_}}) {
+    const pid_t pid = Spawn(args, "/dev/full", root_ + "/full.err");
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << args[0];
+    EXPECT_TRUE(Contains(ReadFile(root_ + "/full.err"), "writing the command's output failed"))
+        << args[0];
+  }
+  for (const char* cmd : {"list", "status", "ingest", "demo"}) {
+    CliResult r = Run({cmd, "--data", ""});
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "empty path")) << cmd << ": " << r.err;
+  }
+  CliResult dir_input = Run({"ingest", "--data", data_, root_});
+  EXPECT_EQ(dir_input.exit_code, 2) << dir_input.out;
+  EXPECT_TRUE(Contains(dir_input.err, "is a directory")) << dir_input.err;
+
+  WriteFile(data_ + "/notes.txt", "mine");
+  CliResult fresh = Run({"demo", "--data", data_, "--fresh", "--receipts", "3", "--products", "1"});
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_EQ(ReadFile(data_ + "/notes.txt"), "mine");
+  CliResult gone = Run({"show", "--data", data_, "receipt", "rcp_1"});
+  EXPECT_EQ(gone.exit_code, 1) << "the old store's receipts went with it: " << gone.out;
+}
+
 TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
   CliResult r = Run({"ingest", "--data", data_,
                      File("bad.ndjson", {R"({"event_id":"evt_1","type":tru})",
