@@ -52,7 +52,10 @@ Result<bool> FoldedToEnd(NatsConnection* c, kvStore* leases, const std::string& 
   const size_t space = value.rfind(' ');
   if (space == std::string_view::npos || value.substr(0, space) != owner) return false;
   uint64_t seq = 0;
-  std::from_chars(value.data() + space + 1, value.data() + value.size(), seq);
+  const auto [end, ec] =
+      std::from_chars(value.data() + space + 1, value.data() + value.size(), seq);
+  // Not a number: nothing is known to be folded, so not to the end.
+  if (ec != std::errc() || end != value.data() + value.size()) return false;
   Result<uint64_t> next = cluster::NextSeqOnSubject(c->nc(), stream, PartitionSubject(stream, k),
                                                     seq + 1, c->timeout_ms());
   if (!next.ok()) return next.status();
@@ -90,7 +93,8 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
       if (!name.starts_with(prefix)) continue;
       int k = -1;
       const std::string_view digits = name.substr(prefix.size());
-      std::from_chars(digits.data(), digits.data() + digits.size(), k);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+      if (ec != std::errc() || end != digits.data() + digits.size()) continue;
       if (k >= 0 && k < status.layout.partitions) status.partitions[k].messages = sub.Msgs;
     }
   }

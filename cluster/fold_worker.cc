@@ -428,7 +428,8 @@ class FoldWorkerImpl final : public FoldWorker {
       const size_t dot = key.find('.', from);
       if (dot == std::string::npos) continue;
       int k = -1;
-      std::from_chars(key.data() + from, key.data() + dot, k);
+      const auto [end, ec] = std::from_chars(key.data() + from, key.data() + dot, k);
+      if (ec != std::errc() || end != key.data() + dot) continue;
       const std::string id = key.substr(dot + 1);
       if (k >= 0 && id != options_.worker_id) others[k].push_back(id);
     }
@@ -503,12 +504,18 @@ class FoldWorkerImpl final : public FoldWorker {
     if (stale) MarkStale(k);
   }
 
+  // The store's .seq; 0 (fold the partition from the start of the stream,
+  // which the store's dedup makes harmless, only slower) when the file is
+  // absent or does not hold exactly a decimal number: a torn write cannot
+  // make one (WriteSeq renames), so that is damage, and guessing past it
+  // could skip messages.
   uint64_t ReadSeq(int k) const {
     std::ifstream in(SeqPath(k));
     std::string text;
     std::getline(in, text);
     uint64_t seq = 0;
-    std::from_chars(text.data(), text.data() + text.size(), seq);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seq);
+    if (ec != std::errc() || end != text.data() + text.size()) return 0;
     return seq;
   }
 

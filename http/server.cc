@@ -706,11 +706,13 @@ Status HttpServer::Impl::Start() {
   if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_->bind(endpoint, ec);
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  tcp::endpoint bound;
+  if (!ec) bound = acceptor_->local_endpoint(ec);
   if (ec) {
     acceptor_.reset();
     return Status::IOError("cannot listen on " + where + ": " + ec.message());
   }
-  port_ = acceptor_->local_endpoint().port();
+  port_ = bound.port();
   pool_ = std::make_unique<http::WorkerPool>(static_cast<size_t>(opt_.workers), opt_.worker_queue);
   accept_retry_.emplace(*loops_[0]);
   for (auto& loop : loops_) work_.push_back(asio::make_work_guard(*loop));

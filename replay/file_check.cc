@@ -500,8 +500,10 @@ class DirChecker {
   }
 
   static std::optional<uint64_t> FileNumber(const std::string& name) {
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos) return std::nullopt;  // CURRENT, LOCK, LOG
     uint64_t n = 0;
-    const char* end = name.data() + name.find('.');
+    const char* end = name.data() + dot;
     auto [p, ec] = std::from_chars(name.data(), end, n);
     if (ec != std::errc() || p != end) return std::nullopt;
     return n;

@@ -45,6 +45,33 @@ std::optional<std::string> ErrorText(const std::string& body) {
   return std::string(text);
 }
 
+// The admin listener's address: "http://HOST:PORT", a trailing '/' allowed.
+// Checked here rather than by the HTTP client, which throws on a scheme or
+// port it cannot use.
+struct ServerAddress {
+  std::string host;
+  int port = 0;
+};
+std::optional<ServerAddress> ParseServerUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) return std::nullopt;
+  url.remove_prefix(kScheme.size());
+  while (!url.empty() && url.back() == '/') url.remove_suffix(1);
+  const size_t colon = url.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+  if (url.find('/') != std::string_view::npos) return std::nullopt;  // a path
+  ServerAddress a{std::string(url.substr(0, colon)), 0};
+  const std::string_view digits = url.substr(colon + 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), a.port);
+  if (ec != std::errc() || end != digits.data() + digits.size() || a.port < 1 || a.port > 65535) {
+    return std::nullopt;
+  }
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') {
+    a.host = a.host.substr(1, a.host.size() - 2);  // [::1]
+  }
+  return a;
+}
+
 // GETs `target`; on 200 fills `out` and returns kExitOk, otherwise prints why
 // and returns the exit code (404: kExitRefused, as a missing entity with
 // --data).
@@ -53,11 +80,12 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
   // Targets begin with '/': "http://host:port/" names the same server.
   std::string server = server_url;
   while (!server.empty() && server.back() == '/') server.pop_back();
-  httplib::Client client(server);
-  if (!client.is_valid()) {
-    std::cerr << "eventfold: --server wants http://HOST:PORT, got " << server << "\n";
+  const std::optional<ServerAddress> address = ParseServerUrl(server_url);
+  if (!address) {
+    std::cerr << "eventfold: --server wants http://HOST:PORT, got " << server_url << "\n";
     return kExitError;
   }
+  httplib::Client client(address->host, address->port);
   client.set_connection_timeout(std::chrono::seconds(5));
   client.set_read_timeout(std::chrono::milliseconds(wait_ms + kReadSlackMs));
   const char* token = std::getenv(kTokenEnv);
@@ -68,7 +96,10 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
   httplib::Result res =
       post ? client.Post(target, headers, "", "text/plain") : client.Get(target, headers);
   if (!res) {
-    std::cerr << "eventfold: " << server << target << ": " << httplib::to_string(res.error())
+    std::cerr << "eventfold: " << server << target << ": "
+              << (res.error() == httplib::Error::Connection
+                      ? "cannot connect (is `eventfold serve --admin-listen` running there?)"
+                      : httplib::to_string(res.error()))
               << "\n";
     return kExitError;
   }
@@ -139,7 +170,12 @@ void AddServerOption(CLI::App* cmd, std::string* server) {
                   "read from a running `eventfold serve` admin listener (http://HOST:PORT; "
                   "token from " +
                       std::string(kTokenEnv) + ") instead of --data")
-      ->excludes("--data");
+      ->excludes("--data")
+      ->check([](const std::string& url) {
+        return ParseServerUrl(url)
+                   ? std::string()
+                   : "--server wants http://HOST:PORT (no path), got \"" + url + "\"";
+      });
 }
 
 namespace {

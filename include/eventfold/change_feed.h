@@ -75,7 +75,7 @@ class ChangeFeed {
   // The subscription's dead letters in seq order, until `fn` returns false.
   virtual Status ListParked(std::string_view subscription,
                             const std::function<bool(const ParkedChange&)>& fn) = 0;
-  // Removes one dead letter; OK when it was not there.
+  // Removes one dead letter; kNotFound when it was not there.
   virtual Status Unpark(std::string_view subscription, uint64_t seq) = 0;
 };
 

@@ -5,6 +5,8 @@
 // disk faults deterministically. Neither is owned by the store; both must
 // outlive it. leveldb::Env is only forward-declared: embedding code that does
 // not inject one never needs LevelDB's headers.
+//
+// Thread-safety: a plain value; Store::Open copies what it keeps.
 
 #ifndef EVENTFOLD_OPTIONS_H_
 #define EVENTFOLD_OPTIONS_H_

@@ -52,7 +52,9 @@ struct ReceiverOptions {
   // immediately instead of queueing without bound.
   size_t max_in_flight = 256;
 
-  // Source of time for signature tolerance and latency; nullptr: SystemClock().
+  // Source of time for the signature tolerance; nullptr: SystemClock(). (The
+  // latencies in /metrics are measured on the steady clock: they report how
+  // long a request really took, not a time to decide by.)
   Clock* clock = nullptr;
 
   // A receiver made over a Store: the threads that store the deliveries

@@ -293,7 +293,9 @@ TEST(KeyFilterStore, AFailedScanLeavesNoFilterAndAnswersStayRight) {
       }
       ASSERT_TRUE(store->maintenance().Compact().ok());  // every key in a table
     }
-    if (damaged) ASSERT_TRUE(DamageBlockHolding(env.get(), "/mem/store", "d/evt_o1500"));
+    if (damaged) {
+      ASSERT_TRUE(DamageBlockHolding(env.get(), "/mem/store", "d/evt_o1500"));
+    }
     std::unique_ptr<Store> store = OpenStore(env.get(), &clock, 64 << 20);
     ASSERT_TRUE(store);
     // New events (sorting before the damaged block), their redeliveries and

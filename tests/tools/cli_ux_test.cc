@@ -421,6 +421,23 @@ TEST_F(cli_ux, LostOutputEmptyPathsAndForeignFilesAreRefused) {
   EXPECT_EQ(gone.exit_code, 1) << "the old store's receipts went with it: " << gone.out;
 }
 
+// --server takes http://HOST:PORT and nothing else, refused before any
+// request (an https:// URL used to abort the command inside the client).
+TEST_F(cli_ux, ServerUrlsOtherThanHttpHostPortAreUsageErrors) {
+  for (const std::string url : {"https://127.0.0.1:8081", "http://127.0.0.1:8081/v1",
+                                "http://127.0.0.1:99999", "http://127.0.0.1", "127.0.0.1:8081",
+                                ""}) {
+    CliResult r = Run({"show", "--server", url, "receipt", "rcp_1"});
+    EXPECT_EQ(r.exit_code, 2) << url << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "wants http://HOST:PORT")) << url << ": " << r.err;
+    EXPECT_EQ(r.out, "") << url;
+  }
+  // A well-formed address with nobody there: named as such.
+  CliResult r = Run({"status", "--server", "http://127.0.0.1:1/"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "cannot connect")) << r.err;
+}
+
 TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
   CliResult r = Run({"ingest", "--data", data_,
                      File("bad.ndjson", {R"({"event_id":"evt_1","type":tru})",
