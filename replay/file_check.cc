@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -135,9 +137,11 @@ class DirChecker {
     std::sort(names.begin(), names.end());
     const std::string manifest = CheckCurrent();
     if (!manifest.empty()) ReadManifest(manifest);
+    std::set<uint64_t> tables_present;
     for (const std::string& name : names) {
       const std::optional<uint64_t> number = FileNumber(name);
       if (EndsWith(name, ".ldb") || EndsWith(name, ".sst")) {
+        if (number) tables_present.insert(*number);
         auto live = number ? live_tables_.find(*number) : live_tables_.end();
         if (live_known_ && live == live_tables_.end()) {
           summary_.unreferenced.push_back(name);
@@ -153,6 +157,16 @@ class DirChecker {
       } else if (name.rfind("MANIFEST-", 0) == 0 && name != manifest) {
         CheckLog(name);
       }
+    }
+    // A table the MANIFEST lists but the directory lacks: every key in its
+    // range is lost (LevelDB's repairer would rebuild the MANIFEST without
+    // it, and nothing would say so).
+    for (const auto& [number, table] : live_tables_) {
+      if (tables_present.count(number) != 0) continue;
+      char name[32];
+      std::snprintf(name, sizeof(name), "%06llu.ldb", static_cast<unsigned long long>(number));
+      Damage(name, 0, 0, "is listed in the MANIFEST but missing (the whole table is lost)",
+             table.smallest, table.largest);
     }
     return Status::OK();
   }

@@ -38,6 +38,7 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
     }
   }
   for (const std::string& t : tables) {
+    if (!env->FileExists(dir + "/" + t)) continue;  // missing: nothing to set right
     if (RewriteIntactEntries(dir, t, env).ok()) continue;
     (void)env->CreateDir(dir + "/lost");
     Status st = storage::FromLevelDb(env->RenameFile(dir + "/" + t, dir + "/lost/" + t),

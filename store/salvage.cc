@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/decode.h"
+#include "core/parse_number.h"
 #include "replay/check.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -26,6 +27,7 @@ class Salvage {
       : db_(db), on_lost_(on_lost), sum_(summary) {}
 
   Status Run(const std::vector<FileDamage>& damage) {
+    feed_floor_ = FeedSeqsNamedBy(damage);
     for (Status (Salvage::*step)() :
          {&Salvage::Dedup, &Salvage::Events, &Salvage::Others, &Salvage::Feed}) {
       Status st = (this->*step)();
@@ -309,7 +311,42 @@ class Salvage {
       last = *seq;
     }
     Status st = storage::FromLevelDb(it->status(), "reading the change feed");
-    return st.ok() ? Apply(&batch) : st;
+    if (!st.ok()) return st;
+    // The newest changes lost (a lost table, say) leave no gap to see; but
+    // a seq once given out must never be given again, so the feed goes on
+    // past every seq the damage or a subscription's checkpoint names.
+    Result<uint64_t> checkpoints = HighestCheckpoint();
+    if (!checkpoints.ok()) return checkpoints.status();
+    const uint64_t floor = std::max(feed_floor_, *checkpoints);
+    if (floor > last) Fill(&batch, last + 1, floor);
+    return Apply(&batch);
+  }
+
+  // The highest change seq among the keys a damaged place lay between.
+  static uint64_t FeedSeqsNamedBy(const std::vector<FileDamage>& damage) {
+    uint64_t high = 0;
+    for (const FileDamage& d : damage) {
+      for (const std::string* key : {&d.after_raw, &d.before_raw}) {
+        if (!key->starts_with(storage::kFeedPrefix)) continue;
+        high = std::max(high, storage::ParseSeqKey(*key, storage::kFeedPrefix).value_or(0));
+      }
+    }
+    return high;
+  }
+
+  // The highest checkpoint a subscription saved: changes up to it were read.
+  Result<uint64_t> HighestCheckpoint() {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
+    const std::string prefix(storage::kCheckpointPrefix);
+    uint64_t high = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      Result<std::string> text =
+          storage::DecodeText(storage::View(it->key()), storage::View(it->value()));
+      if (!text.ok()) continue;  // an unreadable checkpoint is dropped elsewhere
+      high = std::max(high, ParseU64(*text).value_or(0));
+    }
+    if (!it->status().ok()) return storage::FromLevelDb(it->status(), "reading checkpoints");
+    return high;
   }
 
   void Fill(leveldb::WriteBatch* batch, uint64_t first, uint64_t last) {
@@ -387,6 +424,7 @@ class Salvage {
   const LostDataFn& on_lost_;
   RepairSummary* sum_;
   std::vector<std::pair<uint64_t, int64_t>> received_;  // (seq, received_at) of every event
+  uint64_t feed_floor_ = 0;  // the feed goes on past this seq (FeedSeqsNamedBy)
   bool profile_read_ = false;
   std::optional<Profile> profile_;
 };

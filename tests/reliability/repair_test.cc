@@ -140,6 +140,69 @@ TEST_F(RepairTest, FeedGapIsFilledAndListed) {
   EXPECT_EQ(lost[1].first_seq, 9u);
 }
 
+// The newest changes lost leave no gap to see, but a subscription read up
+// to its checkpoint: the feed goes on past it with placeholders, so no seq
+// is ever given out twice.
+TEST_F(RepairTest, LostFeedTailIsFilledPastTheHighestCheckpoint) {
+  uint64_t last = 0;
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    last = (*s)->feed().LastSeq();
+    ASSERT_GT(last, 20u);
+    ASSERT_TRUE((*s)->feed().SetCheckpoint("mailer", last).ok());
+  }
+  Raw([&](leveldb::DB* db) {
+    for (uint64_t seq = last - 9; seq <= last; ++seq) {
+      ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::FeedKey(seq)).ok());
+    }
+  });
+  RepairSummary summary;
+  const std::vector<LostData> lost = Repair(&summary);
+  EXPECT_EQ(summary.feed_filled, 10u);
+  EXPECT_EQ(summary.problems_left, 0u);
+  ASSERT_FALSE(lost.empty());
+  EXPECT_EQ(lost[0].kind, LostData::Kind::kChanges);
+  EXPECT_EQ(lost[0].first_seq, last - 9);
+  EXPECT_EQ(lost[0].last_seq, last);
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->feed().LastSeq(), last);
+  ASSERT_EQ((*s)->Ingest(history_.deliveries.front()).outcome, Outcome::kDuplicate);
+  sim::HistoryOptions ho;
+  ho.seed = 99;
+  ho.receipts = 1;
+  ho.products = 0;
+  for (const Delivery& d : sim::GenerateHistory(ho).deliveries) {
+    if ((*s)->Ingest(d).outcome == Outcome::kAccepted) break;
+  }
+  EXPECT_GT((*s)->feed().LastSeq(), last) << "a new change takes a seq never given before";
+}
+
+// A table the MANIFEST lists but the directory lacks is damage the file
+// check names (with its key range), not something the repair meets only
+// when it fails to move it aside: the repair reports what it held.
+TEST_F(RepairTest, AMissingTableIsReportedAndRepaired) {
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->maintenance().Compact().ok());
+  }
+  const std::vector<std::string> tables = FilesEndingIn(dir_.path(), ".ldb");
+  ASSERT_FALSE(tables.empty());
+  std::filesystem::remove(dir_.path() + "/" + tables.back());
+  const std::vector<FileDamage> damage = Damages(dir_.path());
+  ASSERT_EQ(damage.size(), 1u) << Describe(damage);
+  EXPECT_EQ(damage[0].file, tables.back());
+  EXPECT_NE(damage[0].message.find("missing"), std::string::npos) << damage[0].message;
+  EXPECT_FALSE(damage[0].after_key.empty() && damage[0].before_key.empty());
+  RepairSummary summary;
+  const std::vector<LostData> lost = Repair(&summary);
+  EXPECT_EQ(summary.damaged, 1u);
+  EXPECT_FALSE(lost.empty()) << "what the table held is listed";
+  EXPECT_EQ(summary.problems_left, 0u);
+}
+
 // A damaged write-ahead log record: which events it held is unknown, so the
 // repair lists a received-at window for the sender to resend from (the
 // newest surviving event's arrival onward), and the store ends clean.
