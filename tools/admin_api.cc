@@ -252,6 +252,9 @@ class AdminApi final : public Receiver {
       return backup ? NotAllowed("POST", "a backup is taken with POST")
                     : NotAllowed("GET, HEAD", "reads are GETs; the one POST is /v1/backup");
     }
+    // This listener's own HTTP-layer refusals: the server appends its
+    // counters to a 200 for GET /metrics (Prometheus text).
+    if (target == "/metrics") return HttpResponse{200, "text/plain; version=0.0.4", ""};
     return std::nullopt;
   }
 

@@ -129,6 +129,23 @@ TEST_F(AdminApiTest, RefusesMissingOrWrongToken) {
   }
 }
 
+// The admin listener counts what its HTTP layer refuses, on its own
+// /metrics (behind the token like every other path).
+TEST_F(AdminApiTest, MetricsCountThisListenersHttpRefusals) {
+  EXPECT_EQ(Get("/metrics", "")->status, 401);
+  {
+    test_util::RawClient c(server_->port());
+    ASSERT_TRUE(c.Send("GET /v1/status HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n"));
+    EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{400});
+  }
+  auto metrics = Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("eventfold_http_refused_total{reason=\"bad_framing\"} 1"),
+            std::string::npos)
+      << metrics->body;
+}
+
 // Each endpoint takes its own parameters: one it does not take, one given
 // twice or an empty entity is 400 naming it, not silently ignored.
 TEST_F(AdminApiTest, RefusesParametersAnEndpointDoesNotTake) {
