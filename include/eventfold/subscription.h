@@ -118,8 +118,9 @@ class Subscription {
   // Loads the subscription's checkpoint and dead letters from `store` and
   // starts delivering (threads > 0) or waits for RunUntilIdle() (threads
   // == 0). `store` must outlive the subscription. kInvalidArgument for bad
-  // options, kBusy when this process already runs a subscription of that
-  // name on that store, kCorruption when the feed was trimmed past the
+  // options, kBusy when a subscription of that name already runs on that
+  // Store object (ChangeFeed::ClaimSubscription; another process cannot
+  // have the store open), kCorruption when the feed was trimmed past the
   // subscription's checkpoint.
   static Result<std::unique_ptr<Subscription>> Start(Store* store, SubscriptionOptions options,
                                                      ChangeHandler handler);
