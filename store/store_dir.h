@@ -34,15 +34,21 @@ inline Status CheckStorePath(std::string_view what, const std::string& path) {
   return Status::OK();
 }
 
-// Whether `dir` holds any file LevelDB names (CURRENT, LOCK, MANIFEST-*,
-// *.log, *.ldb, *.sst): a store, maybe a damaged one, and not some other
-// directory.
+// Whether `dir` holds any file named as LevelDB names its own (CURRENT,
+// LOCK, MANIFEST-<n>, <n>.log, <n>.ldb, <n>.sst): a store, maybe a damaged
+// one, and not some other directory (an "app.log" does not count).
 inline bool HoldsLevelDbFiles(leveldb::Env* env, const std::string& dir) {
+  const auto numbered = [](std::string_view name, std::string_view prefix,
+                           std::string_view suffix) {
+    if (!name.starts_with(prefix) || !name.ends_with(suffix)) return false;
+    name = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    return !name.empty() && name.find_first_not_of("0123456789") == std::string_view::npos;
+  };
   std::vector<std::string> names;
   if (!env->GetChildren(dir, &names).ok()) return false;
   for (const std::string& n : names) {
-    if (n == "CURRENT" || n == "LOCK" || n.starts_with("MANIFEST-") || n.ends_with(".log") ||
-        n.ends_with(".ldb") || n.ends_with(".sst")) {
+    if (n == "CURRENT" || n == "LOCK" || numbered(n, "MANIFEST-", "") ||
+        numbered(n, "", ".log") || numbered(n, "", ".ldb") || numbered(n, "", ".sst")) {
       return true;
     }
   }

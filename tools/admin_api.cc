@@ -94,19 +94,26 @@ class Request {
 // The query parameters each endpoint takes (by its first segment and the
 // number of segments). Anything else is refused: a misspelt parameter
 // silently ignored would page or wait other than its caller meant.
-std::string_view ParamsOf(const std::vector<std::string>& parts) {
+// nullopt for a path that is no endpoint (Route answers it 404).
+std::optional<std::string_view> ParamsOf(const std::vector<std::string>& parts) {
   const std::string_view what = parts[0];
-  if (what == "projections" && parts.size() == 1) return "entity after limit";
-  if (what == "refused" && parts.size() == 1) return "after limit";
-  if (what == "feed" && parts.size() == 1) return "after limit wait_ms";
-  if (what == "backup" && parts.size() == 1) return "to";
-  return "";
+  if (parts.size() == 1) {
+    if (what == "projections") return "entity after limit";
+    if (what == "refused") return "after limit";
+    if (what == "feed") return "after limit wait_ms";
+    if (what == "backup") return "to";
+    if (what == "status" || what == "subscriptions") return "";
+  }
+  if (parts.size() == 3 && (what == "projections" || what == "log")) return "";
+  return std::nullopt;
 }
 
 // 400 for a parameter the endpoint does not take, one given twice, or an
 // empty entity; nullopt when the query is fine.
 std::optional<HttpResponse> CheckQuery(const Request& req) {
-  const std::string_view allowed = ParamsOf(req.parts);
+  const std::optional<std::string_view> endpoint = ParamsOf(req.parts);
+  if (!endpoint) return std::nullopt;
+  const std::string_view allowed = *endpoint;
   for (size_t i = 0; i < req.query.size(); ++i) {
     const std::string& name = req.query[i].first;
     bool known = false;

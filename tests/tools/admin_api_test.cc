@@ -216,6 +216,9 @@ TEST_F(AdminApiTest, RefusesWritesAndUnknownPaths) {
   auto unknown = Get("/v1/nothing");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
+  auto unknown_with_query = Get("/v1/nothing?x=1");
+  ASSERT_TRUE(unknown_with_query);
+  EXPECT_EQ(unknown_with_query->status, 404);
   auto malformed = Get("/v1/projections/receipt/rcp%2");
   ASSERT_TRUE(malformed);
   EXPECT_EQ(malformed->status, 400);
