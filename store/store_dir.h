@@ -47,8 +47,8 @@ inline bool HoldsLevelDbFiles(leveldb::Env* env, const std::string& dir) {
   std::vector<std::string> names;
   if (!env->GetChildren(dir, &names).ok()) return false;
   for (const std::string& n : names) {
-    if (n == "CURRENT" || n == "LOCK" || numbered(n, "MANIFEST-", "") ||
-        numbered(n, "", ".log") || numbered(n, "", ".ldb") || numbered(n, "", ".sst")) {
+    if (n == "CURRENT" || n == "LOCK" || numbered(n, "MANIFEST-", "") || numbered(n, "", ".log") ||
+        numbered(n, "", ".ldb") || numbered(n, "", ".sst")) {
       return true;
     }
   }
