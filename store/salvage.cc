@@ -318,7 +318,22 @@ class Salvage {
     Result<uint64_t> checkpoints = HighestCheckpoint();
     if (!checkpoints.ok()) return checkpoints.status();
     const uint64_t floor = std::max(feed_floor_, *checkpoints);
-    if (floor > last) Fill(&batch, last + 1, floor);
+    // A checkpoint can be set to anything (SetCheckpoint): one far past
+    // the feed is not evidence of changes, and filling up to it would not
+    // fit in one write. Such a floor is reported, not filled.
+    constexpr uint64_t kMaxTailFill = 1'000'000;
+    if (floor > last && floor - last <= kMaxTailFill) {
+      Fill(&batch, last + 1, floor);
+    } else if (floor > last) {
+      LostData l;
+      l.kind = LostData::Kind::kChanges;
+      l.first_seq = last + 1;
+      l.last_seq = floor;
+      l.detail = "a checkpoint or a damaged range names seq " + std::to_string(floor) +
+                 ", far past the newest surviving change; not filled, so seqs after " +
+                 std::to_string(last) + " may be given out again";
+      Lost(std::move(l));
+    }
     return Apply(&batch);
   }
 
