@@ -60,7 +60,7 @@ bool RemoveStore(const std::string& dir) {
     return false;
   }
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec)) {
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec) && !ec) {
     std::cerr << "eventfold: --fresh: deleted the store; kept the other files in " << dir << "\n";
   }
   return true;
