@@ -5,6 +5,12 @@
 // Reads follow the store's one read style: a scan calls `fn` with each item
 // in order until `fn` returns false.
 //
+// Failures, for every method that returns a Status or Result: kCorruption
+// when a stored record does not decode (a scan has then called `fn` for
+// everything before it), kIOError when the store's files cannot be read or
+// written (nothing is then changed), kInvalidArgument for a subscription
+// name that is empty, over 128 bytes or holds a NUL.
+//
 // Thread-safety: every method may be called from any thread. Writes are
 // synced before they return.
 

@@ -49,6 +49,7 @@
 namespace eventfold {
 
 struct HttpServerOptions {
+  // The address to listen on, an IP address; loopback by default.
   std::string host = "127.0.0.1";
   int port = 0;  // 0: any free port (see port())
 

@@ -155,6 +155,8 @@ struct Options {
   // stops when the store closes. 0 (default): no background pass; e.g.
   // 3'600'000'000 for hourly.
   int64_t gc_interval_micros = 0;
+  // What each background pass does (GcOptions above); by default it
+  // compacts no entity (event retention is opt-in).
   GcOptions gc;
 };
 

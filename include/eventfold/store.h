@@ -129,8 +129,11 @@ class Store {
   virtual Result<Projection> Get(std::string_view entity, std::string_view id) = 0;
 
   // Calls `fn` for every projection, ordered by entity then id (bytewise);
-  // only those of `entity` when it is not empty. Stops early when `fn`
-  // returns false. Sees one consistent snapshot of the store.
+  // only those of `entity` when it is not empty (an entity the profile does
+  // not have lists nothing). Stops early when `fn` returns false. Sees one
+  // consistent snapshot of the store. Fails with kCorruption when a record
+  // does not decode or fold, kIOError when a read fails; `fn` has then been
+  // called for every projection before it.
   virtual Status List(std::string_view entity,
                       const std::function<bool(const Projection&)>& fn) = 0;
 
