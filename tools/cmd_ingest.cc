@@ -23,7 +23,7 @@ constexpr size_t kBatchLines = 1000;
 
 struct Tally {
   uint64_t accepted = 0, duplicate = 0, conflict = 0, invalid = 0, unauthorized = 0;
-  bool storage_error = false;
+  uint64_t storage_error = 0;  // lines not stored: the run exits 2
 };
 
 void Report(size_t line_no, const IngestResult& r, Tally* t) {
@@ -41,7 +41,7 @@ void Report(size_t line_no, const IngestResult& r, Tally* t) {
       ++t->unauthorized;
       break;
     case Outcome::kStorageError:
-      t->storage_error = true;
+      ++t->storage_error;
       break;
     default:
       ++t->invalid;
@@ -251,6 +251,7 @@ int Run(const IngestArgs& args) {
       .Uint(tally.unauthorized);
   // Only when there are some: the SPEC §5 summary is unchanged otherwise.
   if (unrouted > 0) w.Key("unrouted").Uint(unrouted);
+  if (tally.storage_error > 0) w.Key("storage_error").Uint(tally.storage_error);
   w.EndObject();
   std::cout << w.str() << "\n";
   if (unrouted > 0) {
@@ -259,7 +260,7 @@ int Run(const IngestArgs& args) {
               << "\" routes no entity for " << (unrouted == 1 ? "its type" : "their types")
               << " (`eventfold unrouted` lists them)\n";
   }
-  if (tally.storage_error) return kExitError;
+  if (tally.storage_error > 0) return kExitError;
   return tally.conflict + tally.invalid + tally.unauthorized > 0 ? kExitRefused : kExitOk;
 }
 

@@ -625,6 +625,7 @@ TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrors) {
     ++storage_errors;
   }
   EXPECT_EQ(storage_errors, kLines - accepted) << failing.err.substr(0, 2000);
+  EXPECT_EQ(count(failing.out, "storage_error"), kLines - accepted) << failing.out;
 
   CliResult healthy = Run({"ingest", "--data", dir, f});
   EXPECT_EQ(healthy.exit_code, 0) << healthy.err;
