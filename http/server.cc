@@ -37,6 +37,7 @@
 
 #include "core/thread_annotations.h"
 #include "eventfold/http_server.h"
+#include "eventfold/ingest.h"
 #include "eventfold/projection.h"
 #include "http/worker_pool.h"
 
@@ -276,12 +277,10 @@ class Session : public std::enable_shared_from_this<Session> {
       // not be fed again (they would read as a malformed field).
       buffer_.consume(used);
       request_line_bytes_ += used;
-      // The limit covers the request line too, which Beast no longer sees.
-      // It also bounds the buffer, whose room is the limit plus a margin.
-      if (request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
-        return OnHeader(bhttp::error::header_limit);
-      }
     }
+    // The limit covers the request line and skipped empty lines too, which
+    // Beast no longer sees. It also bounds the buffer, whose room is the
+    // limit plus a margin.
     if (request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
       return OnHeader(bhttp::error::header_limit);
     }
@@ -436,8 +435,8 @@ class Session : public std::enable_shared_from_this<Session> {
     // RFC 9110 §9.3.2: HEAD is GET without the content. The receiver answers
     // the GET; Respond() sends its header alone (its Content-Length stays).
     if (head_) method = "GET";
-    event_id_ = HeaderValue(headers, "X-RR-Event-Id");
-    if (event_id_.empty()) event_id_ = HeaderValue(headers, "webhook-id");
+    event_id_ = FindHeader(headers, "X-RR-Event-Id").value_or("");
+    if (event_id_.empty()) event_id_ = FindHeader(headers, "webhook-id").value_or("");
     const bool metrics = method == "GET" && path == "/metrics";
     // A delivery that goes on to the store is answered later, from the
     // store's batcher; whoever asked the receiver is free at once.
@@ -511,12 +510,6 @@ class Session : public std::enable_shared_from_this<Session> {
       headers.emplace_back(f.name_string(), f.value());
     }
     return headers;
-  }
-  static std::string HeaderValue(const Headers& headers, beast::string_view name) {
-    for (const auto& [n, v] : headers) {
-      if (beast::iequals(n, name)) return v;
-    }
-    return {};
   }
   static beast::string_view Trimmed(beast::string_view v) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
