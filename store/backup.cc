@@ -107,7 +107,7 @@ Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to
 // absent): the files, the quarantine's directory, and `dir` itself unless it
 // was there before.
 void RemoveRestored(leveldb::Env* env, const std::string& dir, bool keep_dir) {
-  for (const std::string& d : {dir + "/" + storage::kQuarantineSubdir, dir}) {
+  for (const std::string& d : {QuarantineDir(dir), dir}) {
     std::vector<std::string> names;
     if (!env->GetChildren(d, &names).ok()) continue;
     for (const std::string& n : names) {
@@ -138,7 +138,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   }
   st = FilesIntact(backup, env, "the backup");
   if (!st.ok()) return st;
-  const std::string quarantine = backup + "/" + storage::kQuarantineSubdir;
+  const std::string quarantine = QuarantineDir(backup);
   const bool has_quarantine = env->FileExists(quarantine + "/CURRENT");
   if (has_quarantine) {
     st = FilesIntact(quarantine, env, "the backup's quarantine");
@@ -149,7 +149,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   st = CopyDir(env, backup, dir, &summary.bytes);
   // Before the store is opened below, which would create an empty one.
   if (st.ok() && has_quarantine) {
-    st = CopyDir(env, quarantine, dir + "/" + storage::kQuarantineSubdir, &summary.bytes);
+    st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
   }
   if (st.ok()) st = CheckStoreAt(dir, options, "the restored store");
   if (!st.ok()) {
@@ -162,7 +162,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   if (!digest.ok()) return digest.status();
   summary.records += digest->records;
   if (has_quarantine) {
-    Result<DbDigest> q = DigestDatabase(dir + "/" + storage::kQuarantineSubdir, env);
+    Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), env);
     if (!q.ok()) return q.status();
     summary.records += q->records;
   }
@@ -210,7 +210,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   BackupSummary summary;
   quarantine_->Flush();
   if (std::shared_ptr<leveldb::DB> q = quarantine_->db()) {
-    const std::string qout = out + "/" + storage::kQuarantineSubdir;
+    const std::string qout = QuarantineDir(out);
     Result<DbDigest> qcopied = Status::IOError("the quarantine is closed");
     {
       SnapshotGuard snap(q.get());

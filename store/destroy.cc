@@ -4,6 +4,7 @@
 #include <leveldb/db.h>
 #include <leveldb/env.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ Status DestroyStore(const std::string& path, const Options& options) {
   leveldb::Env* env = EnvOf(options);
   std::vector<std::string> children;
   if (!env->GetChildren(path, &children).ok() || children.empty()) return Status::OK();
-  if (!HoldsLevelDbFiles(env, path)) {
+  if (std::none_of(children.begin(), children.end(), IsLevelDbFileName)) {
     return Status::InvalidArgument(path + " holds no eventfold store; nothing deleted");
   }
   // The store's lock first: while a Store has it open (here or in another
@@ -28,7 +29,7 @@ Status DestroyStore(const std::string& path, const Options& options) {
   if (Status st = lock.Lock(path); !st.ok()) return st;
   leveldb::Options lo;
   lo.env = env;
-  const std::string quarantine = path + "/" + storage::kQuarantineSubdir;
+  const std::string quarantine = QuarantineDir(path);
   Status st = storage::FromLevelDb(leveldb::DestroyDB(quarantine, lo), "deleting " + quarantine);
   if (!st.ok()) return st;
   (void)env->RemoveFile(path + "/RECOVERY-PROBE");  // left by a recovery cut short

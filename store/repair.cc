@@ -48,11 +48,6 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
   return Status::OK();
 }
 
-// The quarantine's own database below a store directory (QuarantineLog).
-std::string QuarantineDir(const std::string& dir) {
-  return dir + "/" + std::string(storage::kQuarantineSubdir);
-}
-
 // Salvages the quarantine's own database: its damaged tables set right and
 // LevelDB's repairer, as for the store, then every record that does not
 // decode deleted. What is lost there is diagnostics (refusals the sender

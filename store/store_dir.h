@@ -11,6 +11,7 @@
 
 #include <leveldb/env.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -19,12 +20,18 @@
 #include "eventfold/options.h"
 #include "eventfold/status.h"
 #include "storage/leveldb_status.h"
+#include "store/quarantine_log.h"
 
 namespace eventfold {
 
 // The Env the offline functions work through: Options::env, else LevelDB's.
 inline leveldb::Env* EnvOf(const Options& options) {
   return options.env ? options.env : leveldb::Env::Default();
+}
+
+// The quarantine's own database below a store directory (or a backup).
+inline std::string QuarantineDir(const std::string& dir) {
+  return dir + "/" + storage::kQuarantineSubdir;
 }
 
 // kInvalidArgument for an empty path, which LevelDB would read as the root
@@ -34,25 +41,26 @@ inline Status CheckStorePath(std::string_view what, const std::string& path) {
   return Status::OK();
 }
 
-// Whether `dir` holds any file named as LevelDB names its own (CURRENT,
-// LOCK, MANIFEST-<n>, <n>.log, <n>.ldb, <n>.sst): a store, maybe a damaged
-// one, and not some other directory (an "app.log" does not count).
-inline bool HoldsLevelDbFiles(leveldb::Env* env, const std::string& dir) {
-  const auto numbered = [](std::string_view name, std::string_view prefix,
-                           std::string_view suffix) {
+// Whether `name` is one LevelDB gives its own files (CURRENT, LOCK,
+// MANIFEST-<n>, <n>.log, <n>.ldb, <n>.sst); an "app.log" is not.
+// (LevelDB's own ParseFileName is not in its public headers.)
+inline bool IsLevelDbFileName(std::string_view name) {
+  const auto numbered = [name](std::string_view prefix, std::string_view suffix) {
     if (!name.starts_with(prefix) || !name.ends_with(suffix)) return false;
-    name = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    return !name.empty() && name.find_first_not_of("0123456789") == std::string_view::npos;
+    const std::string_view n =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    return !n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos;
   };
+  return name == "CURRENT" || name == "LOCK" || numbered("MANIFEST-", "") || numbered("", ".log") ||
+         numbered("", ".ldb") || numbered("", ".sst");
+}
+
+// Whether `dir` holds a file LevelDB names: a store, maybe a damaged one,
+// and not some other directory.
+inline bool HoldsLevelDbFiles(leveldb::Env* env, const std::string& dir) {
   std::vector<std::string> names;
   if (!env->GetChildren(dir, &names).ok()) return false;
-  for (const std::string& n : names) {
-    if (n == "CURRENT" || n == "LOCK" || numbered(n, "MANIFEST-", "") || numbered(n, "", ".log") ||
-        numbered(n, "", ".ldb") || numbered(n, "", ".sst")) {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(names.begin(), names.end(), IsLevelDbFileName);
 }
 
 // Whether `inner` is `outer` or lies below it, comparing the paths with

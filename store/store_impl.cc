@@ -152,9 +152,9 @@ Status StoreImpl::Init(const std::string& path) {
   }
   // The quarantine never fails the open: a database of its own that does
   // not open is retried in the background (store/quarantine_log.h).
-  quarantine_ = std::make_unique<QuarantineLog>(path + "/" + kQuarantineSubdir, options_,
-                                                &counters_.quarantine_dropped,
-                                                &counters_.quarantine_headers_dropped);
+  quarantine_ =
+      std::make_unique<QuarantineLog>(QuarantineDir(path), options_, &counters_.quarantine_dropped,
+                                      &counters_.quarantine_headers_dropped);
   MoveLegacyQuarantine();
   quarantine_->Start();
   StartKeyFilters();
