@@ -23,7 +23,9 @@ std::string Time(int64_t micros, const char* unbounded) {
   return micros == 0 ? std::string(unbounded) : FormatRfc3339(micros);
 }
 
-void PrintLostLine(const LostData& l) {
+// Each line is flushed as the repair finds its loss, before the repair
+// drops what it found: a repair killed later has still said it.
+void PrintLost(const LostData& l) {
   switch (l.kind) {
     case LostData::Kind::kEvent:
       std::cout << "resend event " << l.event_id << " (" << l.type << ", occurred "
@@ -41,12 +43,6 @@ void PrintLostLine(const LostData& l) {
       std::cout << "dropped record: " << l.detail << "\n";
       break;
   }
-}
-
-// Each line is flushed as the repair finds its loss, before the repair
-// drops what it found: a repair killed later has still said it.
-void PrintLost(const LostData& l) {
-  PrintLostLine(l);
   std::cout.flush();
 }
 
