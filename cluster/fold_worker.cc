@@ -63,6 +63,7 @@
 #include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
 #include "cluster/wire.h"
+#include "core/start_thread.h"
 #include "core/thread_annotations.h"
 #include "eventfold/cluster.h"
 #include "eventfold/store.h"
@@ -151,8 +152,10 @@ class FoldWorkerImpl final : public FoldWorker {
 
   ~FoldWorkerImpl() override { Stop(); }
 
-  void StartThread() {
-    thread_ = std::thread([this] { Run(); });
+  // Starts the worker's thread: OK, or kUnavailable when the system refuses
+  // it (Stop() then only withdraws the worker's key).
+  [[nodiscard]] Status StartRunning() {
+    return StartThread(&thread_, "the fold worker", [this] { Run(); });
   }
 
   std::vector<int> Owned() const override {
@@ -1041,7 +1044,7 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
   auto worker = std::make_unique<FoldWorkerImpl>(cluster, options, std::move(setup->layout),
                                                  std::move(setup->profile), std::move(setup->conn),
                                                  std::move(setup->leases), setup->renew_ms);
-  worker->StartThread();
+  if (Status st = worker->StartRunning(); !st.ok()) return st;
   return std::unique_ptr<FoldWorker>(std::move(worker));
 }
 

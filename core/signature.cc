@@ -2,9 +2,12 @@
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/params.h>
+
+#include <limits>
 
 #include "core/sha256.h"
 
@@ -53,6 +56,21 @@ void ForEachPart(std::string_view s, char sep, Fn fn) {
     fn(Trim(s.substr(start, end - start)));
     start = end + 1;
   }
+}
+
+// OpenSSL's errors become a Status here and nowhere else: `what` failed,
+// with the reason at the head of OpenSSL's thread-local error queue, which
+// is cleared so a later failure does not report this one's reason.
+Status FromOpenSsl(const std::string& what) {
+  const unsigned long code = ERR_get_error();
+  std::string message = what + ": OpenSSL cannot set up HMAC-SHA256";
+  if (code != 0) {
+    char reason[256];
+    ERR_error_string_n(code, reason, sizeof(reason));
+    message += std::string(" (") + reason + ")";
+  }
+  ERR_clear_error();
+  return Status::Unavailable(message);
 }
 
 }  // namespace
@@ -108,8 +126,13 @@ class SignatureVerifier::Key {
 std::string HmacSha256(std::string_view key, std::string_view message) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), out, &len);
+  if (key.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), out,
+           &len) == nullptr) {
+    ERR_clear_error();
+    return {};
+  }
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
@@ -163,7 +186,7 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
                                      " bytes");
     }
     std::shared_ptr<const Key> rr_key = Key::Make(s);
-    if (!rr_key) return Status::Unavailable(which + ": OpenSSL cannot set up HMAC-SHA256");
+    if (!rr_key) return FromOpenSsl(which);
     v.rr_keys_.push_back(std::move(rr_key));
     if (s.compare(0, kWhsecPrefix.size(), kWhsecPrefix) == 0) {
       std::optional<std::string> key =
@@ -174,9 +197,7 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
                                        std::to_string(kMinSecretBytes) + " bytes");
       }
       std::shared_ptr<const Key> standard_key = Key::Make(*key);
-      if (!standard_key) {
-        return Status::Unavailable(which + ": OpenSSL cannot set up HMAC-SHA256");
-      }
+      if (!standard_key) return FromOpenSsl(which);
       v.standard_keys_.push_back(std::move(standard_key));
     }
   }

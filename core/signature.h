@@ -66,7 +66,8 @@ class SignatureVerifier {
   int64_t tolerance_seconds_ = 300;
 };
 
-// HMAC-SHA256(key, message) as raw 32 bytes.
+// HMAC-SHA256(key, message) as raw 32 bytes; empty if OpenSSL fails (a
+// signature made from it then matches nothing).
 std::string HmacSha256(std::string_view key, std::string_view message);
 
 // Standard base64 (with padding); decode returns nullopt on malformed input.

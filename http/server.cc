@@ -35,6 +35,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/start_thread.h"
 #include "core/thread_annotations.h"
 #include "eventfold/http_server.h"
 #include "eventfold/ingest.h"
@@ -112,6 +113,9 @@ class HttpServer::Impl {
   // Stop() has waited for the workers: false (nothing owed) once Stop() has
   // begun waiting for the answers owed, so none is owed after that wait.
   [[nodiscard]] bool TryOweAnswer();
+  // Appends one whole line to the access log (one write(), under this
+  // server's lock, so lines of concurrent requests never interleave).
+  void WriteAccessLog(const std::string& line) EXCLUDES(log_mu_);
 
   Receiver* const rx_;
   const HttpServerOptions opt_;
@@ -129,6 +133,7 @@ class HttpServer::Impl {
 
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
   std::atomic<size_t> connections_{0};
+  Mutex log_mu_;  // serializes writes to opt_.access_log
   Mutex mu_;
   std::condition_variable cv_;  // with mu_: sessions_ or answers_owed_ reached zero
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_ GUARDED_BY(mu_);
@@ -595,18 +600,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Log(int status) {
-    std::ostream* log = s_.opt_.access_log;
-    if (log == nullptr) return;
+    if (s_.opt_.access_log == nullptr) return;
     const double ms =
         std::chrono::duration<double, std::milli>(SteadyClock::now() - started_).count();
     char latency[32];
     std::snprintf(latency, sizeof(latency), "%.3fms", ms);
-    // One for every server: servers may share a stream (std::cerr).
-    static Mutex mu;
-    MutexLock lock(&mu);
-    *log << FormatTimestamp(SystemClock()->NowMicros()) << " " << remote_ << " " << request_line_
-         << " " << status << " " << body_bytes_ << "B " << latency
-         << (event_id_.empty() ? "" : " " + event_id_) << "\n";
+    std::string line = FormatTimestamp(SystemClock()->NowMicros());
+    line.append(" ").append(remote_).append(" ").append(request_line_);
+    line.append(" ").append(std::to_string(status)).append(" ");
+    line.append(std::to_string(body_bytes_)).append("B ").append(latency);
+    if (!event_id_.empty()) line.append(" ").append(event_id_);
+    line.push_back('\n');
+    s_.WriteAccessLog(line);
   }
 
   // Half-closes, drops what the client still sends (bounded), then closes.
@@ -706,12 +711,29 @@ Status HttpServer::Impl::Start() {
     return Status::IOError("cannot listen on " + where + ": " + ec.message());
   }
   port_ = bound.port();
-  pool_ = std::make_unique<http::WorkerPool>(static_cast<size_t>(opt_.workers), opt_.worker_queue);
+  pool_ = std::make_unique<http::WorkerPool>(opt_.worker_queue);
   accept_retry_.emplace(*loops_[0]);
   for (auto& loop : loops_) work_.push_back(asio::make_work_guard(*loop));
   Accept();
-  for (auto& loop : loops_) threads_.emplace_back([&loop = *loop] { loop.run(); });
-  return Status::OK();
+  Status st = pool_->Start(static_cast<size_t>(opt_.workers));
+  for (size_t i = 0; st.ok() && i < loops_.size(); ++i) {
+    std::thread thread;
+    st = StartThread(&thread, "the HTTP server's event loop", [&loop = *loops_[i]] { loop.run(); });
+    if (st.ok()) threads_.push_back(std::move(thread));
+  }
+  if (!st.ok()) {
+    // A thread the system refused: undo the rest, as if never started. The
+    // loops stop first, so nothing runs beside the acceptor's close; a
+    // connection one of them accepted meanwhile closes with its loop.
+    work_.clear();
+    for (auto& loop : loops_) loop->stop();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+    beast::error_code ignored;
+    acceptor_->close(ignored);
+    pool_->Shutdown();
+  }
+  return st;
 }
 
 void HttpServer::Impl::Accept() {
@@ -778,6 +800,11 @@ void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
   for (std::shared_ptr<Session>& s : open) {
     asio::post(s->stream_.get_executor(), [s, fn] { ((*s).*fn)(); });
   }
+}
+
+void HttpServer::Impl::WriteAccessLog(const std::string& line) {
+  MutexLock lock(&log_mu_);
+  opt_.access_log->write(line.data(), static_cast<std::streamsize>(line.size()));
 }
 
 void HttpServer::Impl::OweAnswer() {

@@ -2,11 +2,21 @@
 
 #include <utility>
 
+#include "core/start_thread.h"
+
 namespace eventfold::http {
 
-WorkerPool::WorkerPool(size_t threads, size_t queue_capacity) : capacity_(queue_capacity) {
+WorkerPool::WorkerPool(size_t queue_capacity) : capacity_(queue_capacity) {}
+
+Status WorkerPool::Start(size_t threads) {
   threads_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+  for (size_t i = 0; i < threads; ++i) {
+    std::thread thread;
+    Status st = StartThread(&thread, "the HTTP server's worker", [this] { Work(); });
+    if (!st.ok()) return st;
+    threads_.push_back(std::move(thread));
+  }
+  return Status::OK();
 }
 
 WorkerPool::~WorkerPool() { Shutdown(); }

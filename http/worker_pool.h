@@ -16,17 +16,23 @@
 #include <vector>
 
 #include "core/thread_annotations.h"
+#include "eventfold/status.h"
 
 namespace eventfold::http {
 
 class WorkerPool {
  public:
-  // Starts `threads` threads; at most `queue_capacity` tasks wait for one.
-  WorkerPool(size_t threads, size_t queue_capacity);
+  // At most `queue_capacity` tasks wait for a thread; none runs before
+  // Start().
+  explicit WorkerPool(size_t queue_capacity);
   ~WorkerPool();
 
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Starts `threads` threads: OK, or kUnavailable when the system refuses
+  // one (Shutdown() then joins those that started). Call once.
+  [[nodiscard]] Status Start(size_t threads);
 
   // Queues `task`; false (task dropped) when the queue is full or the pool
   // is shutting down.

@@ -2,13 +2,25 @@
 
 #include <utility>
 
+#include "core/start_thread.h"
+
 namespace eventfold::receiver {
 
 IngestBatcher::IngestBatcher(Store* store, size_t threads, size_t max_batch)
     : store_(store), max_batch_(max_batch < 1 ? 1 : max_batch) {
   if (threads < 1) threads = 1;
   threads_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  for (size_t i = 0; i < threads; ++i) {
+    std::thread thread;
+    Status st = StartThread(&thread, "the receiver's store batcher", [this] { Run(); });
+    if (!st.ok()) {
+      // Fewer batchers only store more slowly; none at all answers every
+      // delivery 503 (Submit), so its sender retries.
+      if (threads_.empty()) not_started_ = st;
+      break;
+    }
+    threads_.push_back(std::move(thread));
+  }
 }
 
 IngestBatcher::~IngestBatcher() {
@@ -21,6 +33,13 @@ IngestBatcher::~IngestBatcher() {
 }
 
 void IngestBatcher::Submit(Delivery delivery, IngestSink::IngestCallback done) {
+  if (!not_started_.ok()) {
+    IngestResult refused;
+    refused.outcome = Outcome::kStorageError;
+    refused.message = not_started_.message();
+    done(std::move(refused));
+    return;
+  }
   bool was_empty = false;
   {
     MutexLock lock(&mu_);

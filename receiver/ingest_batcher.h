@@ -31,6 +31,7 @@
 #include "core/thread_annotations.h"
 #include "eventfold/ingest.h"
 #include "eventfold/ingest_sink.h"
+#include "eventfold/status.h"
 #include "eventfold/store.h"
 
 namespace eventfold::receiver {
@@ -45,7 +46,9 @@ class IngestBatcher {
   IngestBatcher(const IngestBatcher&) = delete;
   IngestBatcher& operator=(const IngestBatcher&) = delete;
 
-  // Queues `delivery`; `done` later gets its outcome, exactly once.
+  // Queues `delivery`; `done` later gets its outcome, exactly once. When the
+  // system refused every batcher thread, `done` gets kStorageError (503:
+  // the sender retries) at once, before Submit returns.
   void Submit(Delivery delivery, IngestSink::IngestCallback done);
 
  private:
@@ -63,6 +66,7 @@ class IngestBatcher {
   std::deque<Item> queue_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
+  Status not_started_;  // set by the constructor only: why no batcher runs
 };
 
 }  // namespace eventfold::receiver

@@ -14,6 +14,7 @@
 
 #include "core/decode.h"
 #include "core/materializer.h"
+#include "core/start_thread.h"
 #include "core/thread_annotations.h"
 #include "replay/compaction.h"
 #include "replay/run_file.h"
@@ -100,11 +101,19 @@ struct Shared {
   }
 };
 
-// Runs fn(i, range) on one thread per range and waits.
+// Runs fn(i, range) on one thread per range and waits. A range whose
+// thread the system refuses runs on this thread.
 template <typename Fn>
 void RunWorkers(const std::vector<Range>& ranges, Fn fn) {
   std::vector<std::thread> workers;
-  for (size_t i = 0; i < ranges.size(); ++i) workers.emplace_back(fn, i, std::cref(ranges[i]));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    std::thread worker;
+    if (StartThread(&worker, "a rebuild worker", [fn, i, &ranges] { fn(i, ranges[i]); }).ok()) {
+      workers.push_back(std::move(worker));
+    } else {
+      fn(i, ranges[i]);
+    }
+  }
   for (std::thread& t : workers) t.join();
 }
 
@@ -427,23 +436,25 @@ Status WriteGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot, const
       return Status::OK();
     }
   };
-  if (target.threads < 2) {
+  ChunkQueue queue;
+  Status fold_status;
+  auto fold = [&] {
+    RunBuffer chunk;
+    while (fold_status.ok() && queue.Pop(&chunk)) {
+      for (size_t i = 0; fold_status.ok() && i < chunk.size(); ++i) {
+        fold_status = folder.Add(chunk.key(i), chunk.value(i));
+      }
+    }
+    queue.Stop();  // on an error: the writer stops too
+  };
+  std::thread fold_thread;
+  // A fold thread the system refuses: this thread folds too, as with one.
+  if (target.threads < 2 || !StartThread(&fold_thread, "the rebuild's fold", fold).ok()) {
     while (st.ok() && input->Next()) {
       st = put(input->key(), input->value());
       if (st.ok()) st = folder.Add(input->key(), input->value());
     }
   } else {
-    ChunkQueue queue;
-    Status fold_status;
-    std::thread fold_thread([&] {
-      RunBuffer chunk;
-      while (fold_status.ok() && queue.Pop(&chunk)) {
-        for (size_t i = 0; fold_status.ok() && i < chunk.size(); ++i) {
-          fold_status = folder.Add(chunk.key(i), chunk.value(i));
-        }
-      }
-      queue.Stop();  // on an error: the writer stops too
-    });
     RunBuffer chunk;
     bool open = true;
     while (st.ok() && open && input->Next()) {
@@ -513,8 +524,14 @@ std::vector<Range> SeqRanges(uint64_t first, uint64_t last, int workers) {
 class ProgressReporter {
  public:
   ProgressReporter(const RebuildTarget& target, const Shared& shared, uint64_t total)
-      : target_(target), shared_(shared), total_(total), start_(SteadyClock::now()) {
-    if (target_.progress) thread_ = std::thread([this] { Loop(); });
+      : target_(target),
+        shared_(shared),
+        total_(total),
+        clock_(target.clock ? target.clock : SystemClock()),
+        start_micros_(clock_->NowMicros()) {
+    // A thread the system refuses costs only the ticks; the final report
+    // still comes.
+    if (target_.progress) (void)StartThread(&thread_, "the rebuild's progress", [this] { Loop(); });
   }
   ~ProgressReporter() {
     {
@@ -532,9 +549,8 @@ class ProgressReporter {
   void Loop() {
     MutexLock lock(&mu_);
     for (;;) {
-      const auto next = SteadyClock::now() + std::chrono::seconds(1);
-      while (!stop_ && cv_.wait_until(lock.native(), next) == std::cv_status::no_timeout) {
-      }
+      const int64_t next = clock_->NowMicros() + 1000000;
+      while (!stop_ && clock_->NowMicros() < next) clock_->WaitUntil(lock.native(), cv_, next);
       if (stop_) return;
       Report();
     }
@@ -551,14 +567,15 @@ class ProgressReporter {
         final || shared_.keeping_logs ? read : read / 2 + static_cast<uint64_t>(read * written / 2);
     p.events_total = final ? p.events_done : std::max(total_, p.events_done);
     p.entities_done = shared_.entities_done.load();
-    p.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();
+    p.seconds = static_cast<double>(clock_->NowMicros() - start_micros_) / 1e6;
     target_.progress(p);
   }
 
   const RebuildTarget& target_;
   const Shared& shared_;
   const uint64_t total_;
-  const SteadyClock::time_point start_;
+  Clock* const clock_;
+  const int64_t start_micros_;
   Mutex mu_;
   std::condition_variable cv_;  // stop_ set
   bool stop_ GUARDED_BY(mu_) = false;

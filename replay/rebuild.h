@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 
+#include "eventfold/clock.h"
 #include "eventfold/profile.h"
 #include "eventfold/status.h"
 #include "eventfold/store.h"
@@ -47,6 +48,9 @@ struct RebuildTarget {
   uint64_t snapshot_interval = 1000;
   int threads = 1;
   std::function<void(const RebuildProgress&)> progress;  // about once a second
+  // Times `progress` (its ticks and RebuildProgress::seconds); nullptr: the
+  // SystemClock().
+  Clock* clock = nullptr;
   // A directory for the external sort's run files (up to the size of the
   // routed logs), created and removed by the build; in `env` (null: the
   // default Env).

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "core/start_thread.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_util.h"
 #include "store/store_impl.h"
@@ -91,9 +92,9 @@ void StoreImpl::MaybeRequestKeyFilters(uint32_t projection_gen) {
   key_filters_cv_.notify_all();
 }
 
-void StoreImpl::StartKeyFilters() {
-  if (options_.key_filter_max_bytes == 0) return;
-  key_filters_thread_ = std::thread([this] { KeyFiltersLoop(); });
+Status StoreImpl::StartKeyFilters() {
+  if (options_.key_filter_max_bytes == 0) return Status::OK();
+  return StartThread(&key_filters_thread_, "the store's key filters", [this] { KeyFiltersLoop(); });
 }
 
 void StoreImpl::KeyFiltersLoop() {

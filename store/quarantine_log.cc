@@ -10,6 +10,7 @@
 #include <limits>
 #include <string_view>
 
+#include "core/start_thread.h"
 #include "replay/check.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
@@ -78,8 +79,8 @@ QuarantineLog::~QuarantineLog() {
   if (writer_.joinable()) writer_.join();
 }
 
-void QuarantineLog::Start() {
-  writer_ = std::thread([this] { WriterLoop(); });
+Status QuarantineLog::Start() {
+  return StartThread(&writer_, "the quarantine's writer", [this] { WriterLoop(); });
 }
 
 Result<std::shared_ptr<leveldb::DB>> QuarantineLog::OpenDb() {

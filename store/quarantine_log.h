@@ -70,8 +70,9 @@ class QuarantineLog {
   // interrupted can run again. OK when each is kept or skipped: the caller
   // may then delete them from the store's database. Call before Start.
   Status Import(const std::vector<std::pair<std::string, std::string>>& records);
-  // Starts the writer thread.
-  void Start();
+  // Starts the writer thread: OK, or kUnavailable when the system refuses
+  // the thread (nothing is then written until the log is destroyed).
+  [[nodiscard]] Status Start();
 
   // Trims `refused` (headers by the allowlist, cut values, the body prefix)
   // and queues it; drops it (counted) over the rate cap, when the queue is

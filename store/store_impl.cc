@@ -11,6 +11,7 @@
 #include "core/materializer.h"
 #include "core/parse_number.h"
 #include "core/sha256.h"
+#include "core/start_thread.h"
 #include "replay/check.h"
 #include "replay/rebuild.h"
 #include "replay/run_file.h"
@@ -156,15 +157,19 @@ Status StoreImpl::Init(const std::string& path) {
       std::make_unique<QuarantineLog>(QuarantineDir(path), options_, &counters_.quarantine_dropped,
                                       &counters_.quarantine_headers_dropped);
   MoveLegacyQuarantine();
-  quarantine_->Start();
-  StartKeyFilters();
+  // A thread the system refuses fails the open; the destructor joins those
+  // that started.
+  st = quarantine_->Start();
+  if (!st.ok()) return st;
+  st = StartKeyFilters();
+  if (!st.ok()) return st;
   if (options_.gc_interval_micros > 0) {
     // Due one interval after Open, wherever the clock is when the thread starts.
     const int64_t first_due = clock_->NowMicros() + options_.gc_interval_micros;
-    gc_thread_ = std::thread([this, first_due] { GcLoop(first_due); });
+    st = StartThread(&gc_thread_, "the store's gc", [this, first_due] { GcLoop(first_due); });
+    if (!st.ok()) return st;
   }
-  recover_thread_ = std::thread([this] { RecoveryLoop(); });
-  return Status::OK();
+  return StartThread(&recover_thread_, "the store's recovery", [this] { RecoveryLoop(); });
 }
 
 Status StoreImpl::LoadOrCreateMeta() {
@@ -878,6 +883,7 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
                       ? options.threads
                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   build.progress = options.progress;
+  build.clock = clock_;
   build.scratch_path = path_ + ".rebuild";
   build.env = options_.env;
   if (keep_logs) build.logs_from = built.logs;
@@ -933,10 +939,10 @@ Result<RebuildSummary> StoreImpl::RebuildAll(const RebuildOptions& options) {
 void StoreImpl::StartDrop(const Generations& old, const Generations& live) {
   MutexLock lock(&drop_mu_);
   if (drop_thread_.joinable()) drop_thread_.join();
-  drop_thread_ = std::thread([this, old, live] {
+  // A failure, or a thread the system refuses, leaves the rest, and m/drop,
+  // to the next Open, which drops every family that is not live.
+  (void)StartThread(&drop_thread_, "the rebuild's drop", [this, old, live] {
     for (uint32_t gen : {old.projections, old.logs}) {
-      // A failure leaves the rest, and m/drop, to the next Open, which
-      // drops every family that is not live.
       if (!DropDeadFamilies(db_.get(), gen, live).ok()) return;
       if (old.logs == old.projections) break;
     }

@@ -247,7 +247,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
     std::atomic<AbsentFilter*> building{nullptr};  // hears of every key written
     std::unique_ptr<AbsentFilter> owned;           // the live one
   };
-  void StartKeyFilters();
+  // Starts the builder thread (none when the filters are off); kUnavailable
+  // when the system refuses it.
+  [[nodiscard]] Status StartKeyFilters();
   // The bytes of every filter, live or being built (StoreStats).
   uint64_t KeyFilterBytes() const REQUIRES_SHARED(rebuild_mu_);
   void KeyFiltersLoop() EXCLUDES(key_filters_mu_);

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/start_thread.h"
 #include "core/thread_annotations.h"
 
 namespace eventfold {
@@ -661,12 +662,16 @@ Status SubscriptionImpl::Init() {
     next_rescan_ = clock_->NowMicros() + options_.dead_letter_poll_micros;
   }
   if (options_.threads > 0) {
-    feeder_ = std::thread([this] { FeederLoop(); });
-    for (int i = 0; i < options_.threads; ++i) {
-      workers_.emplace_back([this] { WorkerLoop(); });
+    // A thread the system refuses fails the start; the destructor stops and
+    // joins those that started.
+    st = StartThread(&feeder_, "the subscription's feeder", [this] { FeederLoop(); });
+    for (int i = 0; st.ok() && i < options_.threads; ++i) {
+      std::thread worker;
+      st = StartThread(&worker, "a subscription worker", [this] { WorkerLoop(); });
+      if (st.ok()) workers_.push_back(std::move(worker));
     }
   }
-  return Status::OK();
+  return st;
 }
 
 void SubscriptionImpl::Stop() {

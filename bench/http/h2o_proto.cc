@@ -166,7 +166,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_receiver = rx->get();
-  http::WorkerPool pool(static_cast<size_t>(workers), 1024);
+  http::WorkerPool pool(1024);
+  if (Status st = pool.Start(static_cast<size_t>(workers)); !st.ok()) {
+    std::cerr << st.ToString() << "\n";
+    return 2;
+  }
   g_pool = &pool;
 
   h2o_globalconf_t config;

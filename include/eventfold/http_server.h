@@ -95,7 +95,10 @@ struct HttpServerOptions {
   // API pages with it); false: the path only, as the webhook receiver wants.
   bool pass_query = false;
 
-  // One line per request (no bodies, no secrets); nullptr: no access log.
+  // One line per request (no bodies, no secrets); nullptr (the default): no
+  // access log. Each line is written whole by one write() under this
+  // server's own lock; a stream that two servers share must take concurrent
+  // writes, as std::cerr and std::clog do.
   std::ostream* access_log = nullptr;
 };
 

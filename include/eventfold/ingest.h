@@ -61,7 +61,7 @@ std::string_view OutcomeName(Outcome outcome);
 // The HTTP status docs/SPEC.md §3 assigns to an outcome.
 int HttpStatus(Outcome outcome);
 
-struct IngestResult {
+struct [[nodiscard]] IngestResult {
   Outcome outcome = Outcome::kInvalid;
   std::string message;              // empty on acceptance; otherwise field and reason
   std::string event_id;             // when the body had a readable one

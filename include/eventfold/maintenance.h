@@ -75,7 +75,8 @@ struct RebuildOptions {
   // (`eventfold check` reports it). Ignored with `entity`.
   bool rederive_logs = false;
 
-  // Called from a monitoring thread while the rebuild runs; may be empty.
+  // Called from a monitoring thread about once a second of the store's
+  // Clock while the rebuild runs, and once at its end; may be empty.
   std::function<void(const RebuildProgress&)> progress;
 };
 

@@ -30,7 +30,8 @@ class [[nodiscard]] Status {
     kCorruption,       // a stored record failed verification
     kIOError,          // the disk or the file system failed
     kBusy,             // another process or rebuild holds the store
-    kUnavailable,      // the store is closing or closed
+    kUnavailable,      // the store is closing or closed, or the system refused a
+                       // resource (a thread; OpenSSL's HMAC)
   };
 
   Status() = default;

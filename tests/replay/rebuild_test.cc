@@ -964,6 +964,34 @@ TEST(Rebuild, ProgressIsReportedAndItsFinalReportCountsEveryEvent) {
   EXPECT_GT(sum->events, 300u);
 }
 
+// Progress is timed on the store's Clock, not the wall's: with the clock
+// standing still, however long the rebuild takes, no periodic report comes,
+// and the one final report has taken no time.
+TEST(Rebuild, ProgressIsTimedOnTheStoresClock) {
+  const uint64_t seed = TestSeed("Rebuild.ProgressIsTimedOnTheStoresClock", 11);
+  MemStore store(1000);
+  ASSERT_TRUE(store);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 300;
+  ho.products = 60;
+  const sim::History h = sim::GenerateHistory(ho);
+  IngestChunked(store.get(), h.deliveries, seed);
+  std::vector<RebuildProgress> reports;
+  std::mutex mu;
+  RebuildOptions ro;
+  ro.threads = 2;
+  ro.progress = [&](const RebuildProgress& p) {
+    std::lock_guard lock(mu);
+    reports.push_back(p);
+  };
+  Result<RebuildSummary> sum = store->maintenance().Rebuild(ro);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  ASSERT_EQ(reports.size(), 1u) << "a periodic report came while the store's clock stood still";
+  EXPECT_EQ(reports[0].seconds, 0.0);
+  EXPECT_EQ(reports[0].events_done, h.events.size());
+}
+
 // Snapshots are a cache. A store that loses every fold snapshot lists the
 // same projections, and late events then fold exactly as in a twin store
 // that kept its snapshots and a store that never takes any.

@@ -306,10 +306,9 @@ class StoreTest : public ::testing::Test {
     test_util::ExpectCheckClean(store.get());
   }
 
-  IngestResult MustAccept(Store* store, const std::string& body) {
+  void MustAccept(Store* store, const std::string& body) {
     IngestResult r = store->Ingest(body);
     EXPECT_EQ(r.outcome, Outcome::kAccepted) << r.message << "\n" << body;
-    return r;
   }
 
   std::unique_ptr<leveldb::Env> env_;
