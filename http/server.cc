@@ -24,6 +24,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/system/system_error.hpp>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -695,8 +696,16 @@ Status HttpServer::Impl::Start() {
   // One thread per loop. The hint 1 tells asio so: a handler a loop's own
   // thread posts (most of a session's) goes to that thread's private queue,
   // without the shared queue's lock.
-  for (int i = 0; i < opt_.io_threads; ++i) {
-    loops_.push_back(std::make_unique<asio::io_context>(1));
+  if (!loops_.empty()) return Status::InvalidArgument("http server: already started");
+  try {
+    // Asio reports a loop it cannot make (no descriptor left for its epoll
+    // or eventfd) only by throwing; this is the one place it can.
+    for (int i = 0; i < opt_.io_threads; ++i) {
+      loops_.push_back(std::make_unique<asio::io_context>(1));
+    }
+  } catch (const boost::system::system_error& e) {
+    loops_.clear();
+    return Status::IOError(std::string("http server: cannot make an event loop: ") + e.what());
   }
   acceptor_.emplace(*loops_[0]);
   const std::string where = opt_.host + ":" + std::to_string(opt_.port);
@@ -708,6 +717,7 @@ Status HttpServer::Impl::Start() {
   if (!ec) bound = acceptor_->local_endpoint(ec);
   if (ec) {
     acceptor_.reset();
+    loops_.clear();  // a retry starts afresh
     return Status::IOError("cannot listen on " + where + ": " + ec.message());
   }
   port_ = bound.port();
@@ -732,6 +742,9 @@ Status HttpServer::Impl::Start() {
     beast::error_code ignored;
     acceptor_->close(ignored);
     pool_->Shutdown();
+    accept_retry_.reset();
+    acceptor_.reset();
+    loops_.clear();  // with what they still hold, a retry starts afresh
   }
   return st;
 }

@@ -325,8 +325,19 @@ Result<std::optional<SignatureVerifier>> VerifierFor(const ReceiverOptions& opti
   return std::optional<SignatureVerifier>(std::move(*v));
 }
 
+// A body limit of zero would refuse every delivery as 413, which the sender
+// does not retry. (max_in_flight 0 refuses every one as 429, which it does:
+// a receiver that takes nothing for now.)
+Status CheckLimits(const ReceiverOptions& options) {
+  if (options.max_body_bytes == 0) {
+    return Status::InvalidArgument("max_body_bytes: must be at least 1");
+  }
+  return Status::OK();
+}
+
 Result<std::unique_ptr<Receiver>> MakeOver(IngestSink* sink, std::unique_ptr<IngestSink> owned,
                                            const ReceiverOptions& options) {
+  if (Status st = CheckLimits(options); !st.ok()) return st;
   Result<std::optional<SignatureVerifier>> verifier = VerifierFor(options);
   if (!verifier.ok()) return verifier.status();
   return std::unique_ptr<Receiver>(
@@ -348,6 +359,7 @@ Status CheckStoreSinkOptions(const ReceiverOptions& options) {
 }  // namespace
 
 Status Receiver::ValidateOptions(const ReceiverOptions& options) {
+  if (Status st = CheckLimits(options); !st.ok()) return st;
   Result<std::optional<SignatureVerifier>> v = VerifierFor(options);
   if (!v.ok()) return v.status();
   return CheckStoreSinkOptions(options);

@@ -104,9 +104,10 @@ Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to
 }
 
 // Removes what a failed restore wrote into `dir` (which it found empty or
-// absent): the files, the quarantine's directory, and `dir` itself unless it
-// was there before.
-void RemoveRestored(leveldb::Env* env, const std::string& dir, bool keep_dir) {
+// absent): the files, the quarantine's directory, `dir` itself unless it
+// was there before, and the parents it created for it (`created`).
+void RemoveRestored(leveldb::Env* env, const std::string& dir, bool keep_dir,
+                    const std::vector<std::string>& created) {
   for (const std::string& d : {QuarantineDir(dir), dir}) {
     std::vector<std::string> names;
     if (!env->GetChildren(d, &names).ok()) continue;
@@ -116,6 +117,7 @@ void RemoveRestored(leveldb::Env* env, const std::string& dir, bool keep_dir) {
     }
     if (d != dir || !keep_dir) (void)env->RemoveDir(d);
   }
+  for (auto d = created.rbegin(); d != created.rend(); ++d) (void)env->RemoveDir(*d);
 }
 
 }  // namespace
@@ -146,16 +148,28 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   }
   BackupSummary summary;
   const bool dir_existed = env->FileExists(dir);
-  st = CopyDir(env, backup, dir, &summary.bytes);
-  // Before the store is opened below, which would create an empty one.
-  if (st.ok() && has_quarantine) {
-    st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
+  std::vector<std::string> created;
+  st = CreateParentDirs(env, dir, &created);
+  if (st.ok() && !dir_existed) {
+    st = storage::FromLevelDb(env->CreateDir(dir), "creating the store directory " + dir);
+  }
+  {
+    // LevelDB's lock while the files go in: a Store opening `dir` meanwhile
+    // gets kBusy instead of half a store. Let go before the check below
+    // opens it.
+    DirLock lock(env);
+    if (st.ok()) st = lock.Lock(dir);
+    if (st.ok()) st = CopyDir(env, backup, dir, &summary.bytes);
+    // Before the store is opened below, which would create an empty one.
+    if (st.ok() && has_quarantine) {
+      st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
+    }
   }
   if (st.ok()) st = CheckStoreAt(dir, options, "the restored store");
   if (!st.ok()) {
     // `dir` was empty: all in it is this restore's, and a half-restored
     // store must neither be opened by mistake nor block a retry.
-    RemoveRestored(env, dir, dir_existed);
+    RemoveRestored(env, dir, dir_existed, created);
     return st.WithContext("restoring " + backup + " (nothing is left of it in " + dir + ")");
   }
   Result<DbDigest> digest = DigestDatabase(dir, env);
@@ -181,6 +195,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
                                  path_ + ")");
   }
   if (st.ok()) st = RefuseNonEmpty(env, out);
+  if (st.ok()) st = CreateParentDirs(env, out);
   if (!st.ok()) return st;
   Result<DbDigest> copied = Status::IOError("the store's database is closed");
   {

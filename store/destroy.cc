@@ -18,8 +18,11 @@ namespace eventfold {
 Status DestroyStore(const std::string& path, const Options& options) {
   if (Status st = CheckStorePath("destroying a store", path); !st.ok()) return st;
   leveldb::Env* env = EnvOf(options);
+  if (!env->FileExists(path)) return Status::OK();  // nothing to delete
   std::vector<std::string> children;
-  if (!env->GetChildren(path, &children).ok() || children.empty()) return Status::OK();
+  Status listed = storage::FromLevelDb(env->GetChildren(path, &children), "listing " + path);
+  if (!listed.ok()) return listed;  // e.g. no permission: nothing deleted
+  if (children.empty()) return Status::OK();
   if (std::none_of(children.begin(), children.end(), IsLevelDbFileName)) {
     return Status::InvalidArgument(path + " holds no eventfold store; nothing deleted");
   }

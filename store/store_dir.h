@@ -81,6 +81,28 @@ inline bool IsWithin(const std::string& inner, const std::string& outer) {
   return true;
 }
 
+// LevelDB creates a store's own directory but not its parents: these create
+// them too, so that `Open("data/webhooks")`, a backup into `bk/today` and a
+// restore into `data/new` work on a fresh machine. The directories made are
+// appended to `*created` (when given), outermost first, for a caller that
+// must remove them again.
+inline Status CreateParentDirs(leveldb::Env* env, const std::string& path,
+                               std::vector<std::string>* created = nullptr) {
+  std::vector<std::string> missing;
+  for (std::filesystem::path p = std::filesystem::path(path).lexically_normal().parent_path();
+       !p.empty() && p != p.root_path() && !env->FileExists(p.string()); p = p.parent_path()) {
+    missing.push_back(p.string());
+  }
+  for (auto dir = missing.rbegin(); dir != missing.rend(); ++dir) {
+    leveldb::Status s = env->CreateDir(*dir);
+    if (!s.ok() && !env->FileExists(*dir)) {
+      return storage::FromLevelDb(s, "creating parent directory " + *dir + " of " + path);
+    }
+    if (s.ok() && created) created->push_back(*dir);
+  }
+  return Status::OK();
+}
+
 class DirLock {
  public:
   explicit DirLock(leveldb::Env* env) : env_(env) {}

@@ -98,27 +98,6 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path, const Op
   return std::unique_ptr<Store>(std::move(store));
 }
 
-namespace {
-
-// LevelDB creates the store's own directory but not its parents: create
-// them too, so that `Open("data/webhooks")` works on a fresh machine.
-Status CreateParentDirs(leveldb::Env* env, const std::string& path) {
-  std::vector<std::string> missing;
-  for (std::filesystem::path p = std::filesystem::path(path).lexically_normal().parent_path();
-       !p.empty() && p != p.root_path() && !env->FileExists(p.string()); p = p.parent_path()) {
-    missing.push_back(p.string());
-  }
-  for (auto dir = missing.rbegin(); dir != missing.rend(); ++dir) {
-    leveldb::Status s = env->CreateDir(*dir);
-    if (!s.ok() && !env->FileExists(*dir)) {
-      return FromLevelDb(s, "creating parent directory " + *dir + " of store " + path);
-    }
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
 Status StoreImpl::Init(const std::string& path) {
   path_ = path;
   cache_.reset(leveldb::NewLRUCache(options_.block_cache_bytes));

@@ -104,6 +104,8 @@ bool SplitHostPort(const std::string& listen, std::string* host, int* port) {
   if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
     *host = host->substr(1, host->size() - 2);
   }
+  // The one name taken without a resolver: it is loopback everywhere.
+  if (*host == "localhost") *host = "127.0.0.1";
   std::optional<uint16_t> parsed =
       ParseDecimal<uint16_t>(std::string_view(listen).substr(colon + 1));
   if (!parsed) return false;
@@ -137,7 +139,11 @@ int Serve(const ServeArgs& a) {
   // Every flag is checked before Store::Open creates --data: a refused
   // secret must leave no empty store behind.
   if (Status valid = Receiver::ValidateOptions(ro); !valid.ok()) {
-    std::cerr << "eventfold: " << valid.message() << "\n";
+    // The body limit by its flag's name.
+    std::string why = valid.message();
+    constexpr std::string_view kOption = "max_body_bytes:";
+    if (why.starts_with(kOption)) why = "--max-body:" + why.substr(kOption.size());
+    std::cerr << "eventfold: " << why << "\n";
     return kExitError;
   }
   if (a.threads <= 0) {

@@ -1,4 +1,4 @@
-// Backups: an online, consistent copy of a running store (Store::Backup)
+// Backups: an online, consistent copy of a running store (Maintenance::Backup)
 // and putting one back (RestoreStore).
 //
 // A backup is itself a store directory: a fresh LevelDB written from one
@@ -29,12 +29,16 @@ struct BackupSummary {
   double seconds = 0;
 };
 
-// Restores the backup at `backup` (a directory Store::Backup wrote) into
-// `dir`, which must not exist or be empty: refuses a non-empty `dir` with
-// kInvalidArgument naming it. Verifies the backup's files first (a damaged
-// backup is refused with kCorruption), copies them synced through
-// options.env, then opens the restored store and runs its integrity check.
-// On failure `dir` may hold a partial copy and should be removed.
+// Restores the backup at `backup` (a directory Maintenance::Backup wrote) into
+// `dir`, which must not exist or be empty (its missing parents are
+// created): refuses a non-empty `dir`, an empty path, or a `dir` and
+// `backup` of which one lies within the other, with kInvalidArgument naming
+// it, and kNotFound when `backup` holds no backup. Verifies the backup's
+// files first (a damaged backup is refused with kCorruption), copies them
+// synced through options.env under LevelDB's lock on `dir`, then opens the
+// restored store and runs its integrity check. On failure after the copy
+// began, what it wrote is removed: `dir` is empty or absent again, as are
+// the parents it created.
 Result<BackupSummary> RestoreStore(const std::string& backup, const std::string& dir,
                                    const Options& options);
 

@@ -53,7 +53,8 @@ class ChangeFeed {
   virtual uint64_t LastSeq() = 0;
 
   // Blocks until a change with seq > after_seq exists or `timeout_micros`
-  // pass; returns LastSeq().
+  // of real time pass (a bound on the caller's wait, not a time the store
+  // decides by: not the Clock); returns LastSeq().
   virtual uint64_t WaitForChanges(uint64_t after_seq, int64_t timeout_micros) = 0;
 
   // A subscription's checkpoint: the highest seq below which every change is

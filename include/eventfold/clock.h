@@ -1,9 +1,13 @@
 // Clock: the store's only source of time.
 //
 // Every timestamp eventfold takes (arrival time, signature tolerance, TTLs) comes
-// from the Clock in Options, and every wait for a time (the background gc's
-// next pass, the recovery backoff) waits on it too, so tests drive time
-// deterministically and never sleep for it.
+// from the Clock in Options, and every wait for a time that decides what
+// the store does (the background gc's next pass, the recovery backoff, a
+// subscription's retries, a rebuild's progress ticks) waits on it too, so
+// tests drive time deterministically and never sleep for it. Timeouts that
+// only bound how long a caller waits for another thread (e.g.
+// ChangeFeed::WaitForChanges, Subscription::WaitForCheckpoint) and the HTTP
+// server's network deadlines are real time, and say so.
 //
 // Thread-safety: implementations must be safe to call from many threads.
 

@@ -16,8 +16,14 @@
 // This header and its functions live in the separate `eventfold_cluster`
 // library (link eventfold::cluster); the plain library does not need NATS.
 //
-// Thread-safety: the functions are free functions with no shared state; each
-// opens and closes its own connection.
+// Thread-safety: the free functions share no state, and those that only
+// ask the cluster (InitCluster, ReadClusterStatus, ...) open and close a
+// connection of their own. A sink (OpenClusterSink) and a FoldWorker each
+// keep one connection for their lifetime, used from their threads; see
+// each for which of its methods may be called concurrently.
+// Failures: kInvalidArgument for a bad URL list or stream name, kUnavailable
+// when NATS or JetStream cannot be reached or does not answer, kNotFound
+// when the cluster is not initialized, kIOError for a local directory.
 
 #ifndef EVENTFOLD_CLUSTER_H_
 #define EVENTFOLD_CLUSTER_H_
@@ -128,7 +134,8 @@ struct ClusterSinkOptions {
 // kAccepted only after JetStream acknowledged the publish, kStorageError
 // (503) otherwise. Duplicates and conflicts are decided later, by the
 // partition's fold worker: the sender sees 200 for both (docs/CLUSTER.md).
-// Fails when the cluster is unreachable or not initialized.
+// Fails when the cluster is unreachable (kUnavailable) or not initialized
+// (kNotFound). The sink is safe to use from any number of threads.
 Result<std::unique_ptr<IngestSink>> OpenClusterSink(const ClusterOptions& cluster,
                                                     const ClusterSinkOptions& options);
 
@@ -208,7 +215,9 @@ struct FoldWorkerOptions {
 class FoldWorker {
  public:
   // Reads the cluster's layout and starts the worker's thread. Fails when
-  // the cluster is unreachable or not initialized, or data_dir is unusable.
+  // the cluster is unreachable (kUnavailable, after retrying for
+  // start_timeout_ms) or not initialized (kNotFound), data_dir is unusable
+  // (kIOError), or the system refuses the thread (kUnavailable).
   static Result<std::unique_ptr<FoldWorker>> Start(const ClusterOptions& cluster,
                                                    const FoldWorkerOptions& options);
 

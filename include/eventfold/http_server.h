@@ -114,7 +114,10 @@ class HttpServer {
   [[nodiscard]] static Status ValidateOptions(const HttpServerOptions& options);
 
   // Binds, listens and starts the I/O threads and workers. kIOError when the
-  // address cannot be bound; kInvalidArgument for an unusable option.
+  // address cannot be bound or an event loop cannot be made (no descriptor
+  // left); kInvalidArgument for an unusable option or a second Start();
+  // kUnavailable when the system refuses a thread. On failure nothing is
+  // left running or listening.
   [[nodiscard]] Status Start();
   // The bound port, after a successful Start().
   int port() const;

@@ -8,8 +8,8 @@
 // beside the live data, so ingest and reads go on meanwhile.
 //
 // Thread-safety: every method may be called from any thread. Rebuild and Gc
-// exclude each other (the second gets kBusy); Verify and Check may run
-// beside anything.
+// exclude each other and the store's own recovery after a failed write (the
+// second gets kBusy); Verify and Check may run beside anything.
 
 #ifndef EVENTFOLD_MAINTENANCE_H_
 #define EVENTFOLD_MAINTENANCE_H_
@@ -173,7 +173,8 @@ class Maintenance {
   // meanwhile and switches over atomically; the old generation is dropped.
   // A crash before the switch leaves the live generation untouched (the
   // partial one is removed on the next Open). kBusy when another rebuild of
-  // this store or a gc pass (Gc) runs; kNotFound for an `entity` type the
+  // this store, a gc pass (Gc) or a recovery after a failed write runs;
+  // kNotFound for an `entity` type the
   // profile lacks or an `id` with no events; kInvalidArgument for other bad
   // filters, or for a profile that lacks the type of a compacted entity.
   virtual Result<RebuildSummary> Rebuild(const RebuildOptions& options) = 0;
@@ -188,7 +189,9 @@ class Maintenance {
   // Rebuilds every projection from the stored events into a scratch store
   // beside this one (path + ".verify", removed afterwards) and compares it
   // with the live projections as of the call, reporting each difference.
-  // Live data is never written; ingest may go on meanwhile.
+  // Live data is never written; ingest may go on meanwhile. Fails with the
+  // error of the scratch store (kIOError) or of a stored record that does
+  // not decode (kCorruption); the scratch store is removed either way.
   virtual Result<VerifySummary> Verify(const DifferenceFn& on_difference) = 0;
 
   // As Verify, with the rebuild aside made under `profile` (nullptr: the
@@ -216,18 +219,22 @@ class Maintenance {
   // newest change is always kept (the next seq is recovered from it at Open),
   // and with no subscription at all nothing is trimmed: a feed nobody has
   // subscribed to yet is kept for its first subscriber. Dead letters keep
-  // their own copy of their change and are not affected.
+  // their own copy of their change and are not affected. Deletes in batches
+  // of 10,000: on a write error (returned) the oldest changes may be
+  // trimmed already, which the next call continues.
   virtual Result<FeedTrimSummary> TrimFeed(uint64_t grace_changes) = 0;
 
   // One retention pass: TrimFeed(options.feed_grace), then (when
   // options.compact_after_micros > 0) compaction of old terminal entities,
   // then expiry of dedup tombstones past their time (docs/RETENTION.md).
   // kBusy while a rebuild runs; kInvalidArgument for a tombstone time below
-  // GcOptions::kMinTombstoneMicros.
+  // GcOptions::kMinTombstoneMicros or a negative compact_after_micros.
   virtual Result<GcSummary> Gc(const GcOptions& options) = 0;
 
   // Compacts the whole store so that deleted records give back their space
   // (ApproximateBytes drops). Slow on a big store: maintenance, not hot path.
+  // Always OK: LevelDB reports nothing from a manual compaction (a write
+  // error in it surfaces at the next write).
   virtual Status Compact() = 0;
 
   // Approximate bytes the store occupies on disk.

@@ -34,7 +34,7 @@ enum class Durability {
   kBuffered,
 };
 
-// What a gc pass (Store::Gc, `eventfold gc`, the background pass) does; see
+// What a gc pass (Maintenance::Gc, `eventfold gc`, the background pass) does; see
 // docs/RETENTION.md for what it keeps and drops.
 struct GcOptions {
   // Change records kept below the lowest subscription checkpoint.
@@ -81,7 +81,7 @@ struct Options {
   // The profile a new store is created with; default the built-in
   // "receiptroller". An existing store keeps the profile it records; when
   // this one differs, Store::Stats() reports the projections as stale until
-  // Store::Rebuild with this profile switches the store to it.
+  // Maintenance::Rebuild with this profile switches the store to it.
   std::optional<Profile> profile;
 
   // Bodies larger than this are refused (413) before any parsing.
@@ -150,7 +150,7 @@ struct Options {
   // it off only makes sense for a store that `eventfold repair` salvages.
   bool paranoid_checks = true;
 
-  // Background gc: a store-owned thread runs Store::Gc(gc) every this many
+  // Background gc: a store-owned thread runs Maintenance::Gc(gc) every this many
   // microseconds on `clock` (the first pass one interval after Open), and
   // stops when the store closes. 0 (default): no background pass; e.g.
   // 3'600'000'000 for hourly.

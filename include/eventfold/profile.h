@@ -54,13 +54,16 @@ class Profile {
   static const Profile& ReceiptRoller();
 
   // Parses and validates a profile document (the JSON shape of docs/SPEC.md §4.3).
-  // On failure the status names the entity, the type and the problem.
+  // On failure, kInvalidArgument naming the entity, the type and the
+  // problem.
   static Result<Profile> FromJson(std::string_view json);
 
-  // Reads a profile file; errors name the file.
+  // Reads a profile file: kIOError when it cannot be read, else as
+  // FromJson; errors name the file.
   static Result<Profile> FromFile(const std::string& path);
 
-  // Validates and indexes a profile built in code.
+  // Validates and indexes a profile built in code: kInvalidArgument naming
+  // the entity, the type and the problem, as FromJson.
   static Result<Profile> Make(std::string name, std::vector<EntityType> entities);
 
   Profile(const Profile& other);

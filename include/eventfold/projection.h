@@ -46,7 +46,7 @@ struct LoggedEvent {
   std::string reason;  // why it was rejected; empty when applied
 };
 
-// What compaction (Store::Gc) folded into a snapshot and dropped.
+// What compaction (Maintenance::Gc) folded into a snapshot and dropped.
 struct LogCompaction {
   Projection snapshot;       // the state the remaining events fold on from
   uint64_t events = 0;       // events dropped

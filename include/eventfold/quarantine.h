@@ -52,7 +52,10 @@ class Quarantine {
   // 413). The store sets seq, received_at (from its Clock) and status,
   // removes credential headers, and cuts body_prefix to
   // kQuarantineBodyBytes; body_bytes 0 means body_prefix's full size.
-  // An error status when it could not be kept; the store stays usable.
+  // A Store's quarantine queues it for a writer thread of its own and
+  // returns OK; a refusal it cannot keep (over the rate or queue limit, or
+  // its database unavailable) is dropped and counted in
+  // Counters::quarantine_dropped, and the store stays usable.
   virtual Status Add(RefusedDelivery refused) = 0;
 
   // Calls `fn` for each quarantined delivery, oldest first, until it
@@ -60,7 +63,7 @@ class Quarantine {
   virtual Status List(const std::function<bool(const RefusedDelivery&)>& fn) = 0;
 
   // List() from the delivery after quarantine seq `after_seq`: it seeks
-  // there, so a page costs what it returns.
+  // there, so a page costs what it returns. Fails as List() does.
   virtual Status ListAfter(uint64_t after_seq,
                            const std::function<bool(const RefusedDelivery&)>& fn) = 0;
 };

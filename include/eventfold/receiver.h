@@ -10,8 +10,10 @@
 // quarantine. Applications embed it in their own server; `eventfold serve`
 // is one such embedding.
 //
-// Thread-safety: Handle() and HandleAsync() may be called from any number of
-// threads.
+// Thread-safety: every method (Handle, HandleAsync, TryHandleWithoutBlocking,
+// RefuseOversized, RefuseOverloaded, MetricsText) may be called from any
+// number of threads at once; an HttpServer calls them from its I/O threads
+// and workers.
 
 #ifndef EVENTFOLD_RECEIVER_H_
 #define EVENTFOLD_RECEIVER_H_
@@ -45,11 +47,12 @@ struct ReceiverOptions {
   // Largest |now - t| accepted for a signature's timestamp.
   int64_t tolerance_seconds = 300;
 
-  // Bodies above this are answered 413 unread.
+  // Bodies above this are answered 413 unread. Make() refuses 0.
   size_t max_body_bytes = 1 << 20;
 
   // Deliveries being verified and stored at once; more are answered 429
-  // immediately instead of queueing without bound.
+  // immediately instead of queueing without bound; 0 answers every one 429
+  // (a receiver that takes nothing for now).
   size_t max_in_flight = 256;
 
   // Source of time for the signature tolerance; nullptr: SystemClock(). (The
@@ -80,12 +83,15 @@ struct HttpResponse {
 
 class Receiver {
  public:
-  // Fails with kInvalidArgument for an empty, short or malformed secret.
-  // `store` must outlive the receiver.
+  // Fails with kInvalidArgument for an empty, short or malformed secret, a
+  // negative tolerance, or a max_body_bytes or store option of 0 (each
+  // message names the option), and with kUnavailable when OpenSSL cannot
+  // set up HMAC-SHA256. `store` must outlive the receiver.
   static Result<std::unique_ptr<Receiver>> Make(Store* store, const ReceiverOptions& options);
 
   // The checks Make() applies to `options`, without a store: OK, or
-  // kInvalidArgument naming the option and the reason. Lets a command
+  // kInvalidArgument naming the option and the reason (kUnavailable when
+  // OpenSSL cannot set up HMAC-SHA256). Lets a command
   // refuse bad flags before it touches the disk.
   [[nodiscard]] static Status ValidateOptions(const ReceiverOptions& options);
 
@@ -97,8 +103,8 @@ class Receiver {
   virtual ~Receiver() = default;
 
   // Answers one request. Never throws.
-  virtual HttpResponse Handle(std::string_view method, std::string_view path,
-                              const Headers& headers, std::string_view body) = 0;
+  [[nodiscard]] virtual HttpResponse Handle(std::string_view method, std::string_view path,
+                                            const Headers& headers, std::string_view body) = 0;
 
   // Gets an answer, exactly once.
   using AnswerCallback = std::function<void(HttpResponse)>;
@@ -126,8 +132,9 @@ class Receiver {
   // sink that never blocks (IngestSink::NeverBlocks: a Store), refusals
   // included (its quarantine only queues); GETs and larger bodies return
   // false.
-  virtual bool TryHandleWithoutBlocking(std::string_view method, std::string_view path,
-                                        Headers& headers, std::string& body, AnswerCallback& done) {
+  [[nodiscard]] virtual bool TryHandleWithoutBlocking(std::string_view method,
+                                                      std::string_view path, Headers& headers,
+                                                      std::string& body, AnswerCallback& done) {
     (void)method, (void)path, (void)headers, (void)body, (void)done;
     return false;
   }

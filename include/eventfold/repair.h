@@ -1,10 +1,12 @@
 // Offline care of a store directory that no Store has open: the physical
 // file check `eventfold check` runs before anything opens the database,
-// repair after damage, and restore from a backup (Store::Backup).
+// repair after damage, and restore from a backup (Maintenance::Backup).
 //
-// Each takes the directory's LevelDB file lock while it works, so it fails
-// with kBusy while a Store holds the directory, and no Store opens it
-// meanwhile.
+// The file check and repair fail with kBusy while a Store holds the
+// directory, and a restore refuses a directory that is not empty. None may
+// run while anything else opens the directory: the check and a restore's
+// copy hold LevelDB's lock on it, but a repair lets go of it for LevelDB's
+// repairer and its own opens, and a restore lets go of it to check the copy.
 // Thread-safety: any number may run at once on different directories.
 
 #ifndef EVENTFOLD_REPAIR_H_
@@ -104,8 +106,13 @@ using LostDataFn = std::function<void(const LostData&)>;
 // without its dedup entry given one again, feed gaps filled with placeholders
 // (kChanges) — and everything derived (logs, projections, fold snapshots) is
 // rebuilt. Calls `on_lost` for each thing lost. Ends with the file check and
-// Store::Check: problems_left counts what they still found. Fails with kBusy
-// while a Store holds `dir`, or with the error that stopped it.
+// Maintenance::Check: problems_left counts what they still found. A store in an
+// older format is upgraded to this build's on the way (as by
+// Options::upgrade_format). Fails with kInvalidArgument for an empty path,
+// kNotFound when `dir` holds no file of LevelDB's, kBusy while a Store
+// holds `dir`, or with the error that stopped it. What it changed until
+// then stays; a second repair salvages what is left, but does not list
+// again the losses the first one printed.
 Result<RepairSummary> RepairStore(const std::string& dir, const Options& options,
                                   const LostDataFn& on_lost);
 

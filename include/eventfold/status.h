@@ -68,13 +68,17 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-// Either a T or the Status that explains why there is none.
+// Either a T or the Status that explains why there is none. value(), `*`
+// and `->` require ok(). A Result made from an OK Status (a bug: it has no
+// value) asserts in debug builds and holds kInvalidArgument otherwise, so
+// `if (!r.ok()) return r.status();` never passes on an OK status.
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "a Result without a value needs an error");
+    if (status_.ok()) status_ = Status::InvalidArgument("a Result was made from an OK Status");
   }
 
   bool ok() const { return value_.has_value(); }

@@ -87,9 +87,14 @@ struct StoreStats {
 class Store {
  public:
   // Opens (or, with create_if_missing, creates) the store in directory
-  // `path`. Fails with kBusy when another Store holds it, kCorruption or
-  // kIOError when its files cannot be read. An existing store keeps its own
-  // profile; when options.profile differs, Stats() reports it as stale.
+  // `path`. Fails with kBusy when another Store holds it; kCorruption or
+  // kIOError when its files cannot be read; kInvalidArgument for an empty
+  // path, a missing store without create_if_missing, an existing one with
+  // error_if_exists, a store in an older format without
+  // Options::upgrade_format, or one in a format this build does not know;
+  // kUnavailable when the system refuses one of its threads. An existing
+  // store keeps its own profile; when options.profile differs, Stats()
+  // reports it as stale.
   static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
 
   Store() = default;
@@ -103,13 +108,15 @@ class Store {
   // Durability::kSync) before this returns. Never throws; every refusal
   // names the field and the reason; storage failures give kStorageError.
   virtual IngestResult Ingest(const Delivery& delivery) = 0;
+  // Ingest() of a bare body, with no header fields.
   IngestResult Ingest(std::string_view body);
 
   // Ingests many deliveries with one atomic write and one sync; results are
   // per delivery, in input order, as if ingested one by one in that order.
   // If the write fails, every delivery that would have been stored reports
   // kStorageError and none is stored.
-  virtual std::vector<IngestResult> IngestBatch(const std::vector<Delivery>& deliveries) = 0;
+  [[nodiscard]] virtual std::vector<IngestResult> IngestBatch(
+      const std::vector<Delivery>& deliveries) = 0;
 
   // Makes every ingest that returned before this call durable: synced to
   // disk, as Durability::kSync makes each one before it returns. For a
@@ -125,7 +132,8 @@ class Store {
   // folded from its nearest fold snapshot through at most
   // Options::snapshot_interval logged events (each a read of its body).
   // kNotFound when it has no events; kCorruption naming the entity when its
-  // stored log does not fold to its stored cursor.
+  // stored log does not fold to its stored cursor; kIOError when a read
+  // fails.
   virtual Result<Projection> Get(std::string_view entity, std::string_view id) = 0;
 
   // Calls `fn` for every projection, ordered by entity then id (bytewise);
@@ -144,11 +152,14 @@ class Store {
                            const std::function<bool(const Projection&)>& fn) = 0;
 
   // The entity's events with their fold verdicts; kNotFound when it has
-  // none. When gc compacted its older events, `compacted` says so (snapshot,
-  // events dropped, when) and fold_order holds the events that remain.
+  // none; kCorruption when a stored record does not decode, kIOError when
+  // a read fails. When gc compacted its older events, `compacted` says so
+  // (snapshot, events dropped, when) and fold_order holds the events that
+  // remain.
   virtual Result<EntityLog> Log(std::string_view entity, std::string_view id) = 0;
 
-  // What the store is and holds, without scanning it.
+  // What the store is and holds, without scanning it. Never fails; waits
+  // only while a rebuild switches generations.
   virtual StoreStats Stats() = 0;
 
   // The store's other jobs, each its own interface, valid while this Store
@@ -164,6 +175,9 @@ class Store {
   // new one). Never null.
   virtual std::shared_ptr<const Profile> profile() const = 0;
 
+  // The counters since Open (ingest outcomes, late and re-folded events,
+  // quarantine drops),
+  // read without a lock: each figure is exact, the set is not one instant.
   virtual Counters counters() const = 0;
 };
 
@@ -172,7 +186,10 @@ class Store {
 // file in the directory stays, and with it the directory. OK when there is
 // nothing at `path`. Fails with kBusy, deleting nothing, while a Store (in
 // this process or another) has it open; with kInvalidArgument when `path`
-// holds files but no store.
+// holds files but no store; with kIOError when `path` cannot be listed or a
+// file cannot be deleted. (No Store may open `path` while this runs: the
+// quarantine goes first, under the store's lock, and the database after
+// it, under LevelDB's.)
 Status DestroyStore(const std::string& path, const Options& options);
 
 }  // namespace eventfold

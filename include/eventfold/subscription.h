@@ -17,7 +17,7 @@
 //   - Retries: a failed delivery (non-OK Status from the handler) is retried
 //     with exponential backoff and jitter, timed on the injected Clock.
 //     After max_attempts the change is parked in the subscription's dead
-//     letters (Store::ListParked) with every attempt's time and error text.
+//     letters (ChangeFeed::ListParked) with every attempt's time and error text.
 //   - Blocked entities: once a change is parked, every later change of its
 //     entity is parked behind it too (with no attempts), so the checkpoint
 //     moves on while the entity waits for an operator.
@@ -28,7 +28,7 @@
 //     Drop() (`eventfold dlq drop`) deletes dead letters instead.
 //
 // A new subscription starts at the oldest change still in the feed (see
-// Store::TrimFeed) and registers its checkpoint at once, so retention keeps
+// Maintenance::TrimFeed) and registers its checkpoint at once, so retention keeps
 // what it has not handled.
 //
 // Thread-safety: a Subscription's methods may be called from any thread.
@@ -91,7 +91,7 @@ struct SubscriptionOptions {
   size_t max_in_flight = 1024;
 
   // How often (on `clock`) a running subscription re-reads its dead letters
-  // to notice redrives and drops made outside it (e.g. by Store::Park).
+  // to notice redrives and drops made outside it (e.g. by ChangeFeed::Park).
   int64_t dead_letter_poll_micros = 1'000'000;
 };
 
@@ -121,7 +121,8 @@ class Subscription {
   // options, kBusy when a subscription of that name already runs on that
   // Store object (ChangeFeed::ClaimSubscription; another process cannot
   // have the store open), kCorruption when the feed was trimmed past the
-  // subscription's checkpoint.
+  // subscription's checkpoint, kUnavailable when the system refuses one of
+  // its threads, or the store's error reading the feed.
   static Result<std::unique_ptr<Subscription>> Start(Store* store, SubscriptionOptions options,
                                                      ChangeHandler handler);
 
@@ -139,7 +140,9 @@ class Subscription {
   // at the clock's current time — new changes, retries whose backoff has
   // passed, redrives — until nothing more is, then saves the checkpoint.
   // Returns a storage error met during the call (the last one; delivery
-  // goes on after one: what failed is tried again), else OK.
+  // goes on after one: what failed is tried again), else OK;
+  // kInvalidArgument when the subscription runs its own threads, and
+  // kUnavailable after Stop().
   virtual Status RunUntilIdle() = 0;
 
   // The clock time when the earliest waiting retry is due; nullopt when
@@ -148,15 +151,18 @@ class Subscription {
 
   // Waits until the saved checkpoint reaches `seq` (real time, at most
   // `timeout_micros`); true when it did. For threads > 0.
-  virtual bool WaitForCheckpoint(uint64_t seq, int64_t timeout_micros) = 0;
+  [[nodiscard]] virtual bool WaitForCheckpoint(uint64_t seq, int64_t timeout_micros) = 0;
 
   // Marks dead letters for redrive — all of them (seq 0), or those of the
   // entity of dead letter `seq` — and has the subscription pick them up
-  // now. Returns how many were marked; kNotFound for an unknown `seq`.
+  // now. Returns how many were marked; kNotFound for an unknown `seq`, or
+  // the store's error (those marked before it stay marked).
   virtual Result<size_t> Redrive(uint64_t seq = 0) = 0;
 
   // Deletes dead letters — all (seq 0) or the one of `seq` — and unblocks
-  // their entities once none is left. Returns how many were deleted.
+  // their entities once none is left. Returns how many were deleted;
+  // kNotFound for an unknown `seq`, or the store's error (dead letters
+  // deleted before it stay deleted).
   virtual Result<size_t> Drop(uint64_t seq = 0) = 0;
 
   virtual SubscriptionStats Stats() = 0;
@@ -174,6 +180,9 @@ class Subscription {
 // not running in this process (the `eventfold dlq` command): the next Start
 // picks the marks up. While a subscription runs in this process, use its
 // methods instead, which also serialize with its own dead-letter writes.
+// Each returns how many it marked or deleted; kNotFound for an unknown
+// `seq`, or the store's error, with those it marked or deleted before it
+// left so (a second call finishes the job).
 Result<size_t> MarkForRedrive(Store* store, std::string_view subscription, uint64_t seq = 0);
 Result<size_t> DropParked(Store* store, std::string_view subscription, uint64_t seq = 0);
 

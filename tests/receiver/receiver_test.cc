@@ -1189,14 +1189,17 @@ TEST(receiver_make, RefusesMissingOrBadSecrets) {
   ro.secrets = {"whsec_%%%%%%%%%%%%%%%%"};
   EXPECT_FALSE(Receiver::Make(store->get(), ro).ok());
 
-  // No thread or no room to store with: refused, naming the option.
-  for (auto [threads, batch, field] :
-       {std::tuple<size_t, size_t, const char*>{0, 256, "store_threads"},
-        {2, 0, "max_store_batch"}}) {
+  // No thread or no room to store with, or a body limit that refuses every
+  // delivery for good (413): refused, naming the option.
+  for (auto [threads, batch, body, field] :
+       {std::tuple<size_t, size_t, size_t, const char*>{0, 256, 1, "store_threads"},
+        {2, 0, 1, "max_store_batch"},
+        {2, 256, 0, "max_body_bytes"}}) {
     ReceiverOptions zero;
     zero.secrets = {kSecret};
     zero.store_threads = threads;
     zero.max_store_batch = batch;
+    zero.max_body_bytes = body;
     Result<std::unique_ptr<Receiver>> r = Receiver::Make(store->get(), zero);
     ASSERT_FALSE(r.ok()) << field;
     EXPECT_TRUE(r.status().IsInvalidArgument());

@@ -735,7 +735,8 @@ TEST_F(serve_e2e, RefusedFlagsCreateNoDataDirectory) {
       {"--listen", "127.0.0.1:99999", "--secret", kSecret},
       {"--listen", "127.0.0.1:0", "--secret", kSecret, "--io-threads", "0"},
       {"--listen", "127.0.0.1:0", "--secret", kSecret, "--max-connections", "0"},
-      {"--listen", "localhost:0", "--secret", kSecret},
+      {"--listen", "example.invalid:0", "--secret", kSecret},
+      {"--listen", "127.0.0.1:0", "--secret", kSecret, "--max-body", "0"},
   };
   for (const std::vector<std::string>& flags : refused) {
     std::vector<std::string> args = {"serve", "--data", data_};

@@ -6,6 +6,7 @@
 #include "eventfold/backup.h"
 
 #include <gtest/gtest.h>
+#include <leveldb/db.h>
 
 #include <atomic>
 #include <filesystem>
@@ -188,11 +189,16 @@ TEST(Backup, AFailedRestoreLeavesNothingBehind) {
   const std::string kept = table + ".kept";
   std::filesystem::rename(table, kept);
   std::filesystem::create_directories(empty.path());
-  for (const std::string& target : {absent.path(), empty.path()}) {
+  // A target below directories that do not exist yet, then an absent one,
+  // then an empty one.
+  const std::string deep = absent.path() + "/a/b";
+  for (const std::string& target : {deep, absent.path(), empty.path()}) {
     Result<BackupSummary> r = RestoreStore(backup.path(), target, Options());
     ASSERT_FALSE(r.ok()) << target;
     EXPECT_NE(r.status().message().find(backup.path()), std::string::npos) << r.status().ToString();
-    if (target == absent.path()) {
+    if (target == deep) {
+      EXPECT_FALSE(std::filesystem::exists(absent.path())) << "parents made for it stay";
+    } else if (target == absent.path()) {
       EXPECT_FALSE(std::filesystem::exists(target)) << "a target that was absent stays absent";
     } else {
       EXPECT_TRUE(std::filesystem::is_empty(target)) << "an empty target stays empty";
@@ -201,6 +207,34 @@ TEST(Backup, AFailedRestoreLeavesNothingBehind) {
   std::filesystem::rename(kept, table);
   Result<BackupSummary> again = RestoreStore(backup.path(), empty.path(), Options());
   EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// A backup whose files are intact but whose records do not check (a key of
+// no family eventfold writes): the restore copies it, its check fails, and
+// the copy goes with the directories made for it.
+TEST(Backup, ARestoreWhoseCheckFailsRemovesTheDirectoriesItMade) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), absent("absent");
+  {
+    std::unique_ptr<Store> store = Open(live.path(), &clock);
+    ASSERT_TRUE(store);
+    for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
+      (void)store->Ingest(d);
+    }
+    ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  }
+  {
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), backup.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), "zz/not-ours", "x").ok());
+  }
+  const std::string deep = absent.path() + "/a/b";
+  Result<BackupSummary> r = RestoreStore(backup.path(), deep, Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("integrity check"), std::string::npos)
+      << "not refused by the check after the copy: " << r.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(absent.path())) << "the directories made for it stay";
 }
 
 TEST(Backup, CommandsBackUpAndRestore) {

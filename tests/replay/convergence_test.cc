@@ -611,7 +611,9 @@ TEST(ConvergenceEdges, NonAsciiKeysListBytewise) {
   RunCase("escaped and raw UTF-8 name one entity; ids list bytewise", c);
   MemStore store;
   ASSERT_TRUE(store);
-  for (const std::string& e : c.events) store->Ingest(e);
+  for (const std::string& e : c.events) {
+    EXPECT_EQ(store->Ingest(e).outcome, Outcome::kAccepted) << e;
+  }
   std::vector<std::string> ids;
   ASSERT_TRUE(store
                   ->List("receipt",

@@ -421,6 +421,38 @@ TEST_F(cli_ux, LostOutputEmptyPathsAndForeignFilesAreRefused) {
   EXPECT_EQ(gone.exit_code, 1) << "the old store's receipts went with it: " << gone.out;
 }
 
+// Like --data, a backup's OUT and a restore's --data get their missing
+// parent directories; a restore refused for a damaged backup makes none.
+TEST_F(cli_ux, BackupAndRestoreCreateMissingParents) {
+  IngestReceipts();
+  const std::string out = root_ + "/bk/2026/12";
+  CliResult backup = Run({"backup", "--data", data_, out});
+  ASSERT_EQ(backup.exit_code, 0) << backup.err;
+  const std::string restored = root_ + "/new/a/store";
+  CliResult restore = Run({"restore", "--data", restored, out});
+  ASSERT_EQ(restore.exit_code, 0) << restore.err;
+  CliResult show = Run({"show", "--data", restored, "receipt", "rcp_1"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+
+  // A backup that does not verify: nothing is made where it would go.
+  WriteFile(out + "/CURRENT", "MANIFEST-999999\n");
+  CliResult bad = Run({"restore", "--data", root_ + "/other/b/store", out});
+  EXPECT_NE(bad.exit_code, 0) << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/other")) << bad.err;
+}
+
+// A body limit of zero would refuse every delivery for good: serve refuses
+// it, naming the flag, before it creates anything.
+TEST_F(cli_ux, ServeRefusesABodyLimitOfZero) {
+  for (const char* flag : {"--max-body"}) {
+    CliResult r = Run({"serve", "--data", root_ + "/zero", "--listen", "127.0.0.1:0",
+                       "--allow-unsigned", flag, "0"});
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, std::string(flag) + ": must be at least 1")) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(root_ + "/zero")) << flag;
+  }
+}
+
 // --server takes http://HOST:PORT and nothing else, refused before any
 // request (an https:// URL used to abort the command inside the client).
 TEST_F(cli_ux, ServerUrlsOtherThanHttpHostPortAreUsageErrors) {

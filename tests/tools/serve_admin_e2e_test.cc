@@ -149,6 +149,20 @@ TEST_F(ServeAdminE2e, AdminListenerRefusesANonLoopbackAddressUnlessTold) {
   EXPECT_NE(r.err.find("--admin-allow-remote"), std::string::npos) << r.err;
 }
 
+// `localhost` is loopback, as RECEIVER.md says: the admin listener takes it
+// without --admin-allow-remote and listens on 127.0.0.1.
+TEST_F(ServeAdminE2e, LocalhostIsLoopback) {
+  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "localhost:0"})) << serve.log();
+  ASSERT_GT(serve.admin_port(), 0) << serve.log();
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+  CliResult r =
+      Run({"status", "--server", "http://localhost:" + std::to_string(serve.admin_port())});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
 TEST_F(ServeAdminE2e, ServesWithATokenFile) {
   test_util::WriteFile(scratch_.path() + "/token", kToken + "\n");
   ServerProcess serve(kCli, data_, scratch_.path());
