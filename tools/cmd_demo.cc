@@ -56,7 +56,9 @@ std::string Commas(uint64_t n) {
 // and never while a Store, `eventfold serve` say, has it open).
 bool RemoveStore(const std::string& dir) {
   if (Status st = DestroyStore(dir, Options{}); !st.ok()) {
-    std::cerr << "eventfold: --fresh: " << st.message() << "; nothing deleted\n";
+    // kBusy deletes nothing; the other refusals say what became of the files.
+    std::cerr << "eventfold: --fresh: " << st.message() << (st.IsBusy() ? "; nothing deleted" : "")
+              << "\n";
     return false;
   }
   std::error_code ec;

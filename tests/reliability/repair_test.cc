@@ -265,6 +265,11 @@ TEST(StoreDirectories, RepairCheckDestroyAndOpenRefuseWhatIsNoStore) {
   EXPECT_TRUE(DestroyStore("", Options()).IsInvalidArgument());
   EXPECT_TRUE(Store::Open("", Options()).status().IsInvalidArgument());
   EXPECT_TRUE(DestroyStore(dir.path() + "/absent", Options()).ok());
+  // A path it cannot list (here a file) is no "nothing there": an error,
+  // and the file stays.
+  const Status file = DestroyStore(dir.path() + "/doc.txt", Options());
+  EXPECT_TRUE(file.IsIOError()) << file.ToString();
+  EXPECT_EQ(test_util::ReadFile(dir.path() + "/doc.txt"), "precious");
 }
 
 // DestroyStore deletes a store's own files, its quarantine included, and
