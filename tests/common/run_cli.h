@@ -70,15 +70,24 @@ inline pid_t SpawnCli(const std::string& binary, const std::vector<std::string>&
   return rc == 0 ? pid : -1;
 }
 
+// How long one command may run in RunCli before it is killed: a command
+// that hangs (say a `serve` a test expected to refuse its flags) fails its
+// test with a clear message instead of outliving it.
+inline constexpr int kCliTimeoutSeconds = 600;
+
 // Runs `binary args...` with stdin from `stdin_path`; stdout and stderr go
-// through `scratch_prefix`.out/.err, removed afterwards.
+// through `scratch_prefix`.out/.err, removed afterwards. Under coreutils'
+// `timeout`: killed after kCliTimeoutSeconds (exit code 124, and err says
+// so).
 inline CliResult RunCli(const std::string& binary, const std::vector<std::string>& args,
                         const std::string& scratch_prefix,
                         const std::string& stdin_path = "/dev/null") {
   const std::string out_path = scratch_prefix + ".out", err_path = scratch_prefix + ".err";
   CliResult r;
   int rc = 0;
-  const pid_t pid = SpawnCli(binary, args, stdin_path, out_path, err_path, &rc);
+  std::vector<std::string> bounded = {"-k", "10", std::to_string(kCliTimeoutSeconds), binary};
+  bounded.insert(bounded.end(), args.begin(), args.end());
+  const pid_t pid = SpawnCli("/usr/bin/timeout", bounded, stdin_path, out_path, err_path, &rc);
   if (pid < 0) {
     r.err = "posix_spawn " + binary + ": error " + std::to_string(rc);
     return r;
@@ -90,6 +99,9 @@ inline CliResult RunCli(const std::string& binary, const std::vector<std::string
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = ReadFile(out_path);
   r.err = ReadFile(err_path);
+  if (r.exit_code == 124) {
+    r.err += "(killed: still running after " + std::to_string(kCliTimeoutSeconds) + " s)\n";
+  }
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return r;

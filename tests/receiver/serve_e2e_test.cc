@@ -87,11 +87,12 @@ struct CommandResult {
   std::string out, err;
 };
 
-// Runs `eventfold ARGS...`, capturing stdout and stderr.
+// Runs `eventfold ARGS...`, capturing stdout and stderr; killed after 600 s
+// (exit code 124) so that a command that hangs cannot outlive its test.
 CommandResult RunCli(const std::vector<std::string>& args, const std::string& scratch) {
   static std::atomic<int> counter{0};
   const std::string err_path = scratch + "/cli-stderr-" + std::to_string(counter++);
-  std::string cmd = ShellQuote(kCli);
+  std::string cmd = "timeout -k 10 600 " + ShellQuote(kCli);
   for (const std::string& a : args) cmd += " " + ShellQuote(a);
   cmd += " </dev/null 2>" + ShellQuote(err_path);
   CommandResult r;
