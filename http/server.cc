@@ -568,6 +568,7 @@ class Session : public std::enable_shared_from_this<Session> {
     h.clear();
     h.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ");
     h.append(reason.data(), reason.size()).append("\r\nContent-Type: ").append(r.content_type);
+    if (!s_.opt_.server_header.empty()) h.append("\r\nServer: ").append(s_.opt_.server_header);
     if (retry_after) h.append("\r\nRetry-After: 1");
     for (const auto& [name, value] : r.headers) {
       // A line break in a receiver's header would end it and start another
@@ -680,6 +681,9 @@ Status HttpServer::ValidateOptions(const HttpServerOptions& o) {
     return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(o.workers));
   }
   if (o.max_connections < 1) return Status::InvalidArgument("max_connections: must be >= 1");
+  if (o.server_header.find_first_of("\r\n") != std::string::npos) {
+    return Status::InvalidArgument("server_header: holds a line break");
+  }
   beast::error_code ec;
   (void)asio::ip::make_address(o.host, ec);
   if (ec) return Status::InvalidArgument("host: \"" + o.host + "\" is not an IP address");

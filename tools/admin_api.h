@@ -76,6 +76,10 @@ struct AdminApiOptions {
 
 // The response header carrying the next page's `after` value.
 inline constexpr const char* kNextAfterHeader = "Eventfold-Next-After";
+// The Server field of the admin listener's every answer (HttpServerOptions::
+// server_header): how `--server` tells it from another port, the
+// receiver's say, whose 404 would otherwise read as a missing entity.
+inline constexpr const char* kAdminServerName = "eventfold-admin";
 
 // `store` must outlive the result. kInvalidArgument without a token.
 [[nodiscard]] Result<std::unique_ptr<Receiver>> MakeAdminApi(Store* store, AdminApiOptions options);

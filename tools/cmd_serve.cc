@@ -275,6 +275,7 @@ int Serve(const ServeArgs& a) {
     as.max_connections = 1024;
     as.max_body_bytes = 1024;
     as.pass_query = true;
+    as.server_header = kAdminServerName;
     as.access_log = &std::cerr;
     admin = std::make_unique<HttpServer>(admin_api.get(), as);
     st = admin->Start();

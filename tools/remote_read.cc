@@ -103,6 +103,12 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
               << "\n";
     return kExitError;
   }
+  if (res->get_header_value("Server") != kAdminServerName) {
+    std::cerr << "eventfold: " << server << " is not an eventfold admin listener (it answered "
+              << res->status << " without naming itself " << kAdminServerName
+              << "); --server takes the address of `serve --admin-listen`\n";
+    return kExitError;
+  }
   if (res->status == 404) {
     // A miss, told as the command tells it with --data: the server's
     // reason, a line each.

@@ -95,6 +95,11 @@ struct HttpServerOptions {
   // API pages with it); false: the path only, as the webhook receiver wants.
   bool pass_query = false;
 
+  // The Server field of every answer the server formats (a read API names
+  // itself, so that a client pointed at another port can tell); empty (the
+  // default): none. Must not hold a line break (Start() refuses it).
+  std::string server_header;
+
   // One line per request (no bodies, no secrets); nullptr (the default): no
   // access log. Each line is written whole by one write() under this
   // server's own lock; a stream that two servers share must take concurrent

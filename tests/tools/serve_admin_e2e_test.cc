@@ -150,8 +150,9 @@ TEST_F(ServeAdminE2e, AdminListenerRefusesANonLoopbackAddressUnlessTold) {
 }
 
 // `localhost` is loopback, as RECEIVER.md says: the admin listener takes it
-// without --admin-allow-remote and listens on 127.0.0.1.
-TEST_F(ServeAdminE2e, LocalhostIsLoopback) {
+// without --admin-allow-remote and listens on 127.0.0.1. And --server
+// pointed at the receiver's port instead is told so.
+TEST_F(ServeAdminE2e, LocalhostIsLoopbackAndTheReceiversPortIsNoReadApi) {
   setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
   ServerProcess serve(kCli, data_, scratch_.path());
   ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "localhost:0"})) << serve.log();
@@ -160,6 +161,18 @@ TEST_F(ServeAdminE2e, LocalhostIsLoopback) {
   CliResult r =
       Run({"status", "--server", "http://localhost:" + std::to_string(serve.admin_port())});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // The receiver's own port is not the read API: said so, exit 2, where
+  // its 404 used to read as a missing entity (exit 1).
+  const std::string receiver = "http://127.0.0.1:" + std::to_string(serve.port());
+  for (const char* cmd : {"show", "status"}) {
+    std::vector<std::string> args = {cmd, "--server", receiver};
+    if (std::string(cmd) == "show") args.insert(args.end(), {"receipt", "rcp_1"});
+    CliResult wrong = Run(args);
+    EXPECT_EQ(wrong.exit_code, 2) << cmd << ": " << wrong.err;
+    EXPECT_NE(wrong.err.find("is not an eventfold admin listener"), std::string::npos) << wrong.err;
+    EXPECT_EQ(wrong.out, "") << cmd;
+  }
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 
