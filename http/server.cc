@@ -78,16 +78,15 @@ constexpr const char* kRefusalNames[kRefusalCount] = {
 constexpr size_t kLingerBytes = 8 << 20;
 constexpr std::chrono::milliseconds kLingerTime{2000};
 
-// Sent (non-blocking, best effort) on a connection over max_connections.
-const std::string& ConnectionLimitAnswer() {
-  static const std::string answer = [] {
-    const std::string body =
-        "{\"status\":\"overloaded\",\"error\":\"too many open connections, retry\"}";
-    return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
-  }();
-  return answer;
+// Sent (non-blocking, best effort) on a connection over max_connections;
+// made once per server, with its Server field.
+std::string ConnectionLimitAnswer(const std::string& server_header) {
+  const std::string body =
+      "{\"status\":\"overloaded\",\"error\":\"too many open connections, retry\"}";
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n" +
+         (server_header.empty() ? "" : "Server: " + server_header + "\r\n") +
+         "Retry-After: 1\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
 }
 
 }  // namespace
@@ -96,7 +95,10 @@ class Session;
 
 class HttpServer::Impl {
  public:
-  Impl(Receiver* rx, HttpServerOptions options) : rx_(rx), opt_(std::move(options)) {}
+  Impl(Receiver* rx, HttpServerOptions options)
+      : rx_(rx),
+        opt_(std::move(options)),
+        connection_limit_answer_(ConnectionLimitAnswer(opt_.server_header)) {}
 
   Status Start();
   void Stop();
@@ -132,6 +134,7 @@ class HttpServer::Impl {
   bool WaitForNoConnections(std::chrono::milliseconds timeout);
   void WaitForNoAnswersOwed();
 
+  const std::string connection_limit_answer_;
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
   std::atomic<size_t> connections_{0};
   Mutex log_mu_;  // serializes writes to opt_.access_log
@@ -775,7 +778,7 @@ void HttpServer::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   if (connections_.load() >= opt_.max_connections) {
     Count(kConnectionLimit);
     socket.non_blocking(true, ignored);
-    socket.write_some(asio::buffer(ConnectionLimitAnswer()), ignored);
+    socket.write_some(asio::buffer(connection_limit_answer_), ignored);
     socket.shutdown(tcp::socket::shutdown_send, ignored);
     // Drop what the client sent already (a request is usually there), so the
     // close is a FIN after our answer and not a reset that could discard it.
