@@ -178,6 +178,9 @@ class AdminApi final : public Receiver {
     return Route(req);
   }
 
+  // Starts the thread that answers parked long-polls (FeedLongPolls::Start).
+  [[nodiscard]] Status StartLongPolls() { return polls_.Start(); }
+
   HttpResponse RefuseOversized(const Headers&, uint64_t) override {
     return Error(413, "the admin API takes no request body");
   }
@@ -475,7 +478,9 @@ int HexValue(char c) {
 
 Result<std::unique_ptr<Receiver>> MakeAdminApi(Store* store, AdminApiOptions options) {
   if (options.token.empty()) return Status::InvalidArgument("admin API: empty bearer token");
-  return std::unique_ptr<Receiver>(std::make_unique<AdminApi>(store, std::move(options)));
+  auto api = std::make_unique<AdminApi>(store, std::move(options));
+  if (Status st = api->StartLongPolls(); !st.ok()) return st;
+  return std::unique_ptr<Receiver>(std::move(api));
 }
 
 std::string PercentEncode(std::string_view s) {

@@ -81,7 +81,8 @@ inline constexpr const char* kNextAfterHeader = "Eventfold-Next-After";
 // receiver's say, whose 404 would otherwise read as a missing entity.
 inline constexpr const char* kAdminServerName = "eventfold-admin";
 
-// `store` must outlive the result. kInvalidArgument without a token.
+// `store` must outlive the result. kInvalidArgument without a token;
+// kUnavailable when the system refuses its long-poll thread.
 [[nodiscard]] Result<std::unique_ptr<Receiver>> MakeAdminApi(Store* store, AdminApiOptions options);
 
 // %XX-escapes every byte but the unreserved ones (RFC 3986 §2.3), for path

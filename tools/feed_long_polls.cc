@@ -4,12 +4,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/start_thread.h"
+
 namespace eventfold::cli {
 
 FeedLongPolls::FeedLongPolls(ChangeFeed* feed, const std::atomic<bool>* stopping,
                              std::chrono::milliseconds slice)
-    : feed_(feed), stopping_(stopping), slice_(slice) {
-  thread_ = std::thread([this] { Loop(); });
+    : feed_(feed), stopping_(stopping), slice_(slice) {}
+
+Status FeedLongPolls::Start() {
+  return StartThread(&thread_, "the admin API's long-polls", [this] { Loop(); });
 }
 
 FeedLongPolls::~FeedLongPolls() {
@@ -18,7 +22,7 @@ FeedLongPolls::~FeedLongPolls() {
     quit_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 FeedLongPolls::Ticket FeedLongPolls::Park(Poll poll) {

@@ -32,6 +32,7 @@
 
 #include "core/thread_annotations.h"
 #include "eventfold/change_feed.h"
+#include "eventfold/status.h"
 
 namespace eventfold::cli {
 
@@ -48,10 +49,14 @@ class FeedLongPolls {
   };
 
   // `stopping` (may be null): once true, every parked poll is answered at
-  // the next slice.
+  // the next slice. Nothing waits before Start().
   FeedLongPolls(ChangeFeed* feed, const std::atomic<bool>* stopping,
                 std::chrono::milliseconds slice);
   ~FeedLongPolls();
+
+  // Starts the waiting thread: OK, or kUnavailable when the system refuses
+  // it (then no poll may be parked). Call once, before Park.
+  [[nodiscard]] Status Start();
 
   FeedLongPolls(const FeedLongPolls&) = delete;
   FeedLongPolls& operator=(const FeedLongPolls&) = delete;
