@@ -141,7 +141,14 @@ void AddListCommand(CLI::App* app, Action* action) {
   auto* cmd = app->add_subcommand("list", "print every projection as NDJSON");
   auto a = AddEntityArgs(cmd, false);
   cmd->callback([=] {
+    // An ENTITY given empty (`list ""`, a shell variable unset) is a
+    // mistake, not "every entity": that is ENTITY left out.
+    const bool empty_entity = cmd->count("entity") > 0 && a->entity.empty();
     *action = [=] {
+      if (empty_entity) {
+        std::cerr << "eventfold: list: ENTITY is empty (leave it out to list every entity)\n";
+        return kExitError;
+      }
       return a->server.empty() ? List(a->dir, a->entity) : RemoteList(a->server, a->entity);
     };
   });

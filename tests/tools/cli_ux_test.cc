@@ -441,6 +441,24 @@ TEST_F(cli_ux, BackupAndRestoreCreateMissingParents) {
   EXPECT_FALSE(std::filesystem::exists(root_ + "/other")) << bad.err;
 }
 
+// `list ""` (a shell variable left unset) is a usage error, not a listing
+// of every entity; `list` with no ENTITY lists them all.
+TEST_F(cli_ux, ListOfAnEmptyEntityIsAUsageError) {
+  IngestReceipts();
+  for (const std::vector<std::string>& where :
+       {std::vector<std::string>{"--data", data_},
+        std::vector<std::string>{"--server", "http://127.0.0.1:1"}}) {
+    std::vector<std::string> args = {"list", where[0], where[1], ""};
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << where[0] << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "ENTITY is empty")) << r.err;
+    EXPECT_EQ(r.out, "") << where[0];
+  }
+  CliResult all = Run({"list", "--data", data_});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(Contains(all.out, "rcp_2")) << all.out;
+}
+
 // A body limit of zero would refuse every delivery for good: serve refuses
 // it, naming the flag, before it creates anything.
 TEST_F(cli_ux, ServeRefusesABodyLimitOfZero) {
