@@ -42,6 +42,19 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Option
 namespace storage {
 namespace {
 
+// A storage error as a delivery's outcome tells it: the reason and the
+// file's name, not where the store lives (a 503's body goes to the sender).
+// LevelDB names a file by its whole path, after a space; only such a
+// "DIR/" is cut, so a short DIR cannot eat other words.
+std::string StorageErrorText(const Status& st, const std::string& dir) {
+  std::string text = "storage: " + st.message();
+  const std::string prefix = dir + "/";
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    if (at > 0 && text[at - 1] == ' ') text.erase(at, prefix.size());
+  }
+  return text;
+}
+
 // The older formats Open can upgrade. Format 1 differs from 2 only in log
 // records that still carry their data, and 3 from 4 only in projection
 // records that are whole: later formats read both as they are (a whole
@@ -519,11 +532,12 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     late = txn.late();
     refolded = txn.refolded();
   }
+  const std::string failure = st.ok() ? std::string() : StorageErrorText(st, path_);
   for (const auto& [i, decoded] : items) {
     IngestResult& r = results[i];
     if (!st.ok() && r.outcome != Outcome::kDuplicate) {
       r.outcome = Outcome::kStorageError;
-      r.message = "storage: " + st.message();
+      r.message = failure;
     }
     switch (r.outcome) {
       case Outcome::kAccepted:

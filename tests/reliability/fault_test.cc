@@ -287,6 +287,8 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
     const std::string refund = Refunded("evt_ref", "rcp_1");
     const HttpResponse http = (*receiver)->Handle("POST", "/hooks", {}, fresh);
     EXPECT_EQ(http.status, 503) << http.body;
+    EXPECT_EQ(http.body.find(kPath), std::string::npos)
+        << "the sender is told where the store lives: " << http.body;
     IngestResult r = store->Ingest(refund);
     EXPECT_EQ(r.outcome, Outcome::kStorageError) << r.message;
     std::vector<IngestResult> batch =
