@@ -104,11 +104,16 @@ Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to
 }
 
 // Removes what a failed restore wrote into `dir` (which it found empty or
-// absent): the files, the quarantine's directory, `dir` itself unless it
-// was there before, and the parents it created for it (`created`).
-void RemoveRestored(leveldb::Env* env, const std::string& dir, bool keep_dir,
+// absent): the files when `remove_files`, the quarantine's directory, `dir`
+// itself unless it was there before, and the parents it created for it
+// (`created`). A directory that is not empty stays.
+void RemoveRestored(leveldb::Env* env, const std::string& dir, bool remove_files, bool keep_dir,
                     const std::vector<std::string>& created) {
   for (const std::string& d : {QuarantineDir(dir), dir}) {
+    if (!remove_files) {
+      if (d != dir || !keep_dir) (void)env->RemoveDir(d);
+      continue;
+    }
     std::vector<std::string> names;
     if (!env->GetChildren(d, &names).ok()) continue;
     for (const std::string& n : names) {
@@ -153,26 +158,30 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   if (st.ok() && !dir_existed) {
     st = storage::FromLevelDb(env->CreateDir(dir), "creating the store directory " + dir);
   }
-  {
-    // LevelDB's lock while the files go in: a Store opening `dir` meanwhile
-    // gets kBusy instead of half a store. Let go before the check below
-    // opens it.
-    DirLock lock(env);
-    if (st.ok()) st = lock.Lock(dir);
-    if (st.ok()) st = CopyDir(env, backup, dir, &summary.bytes);
-    // Before the store is opened below, which would create an empty one.
-    if (st.ok() && has_quarantine) {
-      st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
-    }
+  // LevelDB's lock from the first file copied to the last record read back:
+  // a Store opening `dir` meanwhile gets kBusy instead of half a store, or
+  // one a failed check is about to remove. The check opens it through
+  // lock.env().
+  DirLock lock(env);
+  if (st.ok()) st = lock.Lock(dir);
+  if (st.ok()) st = CopyDir(env, backup, dir, &summary.bytes);
+  // Before the store is opened below, which would create an empty one.
+  if (st.ok() && has_quarantine) {
+    st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
   }
-  if (st.ok()) st = CheckStoreAt(dir, options, "the restored store");
+  if (st.ok()) {
+    Options o = options;
+    o.env = lock.env();
+    st = CheckStoreAt(dir, o, "the restored store");
+  }
   if (!st.ok()) {
-    // `dir` was empty: all in it is this restore's, and a half-restored
-    // store must neither be opened by mistake nor block a retry.
-    RemoveRestored(env, dir, dir_existed, created);
+    // `dir` was empty: while it is locked, all in it is this restore's, and
+    // a half-restored store must neither be opened by mistake nor block a
+    // retry. Unlocked (a Store opened it first), its files are that Store's.
+    RemoveRestored(env, dir, lock.held(), dir_existed, created);
     return st.WithContext("restoring " + backup + " (nothing is left of it in " + dir + ")");
   }
-  Result<DbDigest> digest = DigestDatabase(dir, env);
+  Result<DbDigest> digest = DigestDatabase(dir, lock.env());
   if (!digest.ok()) return digest.status();
   summary.records += digest->records;
   if (has_quarantine) {

@@ -26,8 +26,10 @@ Status DestroyStore(const std::string& path, const Options& options) {
   if (std::none_of(children.begin(), children.end(), IsLevelDbFileName)) {
     return Status::InvalidArgument(path + " holds no eventfold store; nothing deleted");
   }
-  // The store's lock first: while a Store has it open (here or in another
-  // process) nothing is deleted, its quarantine included.
+  // The store's lock first, held to the end: while a Store has it open
+  // (here or in another process) nothing is deleted, its quarantine
+  // included, and none opens it between the quarantine's deletion and the
+  // store's.
   DirLock lock(env);
   if (Status st = lock.Lock(path); !st.ok()) return st;
   leveldb::Options lo;
@@ -36,9 +38,9 @@ Status DestroyStore(const std::string& path, const Options& options) {
   Status st = storage::FromLevelDb(leveldb::DestroyDB(quarantine, lo), "deleting " + quarantine);
   if (!st.ok()) return st;
   (void)env->RemoveFile(path + "/RECOVERY-PROBE");  // left by a recovery cut short
-  lock.Unlock();
-  // DestroyDB takes the lock again and deletes only LevelDB's own files,
-  // then the directory when nothing else is left in it.
+  // DestroyDB deletes only LevelDB's own files, then the directory when
+  // nothing else is left in it; it asks for the lock through lock.env().
+  lo.env = lock.env();
   return storage::FromLevelDb(leveldb::DestroyDB(path, lo), "deleting " + path);
 }
 

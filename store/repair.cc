@@ -141,18 +141,20 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   RepairSummary summary;
   std::vector<FileDamage> damage;
   std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));
+  // The store's lock from the first read to the last check: LevelDB's
+  // repairer takes none, and the opens below take it through lock.env(), so
+  // no Store opens the directory while it is being set right.
+  DirLock lock(env);
+  if (Status st = lock.Lock(dir); !st.ok()) return st;
+  leveldb::Env* held = lock.env();
   {
-    DirLock lock(env);
-    Status st = lock.Lock(dir);
-    if (!st.ok()) return st;
     Result<FileCheckSummary> files =
         CheckFiles(dir, env, [&](const FileDamage& d) { damage.push_back(d); });
     if (!files.ok()) return files.status();
     summary.damaged = damage.size();
-    st = SetDamagedTablesRight(dir, env, damage);
+    Status st = SetDamagedTablesRight(dir, env, damage);
     if (!st.ok()) return st;
-    lock.Unlock();  // the repairer and the opens below take it themselves
-    st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(env, filter.get())),
+    st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(held, filter.get())),
                               "LevelDB repair of " + dir);
     if (!st.ok()) return st;
     st = RepairQuarantine(dir, env, RawOptions(env, nullptr), on_lost, &summary);
@@ -160,7 +162,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   }
   {
     leveldb::DB* raw = nullptr;
-    Status st = storage::FromLevelDb(leveldb::DB::Open(RawOptions(env, filter.get()), dir, &raw),
+    Status st = storage::FromLevelDb(leveldb::DB::Open(RawOptions(held, filter.get()), dir, &raw),
                                      "opening " + dir);
     if (!st.ok()) return st;
     std::unique_ptr<leveldb::DB> db(raw);
@@ -169,6 +171,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   }
   // Everything derived, rebuilt from the salvaged events; then the checks.
   Options o = options;
+  o.env = held;
   o.create_if_missing = false;
   o.upgrade_format = true;  // a salvage may restore a lost m/format as format 1
   o.gc_interval_micros = 0;

@@ -1,10 +1,13 @@
 // What the functions that work on a store's directory from outside a Store
 // (check, repair, restore, destroy) share: the Env they go through, a check
 // of the path they are given, and DirLock, LevelDB's own lock on the
-// directory, held while they work so that no Store opens it meanwhile and
-// none has it open now.
+// directory, held from when they take it to their last step so that no Store
+// opens it meanwhile and none has it open now. What they open themselves
+// under it (LevelDB's repairer, a DB or a Store) goes through the lock's
+// env(), which tells LevelDB the lock is taken when it asks for it.
 //
-// Thread-compatible: a DirLock has one owner.
+// Thread-compatible: a DirLock has one owner. Its env() is thread-safe, as
+// the Env it wraps.
 
 #ifndef EVENTFOLD_STORE_STORE_DIR_H_
 #define EVENTFOLD_STORE_STORE_DIR_H_
@@ -105,7 +108,7 @@ inline Status CreateParentDirs(leveldb::Env* env, const std::string& path,
 
 class DirLock {
  public:
-  explicit DirLock(leveldb::Env* env) : env_(env) {}
+  explicit DirLock(leveldb::Env* env) : env_(env), held_env_(env, this) {}
   ~DirLock() { Unlock(); }
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;
@@ -114,18 +117,55 @@ class DirLock {
   // when the lock file cannot be made (no directory, no permission).
   Status Lock(const std::string& dir) {
     leveldb::Status s = env_->LockFile(dir + "/LOCK", &lock_);
-    if (s.ok()) return Status::OK();
+    if (s.ok()) {
+      lock_path_ = dir + "/LOCK";
+      return Status::OK();
+    }
     lock_ = nullptr;
     return storage::FromLevelDb(s, "locking the store at " + dir);
   }
+  bool held() const { return lock_ != nullptr; }
   void Unlock() {
     if (lock_) (void)env_->UnlockFile(lock_);
     lock_ = nullptr;
+    lock_path_.clear();
   }
 
+  // The Env to open the locked directory through while the lock is held: it
+  // is the wrapped Env, except that LevelDB's request for this lock file
+  // succeeds without locking again. (LevelDB refuses a second lock of one
+  // file in one process, and letting go for the open would leave a window
+  // in which another Store could open the directory.) Valid while this
+  // DirLock lives; any other lock file is locked as usual.
+  leveldb::Env* env() { return &held_env_; }
+
  private:
+  class HeldLockEnv : public leveldb::EnvWrapper {
+   public:
+    HeldLockEnv(leveldb::Env* target, const DirLock* owner)
+        : leveldb::EnvWrapper(target), owner_(owner) {}
+    leveldb::Status LockFile(const std::string& name, leveldb::FileLock** lock) override {
+      if (owner_->lock_ && name == owner_->lock_path_) {
+        *lock = &already_held_;
+        return leveldb::Status::OK();
+      }
+      return target()->LockFile(name, lock);
+    }
+    leveldb::Status UnlockFile(leveldb::FileLock* lock) override {
+      if (lock == &already_held_) return leveldb::Status::OK();  // the DirLock lets go
+      return target()->UnlockFile(lock);
+    }
+
+   private:
+    class AlreadyHeld : public leveldb::FileLock {};
+    const DirLock* owner_;
+    AlreadyHeld already_held_;
+  };
+
   leveldb::Env* env_;
   leveldb::FileLock* lock_ = nullptr;
+  std::string lock_path_;
+  HeldLockEnv held_env_;
 };
 
 }  // namespace eventfold

@@ -35,10 +35,12 @@ struct BackupSummary {
 // `backup` of which one lies within the other, with kInvalidArgument naming
 // it, and kNotFound when `backup` holds no backup. Verifies the backup's
 // files first (a damaged backup is refused with kCorruption), copies them
-// synced through options.env under LevelDB's lock on `dir`, then opens the
-// restored store and runs its integrity check. On failure after the copy
-// began, what it wrote is removed: `dir` is empty or absent again, as are
-// the parents it created.
+// synced through options.env, then opens the restored store and runs its
+// integrity check, all under LevelDB's lock on `dir` (a Store opening `dir`
+// meanwhile fails with kBusy). On failure after the copy began, what it
+// wrote is removed: `dir` is empty or absent again, as are the parents it
+// created. When `dir` cannot be locked (kBusy: a Store opened it first),
+// nothing in it is touched.
 Result<BackupSummary> RestoreStore(const std::string& backup, const std::string& dir,
                                    const Options& options);
 

@@ -3,10 +3,10 @@
 // repair after damage, and restore from a backup (Maintenance::Backup).
 //
 // The file check and repair fail with kBusy while a Store holds the
-// directory, and a restore refuses a directory that is not empty. None may
-// run while anything else opens the directory: the check and a restore's
-// copy hold LevelDB's lock on it, but a repair lets go of it for LevelDB's
-// repairer and its own opens, and a restore lets go of it to check the copy.
+// directory, and a restore refuses a directory that is not empty. Each
+// holds LevelDB's lock on the directory from its first step to its last
+// (its own opens of the store included), so a Store opening it meanwhile,
+// in this process or another, fails with kBusy.
 // Thread-safety: any number may run at once on different directories.
 
 #ifndef EVENTFOLD_REPAIR_H_

@@ -187,9 +187,8 @@ class Store {
 // nothing at `path`. Fails with kBusy, deleting nothing, while a Store (in
 // this process or another) has it open; with kInvalidArgument when `path`
 // holds files but no store; with kIOError when `path` cannot be listed or a
-// file cannot be deleted. (No Store may open `path` while this runs: the
-// quarantine goes first, under the store's lock, and the database after
-// it, under LevelDB's.)
+// file cannot be deleted. The store's lock is held throughout, so a Store
+// opening `path` meanwhile fails with kBusy.
 Status DestroyStore(const std::string& path, const Options& options);
 
 }  // namespace eventfold
