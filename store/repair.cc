@@ -9,6 +9,7 @@
 #include <leveldb/write_batch.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
 #include "store/quarantine_log.h"
+#include "store/repair_journal.h"
 #include "store/salvage.h"
 #include "store/store_dir.h"
 
@@ -51,9 +53,11 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
 // Salvages the quarantine's own database: its damaged tables set right and
 // LevelDB's repairer, as for the store, then every record that does not
 // decode deleted. What is lost there is diagnostics (refusals the sender
-// will not resend anyway): reported as one kRecords line, not as events.
+// will not resend anyway): reported as one kRecords line, not as events,
+// and `before_write` runs after the report and before the records go.
 Status RepairQuarantine(const std::string& dir, leveldb::Env* env, const leveldb::Options& raw,
-                        const LostDataFn& on_lost, RepairSummary* summary) {
+                        const LostDataFn& on_lost, const std::function<Status()>& before_write,
+                        RepairSummary* summary) {
   const std::string qdir = QuarantineDir(dir);
   if (!env->FileExists(qdir)) return Status::OK();
   std::vector<FileDamage> damage;
@@ -78,15 +82,17 @@ Status RepairQuarantine(const std::string& dir, leveldb::Env* env, const leveldb
     ++dropped;
   }
   if (dropped == 0 && damage.empty()) return Status::OK();
-  st = storage::FromLevelDb(db->Write(storage::Synced(), &unreadable), "cleaning " + qdir);
-  if (!st.ok()) return st;
-  summary->dropped += dropped;
   LostData lost;
   lost.kind = LostData::Kind::kRecords;
   lost.detail = "quarantine: " + std::to_string(damage.size()) + " damaged places, " +
                 std::to_string(dropped) +
                 " unreadable refused deliveries dropped (diagnostics only; nothing to resend)";
   on_lost(lost);
+  st = before_write();
+  if (!st.ok()) return st;
+  st = storage::FromLevelDb(db->Write(storage::Synced(), &unreadable), "cleaning " + qdir);
+  if (!st.ok()) return st;
+  summary->dropped += dropped;
   return Status::OK();
 }
 
@@ -147,6 +153,21 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   DirLock lock(env);
   if (Status st = lock.Lock(dir); !st.ok()) return st;
   leveldb::Env* held = lock.env();
+  // What an earlier repair that stopped halfway had found: its damage is
+  // this repair's too (the files it named may be set right already, the
+  // keys around them still say what to resend), and its losses are
+  // reported again.
+  Result<UnfinishedRepairs> earlier = RepairJournal::Unfinished(env, dir);
+  if (!earlier.ok()) return earlier.status();
+  Result<std::unique_ptr<RepairJournal>> journal = RepairJournal::Create(env, dir, start);
+  if (!journal.ok()) return journal.status();
+  summary.journal = (*journal)->path();
+  // Each loss is in the journal before the caller hears of it, and on disk
+  // before the write that drops what it names (sync_journal).
+  const LostDataFn report = [&](const LostData& l) {
+    if ((*journal)->AddLost(l)) on_lost(l);
+  };
+  const std::function<Status()> sync_journal = [&] { return (*journal)->Sync(); };
   {
     Result<FileCheckSummary> files =
         CheckFiles(dir, env, [&](const FileDamage& d) { damage.push_back(d); });
@@ -154,10 +175,20 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     summary.damaged = damage.size();
     Status st = SetDamagedTablesRight(dir, env, damage);
     if (!st.ok()) return st;
+    for (const FileDamage& d : earlier->damage) {
+      const auto same = [&](const FileDamage& o) {
+        return o.file == d.file && o.offset == d.offset && o.end == d.end && o.message == d.message;
+      };
+      if (std::none_of(damage.begin(), damage.end(), same)) damage.push_back(d);
+    }
+    for (const FileDamage& d : damage) (*journal)->AddDamage(d);
+    for (const LostData& l : earlier->lost) report(l);
+    st = sync_journal();  // before LevelDB's repairer drops what is damaged
+    if (!st.ok()) return st;
     st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(held, filter.get())),
                               "LevelDB repair of " + dir);
     if (!st.ok()) return st;
-    st = RepairQuarantine(dir, env, RawOptions(env, nullptr), on_lost, &summary);
+    st = RepairQuarantine(dir, env, RawOptions(env, nullptr), report, sync_journal, &summary);
     if (!st.ok()) return st;
   }
   {
@@ -166,7 +197,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
                                      "opening " + dir);
     if (!st.ok()) return st;
     std::unique_ptr<leveldb::DB> db(raw);
-    st = SalvageRecords(db.get(), damage, on_lost, &summary);
+    st = SalvageRecords(db.get(), damage, report, sync_journal, &summary);
     if (!st.ok()) return st;
   }
   // Everything derived, rebuilt from the salvaged events; then the checks.
@@ -193,6 +224,9 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     Result<CheckSummary> check = (*store)->maintenance().Check([](const CheckProblem&) {});
     if (!check.ok()) return check.status();
     summary.problems_left += check->problems;
+  }
+  if (Status st = (*journal)->Finish(summary.problems_left, earlier->journals); !st.ok()) {
+    return st;
   }
   summary.seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
   return summary;

@@ -23,8 +23,9 @@ namespace {
 
 class Salvage {
  public:
-  Salvage(leveldb::DB* db, const LostDataFn& on_lost, RepairSummary* summary)
-      : db_(db), on_lost_(on_lost), sum_(summary) {}
+  Salvage(leveldb::DB* db, const LostDataFn& on_lost, const std::function<Status()>& before_write,
+          RepairSummary* summary)
+      : db_(db), on_lost_(on_lost), before_write_(before_write), sum_(summary) {}
 
   Status Run(const std::vector<FileDamage>& damage) {
     feed_floor_ = FeedSeqsNamedBy(damage);
@@ -50,7 +51,8 @@ class Salvage {
   }
 
   Status Apply(leveldb::WriteBatch* batch) {
-    Status st = storage::FromLevelDb(db_->Write(storage::Synced(), batch), "repairing");
+    Status st = before_write_();
+    if (st.ok()) st = storage::FromLevelDb(db_->Write(storage::Synced(), batch), "repairing");
     batch->Clear();
     return st;
   }
@@ -437,6 +439,7 @@ class Salvage {
 
   leveldb::DB* db_;
   const LostDataFn& on_lost_;
+  const std::function<Status()>& before_write_;
   RepairSummary* sum_;
   std::vector<std::pair<uint64_t, int64_t>> received_;  // (seq, received_at) of every event
   uint64_t feed_floor_ = 0;  // the feed goes on past this seq (FeedSeqsNamedBy)
@@ -447,8 +450,9 @@ class Salvage {
 }  // namespace
 
 Status SalvageRecords(leveldb::DB* db, const std::vector<FileDamage>& damage,
-                      const LostDataFn& on_lost, RepairSummary* summary) {
-  return Salvage(db, on_lost, summary).Run(damage);
+                      const LostDataFn& on_lost, const std::function<Status()>& before_write,
+                      RepairSummary* summary) {
+  return Salvage(db, on_lost, before_write, summary).Run(damage);
 }
 
 }  // namespace eventfold

@@ -12,6 +12,7 @@
 
 #include <leveldb/db.h>
 
+#include <functional>
 #include <vector>
 
 #include "eventfold/repair.h"
@@ -19,8 +20,11 @@
 
 namespace eventfold {
 
+// `before_write` runs before each write that deletes or changes a record:
+// every loss reported until then names what that write may drop.
 Status SalvageRecords(leveldb::DB* db, const std::vector<FileDamage>& damage,
-                      const LostDataFn& on_lost, RepairSummary* summary);
+                      const LostDataFn& on_lost, const std::function<Status()>& before_write,
+                      RepairSummary* summary);
 
 }  // namespace eventfold
 

@@ -1,7 +1,9 @@
 // eventfold repair --data DIR : salvages a damaged store (RepairStore,
 // eventfold/repair.h) and prints what was lost as a list to act on.
 //
-// stdout: one line per loss, then the JSON summary —
+// stdout: one line per loss (a repair killed before its end is taken over,
+// its losses printed again), then the JSON summary, whose "journal" names
+// the file in DIR/lost/ that keeps the same list —
 //   resend event <event_id> (<type>, occurred <time>): <detail>
 //   resend events received <from> .. <to>: <detail>
 //   feed changes <first>..<last> are placeholders: <detail>
@@ -74,6 +76,8 @@ int RepairCmd(const std::string& dir) {
       .Uint(r->problems_left)
       .Key("seconds")
       .Double(r->seconds)
+      .Key("journal")
+      .String(r->journal)
       .EndObject();
   std::cout << w.str() << "\n";
   return r->problems_left == 0 ? kExitOk : kExitRefused;

@@ -94,6 +94,9 @@ struct RepairSummary {
   uint64_t events = 0;          // events the repaired store holds
   uint64_t problems_left = 0;   // what the final check still found (0: clean)
   double seconds = 0;
+  // This repair's journal: dir/lost/repair-<start time>.ndjson, every
+  // damaged place and every loss it found, kept in the store directory.
+  std::string journal;
 };
 
 using LostDataFn = std::function<void(const LostData&)>;
@@ -110,9 +113,17 @@ using LostDataFn = std::function<void(const LostData&)>;
 // older format is upgraded to this build's on the way (as by
 // Options::upgrade_format). Fails with kInvalidArgument for an empty path,
 // kNotFound when `dir` holds no file of LevelDB's, kBusy while a Store
-// holds `dir`, or with the error that stopped it. What it changed until
-// then stays; a second repair salvages what is left, but does not list
-// again the losses the first one printed.
+// holds `dir`, or with the error that stopped it.
+//
+// Each repair keeps a journal in dir/lost/ (RepairSummary::journal): the
+// damage the file check found, on disk before anything is changed, and
+// each loss, on disk before the write that drops what it names. A repair
+// that stopped (killed, or failed) leaves its journal unfinished; the next
+// repair takes over its damage and calls `on_lost` again for every loss
+// it had listed, so the list of what to resend survives either. A kill
+// leaves the journal readable; after a power cut the file system may not
+// have kept a new journal's name (LevelDB's Env syncs a directory only for
+// its own MANIFEST).
 Result<RepairSummary> RepairStore(const std::string& dir, const Options& options,
                                   const LostDataFn& on_lost);
 

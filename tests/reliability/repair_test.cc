@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
+#include <leveldb/env.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -103,6 +105,68 @@ TEST_F(RepairTest, LostEventIsListedByIdAndItsResendAccepted) {
   EXPECT_FALSE(lost[0].type.empty());
   const Delivery& original = accepted_.at(seq - 1);
   EXPECT_EQ(Resend(original).outcome, Outcome::kAccepted);
+}
+
+// Fails every new file once armed. Armed when the repair reports its loss,
+// it stops the repair after the salvage has dropped what the loss names
+// (the rebuild's open needs a new log file), as a kill there would.
+class FailNewFilesEnv : public leveldb::EnvWrapper {
+ public:
+  FailNewFilesEnv() : leveldb::EnvWrapper(leveldb::Env::Default()) {}
+  leveldb::Status NewWritableFile(const std::string& f, leveldb::WritableFile** r) override {
+    if (armed) return leveldb::Status::IOError(f, "injected: the repair stops here");
+    return target()->NewWritableFile(f, r);
+  }
+  std::atomic<bool> armed{false};
+};
+
+// A repair that stopped after deleting a lost event's dedup entry leaves
+// nothing in the store that names the event; its journal does, and the
+// next repair lists the event again, once. A third lists nothing.
+TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
+  const uint64_t seq = 7;
+  std::string event_id;
+  Raw([&](leveldb::DB* db) {
+    std::string value;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::EventKey(seq), &value).ok());
+    event_id = storage::DecodeStoredEvent(storage::EventKey(seq), value)->event.event_id;
+    ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::EventKey(seq)).ok());
+  });
+  FailNewFilesEnv env;
+  Options stopping;
+  stopping.env = &env;
+  std::vector<LostData> first;
+  Result<RepairSummary> stopped = RepairStore(dir_.path(), stopping, [&](const LostData& l) {
+    first.push_back(l);
+    env.armed = true;
+  });
+  ASSERT_FALSE(stopped.ok()) << "the injected failure stops it";
+  EXPECT_NE(stopped.status().message().find("injected"), std::string::npos)
+      << stopped.status().ToString();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].event_id, event_id);
+  Raw([&](leveldb::DB* db) {
+    std::string value;
+    EXPECT_TRUE(db->Get(leveldb::ReadOptions(), storage::DedupKey(event_id), &value).IsNotFound())
+        << "the stopped repair had deleted the dedup entry: the store no longer names the event";
+  });
+
+  RepairSummary resumed;
+  const std::vector<LostData> second = Repair(&resumed);
+  EXPECT_EQ(resumed.problems_left, 0u);
+  ASSERT_EQ(second.size(), 1u) << "listed again from the journal, and once";
+  EXPECT_EQ(second[0].kind, LostData::Kind::kEvent);
+  EXPECT_EQ(second[0].event_id, event_id);
+  EXPECT_EQ(second[0].type, first[0].type);
+  EXPECT_EQ(second[0].detail, first[0].detail);
+  const std::string journal = test_util::ReadFile(resumed.journal);
+  EXPECT_NE(journal.find("\"event_id\":\"" + event_id + "\""), std::string::npos) << journal;
+  EXPECT_NE(journal.find("{\"end\":{\"problems_left\":0}}\n"), std::string::npos) << journal;
+  EXPECT_EQ(resumed.journal.rfind(dir_.path() + "/lost/repair-", 0), 0u) << resumed.journal;
+
+  RepairSummary third_summary;
+  EXPECT_TRUE(Repair(&third_summary).empty()) << "the resumed journal was taken over";
+  EXPECT_NE(third_summary.journal, resumed.journal);
 }
 
 // A lost dedup entry comes back from its event: a resend stays a duplicate.
@@ -237,6 +301,12 @@ TEST_F(RepairTest, CommandListsWhatWasLost) {
   EXPECT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("resend event "), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("\"problems_left\":0"), std::string::npos) << c.out;
+  const size_t named = c.out.find("\"journal\":\"" + dir_.path() + "/lost/repair-");
+  ASSERT_NE(named, std::string::npos) << c.out;
+  const size_t start = c.out.find(dir_.path(), named);
+  const std::string journal = c.out.substr(start, c.out.find('"', start) - start);
+  EXPECT_NE(test_util::ReadFile(journal).find("\"kind\":\"event\""), std::string::npos)
+      << "the journal keeps the list the command printed";
   const test_util::CliResult check =
       test_util::RunCli(EVENTFOLD_CLI, {"check", "--data", dir_.path()}, tmp.path() + "/c");
   EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
