@@ -1,7 +1,6 @@
 #include "replay/check.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,7 +38,8 @@ class Checker {
   }
 
   Result<CheckSummary> Run() {
-    const auto start = std::chrono::steady_clock::now();
+    Clock* clock = o_.clock ? o_.clock : SystemClock();
+    const int64_t start = clock->NowMicros();
     // m/ sorts after g/: learn first which other generation a rebuild builds.
     std::string marker;
     bool found = false;
@@ -57,7 +57,7 @@ class Checker {
       st = VerifyAsideToo();
       if (!st.ok()) return st;
     }
-    sum_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sum_.seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
     return sum_;
   }
 
@@ -638,6 +638,7 @@ class Checker {
     vo.live = o_.live;
     vo.snapshot = o_.snapshot;
     vo.snapshot_interval = o_.snapshot_interval;
+    vo.clock = o_.clock;
     Result<VerifySummary> v = VerifyAside(
         db_, vo,
         [&](const std::optional<Projection>& live, const std::optional<Projection>& rebuilt) {

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <string>
 
+#include "eventfold/clock.h"
 #include "eventfold/profile.h"
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
@@ -54,6 +55,7 @@ struct CheckOptions {
   std::string scratch_path;
   leveldb::Env* env = nullptr;
   uint64_t snapshot_interval = 1000;
+  Clock* clock = nullptr;  // times CheckSummary::seconds; nullptr: SystemClock()
 };
 
 // Runs the check, calling `on_problem` for each problem found. An error

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -31,7 +30,6 @@ namespace {
 using storage::FromLevelDb;
 using storage::ScanOptions;
 using storage::View;
-using SteadyClock = std::chrono::steady_clock;
 
 // LevelDB writes a batch whole into the memtable, so a memtable may end up
 // to a batch over the write buffer, and the batch's own buffer doubles as it
@@ -586,7 +584,8 @@ class ProgressReporter {
 
 Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot* snapshot,
                                        const Profile& profile, const RebuildTarget& target) {
-  const auto start = SteadyClock::now();
+  Clock* clock = target.clock ? target.clock : SystemClock();
+  const int64_t start = clock->NowMicros();
   const int workers = std::max(1, target.threads);
   // Declared first, removed last: the runs read files in it.
   ScratchDir scratch(target.env ? target.env : leveldb::Env::Default(), target.scratch_path);
@@ -641,7 +640,7 @@ Result<RebuildSummary> BuildGeneration(leveldb::DB* db, const leveldb::Snapshot*
                      storage::Generations{target.gen, target.logs_from.value_or(target.gen)},
                      target.snapshot_interval, &total);
   if (!st.ok()) return st;
-  total.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  total.seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
   return total;
 }
 

@@ -48,8 +48,8 @@ struct RebuildTarget {
   uint64_t snapshot_interval = 1000;
   int threads = 1;
   std::function<void(const RebuildProgress&)> progress;  // about once a second
-  // Times `progress` (its ticks and RebuildProgress::seconds); nullptr: the
-  // SystemClock().
+  // Times `progress` (its ticks and RebuildProgress::seconds) and the
+  // summary's seconds; nullptr: the SystemClock().
   Clock* clock = nullptr;
   // A directory for the external sort's run files (up to the size of the
   // routed logs), created and removed by the build; in `env` (null: the

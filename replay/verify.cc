@@ -2,7 +2,6 @@
 
 #include <leveldb/write_batch.h>
 
-#include <chrono>
 #include <memory>
 
 #include "replay/rebuild.h"
@@ -105,7 +104,8 @@ Result<VerifySummary> Compare(Side& live, Side& rebuilt, const DifferenceFn& on_
 
 Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& options,
                                   const DifferenceFn& on_difference) {
-  const auto start = std::chrono::steady_clock::now();
+  Clock* clock = options.clock ? options.clock : SystemClock();
+  const int64_t start = clock->NowMicros();
   leveldb::Options lo;
   if (options.env) lo.env = options.env;
   leveldb::DestroyDB(options.scratch_path, lo);  // leftovers of a crashed verify
@@ -140,8 +140,7 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
   scratch.reset();
   leveldb::DestroyDB(options.scratch_path, lo);
   if (result.ok()) {
-    result->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result->seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
   }
   return result;
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "eventfold/clock.h"
 #include "eventfold/profile.h"
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
@@ -30,6 +31,7 @@ struct VerifyOptions {
   storage::Generations live;                    // the generations to compare
   const leveldb::Snapshot* snapshot = nullptr;  // the live state to compare
   uint64_t snapshot_interval = 1000;
+  Clock* clock = nullptr;  // times VerifySummary::seconds; nullptr: SystemClock()
 };
 
 Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& options,

@@ -3,7 +3,6 @@
 #include <leveldb/write_batch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -752,7 +751,7 @@ Result<RebuildSummary> StoreImpl::Rebuild(const RebuildOptions& options) {
 }
 
 Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const int64_t start = clock_->NowMicros();  // progress and seconds on the store's Clock
   ReaderLock guard(&rebuild_mu_);
   const EntityType* type = profile_->FindEntity(options.entity);
   if (!type) {
@@ -819,8 +818,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
     sum.events += events.size();
     sum.applied += state.projection.applied;
     sum.rejected += state.projection.rejected.size();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = static_cast<double>(clock_->NowMicros() - start) / 1e6;
     if (options.progress && seconds >= next_report) {
       options.progress(RebuildProgress{sum.events, 0, sum.entities, seconds});
       next_report = seconds + 1;
@@ -829,7 +827,7 @@ Result<RebuildSummary> StoreImpl::RefoldInPlace(const RebuildOptions& options) {
   if (!options.id.empty() && sum.entities == 0) {
     return Status::NotFound("no events for " + options.entity + "/" + options.id);
   }
-  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sum.seconds = static_cast<double>(clock_->NowMicros() - start) / 1e6;
   if (options.progress) {
     options.progress(RebuildProgress{sum.events, sum.events, sum.entities, sum.seconds});
   }
@@ -1005,6 +1003,7 @@ Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn
   vo.scratch_path = path_ + ".verify";
   vo.env = options_.env;
   vo.snapshot_interval = options_.snapshot_interval;
+  vo.clock = clock_;
   std::shared_ptr<const Profile> profile;
   SnapshotGuard snapshot;
   {
@@ -1027,6 +1026,7 @@ Result<CheckSummary> StoreImpl::Check(const CheckProblemFn& on_problem) {
   co.scratch_path = path_ + ".check";
   co.env = options_.env;
   co.snapshot_interval = options_.snapshot_interval;
+  co.clock = clock_;
   co.rebuild_running = rebuilding_.load();
   std::shared_ptr<const Profile> profile;
   SnapshotGuard snapshot;

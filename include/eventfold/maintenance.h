@@ -35,7 +35,7 @@ struct RebuildSummary {
   uint64_t applied = 0;
   uint64_t rejected = 0;
   uint64_t unrouted = 0;
-  double seconds = 0;
+  double seconds = 0;  // on the store's Clock
   // A full rebuild catches up with the events ingested while it ran: first
   // in rounds while ingest goes on, then, with ingest stopped for
   // `pause_seconds`, the last few (events_caught_up_paused) and the switch.
@@ -85,7 +85,7 @@ struct VerifySummary {
   uint64_t entities = 0;     // entities compared
   uint64_t differences = 0;  // entities whose projections differ
   uint64_t unrouted = 0;     // stored events the rebuild aside left unrouted
-  double seconds = 0;
+  double seconds = 0;        // on the store's Clock
 };
 
 // Called for each entity whose live projection differs from the rebuilt one;
@@ -116,7 +116,7 @@ struct CheckSummary {
   uint64_t last_change = 0;
   uint64_t verified = 0;  // entities Verify compared with a rebuild aside
   uint64_t problems = 0;  // 0: the store is intact
-  double seconds = 0;
+  double seconds = 0;     // on the store's Clock
 };
 
 using CheckProblemFn = std::function<void(const CheckProblem&)>;
@@ -141,7 +141,7 @@ struct GcSummary {
   uint64_t conflicts_dropped = 0;     // conflict records of expired tombstones
   uint64_t bytes_before = 0;          // ApproximateBytes() before and after
   uint64_t bytes_after = 0;
-  double seconds = 0;
+  double seconds = 0;  // on the store's Clock
 };
 
 // An accepted event that no entity of a profile routes: its type is not in

@@ -907,6 +907,45 @@ TEST(Rebuild, FiltersRefoldInPlaceAndRepairTamperedProjections) {
   EXPECT_EQ(store->Stats().generation, gen);
 }
 
+// Every maintenance summary is timed on the store's Clock: with that clock
+// standing still, each took no time, however long it ran. (The re-fold in
+// place, verify, check and gc read the wall's steady clock before.)
+TEST(Rebuild, EveryMaintenanceSummaryIsTimedOnTheStoresClock) {
+  const uint64_t seed = TestSeed("Rebuild.EveryMaintenanceSummaryIsTimedOnTheStoresClock", 11);
+  MemStore store(100);
+  ASSERT_TRUE(store);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 200;
+  ho.products = 40;
+  IngestChunked(store.get(), sim::GenerateHistory(ho).deliveries, seed);
+  Maintenance& m = store->maintenance();
+
+  Result<RebuildSummary> full = m.Rebuild(RebuildOptions());
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->seconds, 0.0) << "full rebuild";
+  std::vector<RebuildProgress> reports;
+  RebuildOptions in_place;
+  in_place.entity = "receipt";
+  in_place.progress = [&](const RebuildProgress& p) { reports.push_back(p); };
+  Result<RebuildSummary> refold = m.Rebuild(in_place);
+  ASSERT_TRUE(refold.ok()) << refold.status().ToString();
+  ASSERT_GT(refold->entities, 0u);
+  EXPECT_EQ(refold->seconds, 0.0) << "re-fold in place";
+  ASSERT_EQ(reports.size(), 1u) << "a periodic report while the store's clock stood still";
+  EXPECT_EQ(reports[0].seconds, 0.0);
+  Result<VerifySummary> verify = m.Verify([](const auto&, const auto&) {});
+  ASSERT_TRUE(verify.ok()) << verify.status().ToString();
+  EXPECT_EQ(verify->seconds, 0.0) << "verify";
+  Result<CheckSummary> check = m.Check([](const CheckProblem&) {});
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_EQ(check->problems, 0u);
+  EXPECT_EQ(check->seconds, 0.0) << "check";
+  Result<GcSummary> gc = m.Gc(GcOptions());
+  ASSERT_TRUE(gc.ok()) << gc.status().ToString();
+  EXPECT_EQ(gc->seconds, 0.0) << "gc";
+}
+
 // The progress callback is called, its numbers only grow, and its final
 // report counts every stored event and projection. It is timed on the
 // store's Clock, not the wall's: with that clock standing still, however
