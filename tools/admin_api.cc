@@ -91,29 +91,40 @@ class Request {
   }
 };
 
-// The query parameters each endpoint takes (by its first segment and the
-// number of segments). Anything else is refused: a misspelt parameter
-// silently ignored would page or wait other than its caller meant.
-// nullopt for a path that is no endpoint (Route answers it 404).
-std::optional<std::string_view> ParamsOf(const std::vector<std::string>& parts) {
-  const std::string_view what = parts[0];
-  if (parts.size() == 1) {
-    if (what == "projections") return "entity after limit";
-    if (what == "refused") return "after limit";
-    if (what == "feed") return "after limit wait_ms";
-    if (what == "backup") return "to";
-    if (what == "status" || what == "subscriptions") return "";
+// The endpoints, each once: by the first segment of its path below /v1/
+// and its number of segments, with the query parameters it takes (space
+// separated). Any other parameter is refused: a misspelt one silently
+// ignored would page or wait other than its caller meant.
+enum class Endpoint { kShow, kList, kLog, kStatus, kRefused, kSubscriptions, kFeed, kBackup };
+struct EndpointSpec {
+  std::string_view first;
+  size_t segments;
+  std::string_view params;
+  Endpoint endpoint;
+};
+constexpr EndpointSpec kEndpoints[] = {
+    {"projections", 3, "", Endpoint::kShow},
+    {"projections", 1, "entity after limit", Endpoint::kList},
+    {"log", 3, "", Endpoint::kLog},
+    {"status", 1, "", Endpoint::kStatus},
+    {"refused", 1, "after limit", Endpoint::kRefused},
+    {"subscriptions", 1, "", Endpoint::kSubscriptions},
+    {"feed", 1, "after limit wait_ms", Endpoint::kFeed},
+    {"backup", 1, "to", Endpoint::kBackup},
+};
+
+// The endpoint `parts` names; nullptr for a path that is none (404).
+const EndpointSpec* FindEndpoint(const std::vector<std::string>& parts) {
+  for (const EndpointSpec& e : kEndpoints) {
+    if (parts.size() == e.segments && parts[0] == e.first) return &e;
   }
-  if (parts.size() == 3 && (what == "projections" || what == "log")) return "";
-  return std::nullopt;
+  return nullptr;
 }
 
-// 400 for a parameter the endpoint does not take, one given twice, or an
+// 400 for a parameter `endpoint` does not take, one given twice, or an
 // empty entity; nullopt when the query is fine.
-std::optional<HttpResponse> CheckQuery(const Request& req) {
-  const std::optional<std::string_view> endpoint = ParamsOf(req.parts);
-  if (!endpoint) return std::nullopt;
-  const std::string_view allowed = *endpoint;
+std::optional<HttpResponse> CheckQuery(const Request& req, const EndpointSpec& endpoint) {
+  const std::string_view allowed = endpoint.params;
   for (size_t i = 0; i < req.query.size(); ++i) {
     const std::string& name = req.query[i].first;
     bool known = false;
@@ -174,8 +185,10 @@ class AdminApi final : public Receiver {
     if (std::optional<HttpResponse> r = AnswerWithoutStore(method, target, headers)) return *r;
     Request req;
     if (std::optional<HttpResponse> error = ParseTarget(target, &req)) return *error;
-    if (std::optional<HttpResponse> error = CheckQuery(req)) return *error;
-    return Route(req);
+    const EndpointSpec* endpoint = FindEndpoint(req.parts);
+    if (endpoint == nullptr) return Error(404, "no such endpoint: " + req.path);
+    if (std::optional<HttpResponse> error = CheckQuery(req, *endpoint)) return *error;
+    return Route(req, endpoint->endpoint);
   }
 
   // Starts the thread that answers parked long-polls (FeedLongPolls::Start).
@@ -224,8 +237,10 @@ class AdminApi final : public Receiver {
   // (done untouched) for everything else, which a worker answers.
   bool ParkLongPoll(std::string_view target, AnswerCallback& done) {
     Request req;
-    if (ParseTarget(target, &req) || req.parts.size() != 1 || req.parts[0] != "feed" ||
-        CheckQuery(req)) {
+    if (ParseTarget(target, &req)) return false;
+    const EndpointSpec* endpoint = FindEndpoint(req.parts);
+    if (endpoint == nullptr || endpoint->endpoint != Endpoint::kFeed ||
+        CheckQuery(req, *endpoint)) {
       return false;
     }
     Result<FeedQuery> q = FeedQueryOf(req);
@@ -272,18 +287,26 @@ class AdminApi final : public Receiver {
     return Error(404, NoProjectionText(*store_, std::string(entity), std::string(id)));
   }
 
-  HttpResponse Route(const Request& req) {
-    const std::vector<std::string>& parts = req.parts;
-    const std::string_view what = parts[0];
-    if (what == "projections" && parts.size() == 3) return Show(parts[1], parts[2]);
-    if (what == "projections" && parts.size() == 1) return List(req);
-    if (what == "log" && parts.size() == 3) return Log(parts[1], parts[2]);
-    if (what == "status" && parts.size() == 1) return StatusPage();
-    if (what == "refused" && parts.size() == 1) return Refused(req);
-    if (what == "subscriptions" && parts.size() == 1) return Subscriptions();
-    if (what == "feed" && parts.size() == 1) return Feed(req);
-    if (what == "backup" && parts.size() == 1) return Backup(req);
-    return Error(404, "no such endpoint: " + req.path);
+  HttpResponse Route(const Request& req, Endpoint endpoint) {
+    switch (endpoint) {
+      case Endpoint::kShow:
+        return Show(req.parts[1], req.parts[2]);
+      case Endpoint::kList:
+        return List(req);
+      case Endpoint::kLog:
+        return Log(req.parts[1], req.parts[2]);
+      case Endpoint::kStatus:
+        return StatusPage();
+      case Endpoint::kRefused:
+        return Refused(req);
+      case Endpoint::kSubscriptions:
+        return Subscriptions();
+      case Endpoint::kFeed:
+        return Feed(req);
+      case Endpoint::kBackup:
+        return Backup(req);
+    }
+    return Error(404, "no such endpoint: " + req.path);  // not reached: every case returns
   }
 
   // A missing projection's 404 says why, as `show --data` does.
