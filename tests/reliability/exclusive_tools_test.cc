@@ -136,25 +136,33 @@ void ExpectHeldThroughout(LockProbeEnv& env, const std::string& what) {
   }
 }
 
-TEST(ExclusiveTools, RepairHoldsTheStoresLockThroughout) {
-  ScratchDir dir("excl-repair"), backup("excl-repair-bk");
-  ASSERT_NO_FATAL_FAILURE(MakeStoreAndBackup(dir.path(), backup.path()));
-  LockProbeEnv env(dir.path());
-  Options o;
-  o.env = &env;
-  Result<RepairSummary> r = RepairStore(dir.path(), o, [](const LostData&) {});
+// A store with events and a refusal (`dir_`), and its backup (`backup_`).
+class ExclusiveTools : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(MakeStoreAndBackup(dir_.path(), backup_.path()));
+  }
+  // Options whose Env is `env`.
+  static Options Through(LockProbeEnv* env) {
+    Options o;
+    o.env = env;
+    return o;
+  }
+  ScratchDir dir_{"excl"}, backup_{"excl-bk"};
+};
+
+TEST_F(ExclusiveTools, RepairHoldsTheStoresLockThroughout) {
+  LockProbeEnv env(dir_.path());
+  Result<RepairSummary> r = RepairStore(dir_.path(), Through(&env), [](const LostData&) {});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->problems_left, 0u);
   ExpectHeldThroughout(env, "repair");
 }
 
-TEST(ExclusiveTools, RestoreHoldsTheStoresLockThroughout) {
-  ScratchDir dir("excl-restore"), backup("excl-restore-bk"), target("excl-restore-to");
-  ASSERT_NO_FATAL_FAILURE(MakeStoreAndBackup(dir.path(), backup.path()));
+TEST_F(ExclusiveTools, RestoreHoldsTheStoresLockThroughout) {
+  ScratchDir target("excl-restore-to");
   LockProbeEnv env(target.path());
-  Options o;
-  o.env = &env;
-  Result<BackupSummary> r = RestoreStore(backup.path(), target.path(), o);
+  Result<BackupSummary> r = RestoreStore(backup_.path(), target.path(), Through(&env));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_GT(r->records, 0u);
   ExpectHeldThroughout(env, "restore");
@@ -162,15 +170,11 @@ TEST(ExclusiveTools, RestoreHoldsTheStoresLockThroughout) {
   EXPECT_TRUE(restored.ok()) << "the lock is released at the end: " << restored.status().ToString();
 }
 
-TEST(ExclusiveTools, DestroyHoldsTheStoresLockThroughout) {
-  ScratchDir dir("excl-destroy"), backup("excl-destroy-bk");
-  ASSERT_NO_FATAL_FAILURE(MakeStoreAndBackup(dir.path(), backup.path()));
-  LockProbeEnv env(dir.path());
-  Options o;
-  o.env = &env;
-  ASSERT_TRUE(DestroyStore(dir.path(), o).ok());
+TEST_F(ExclusiveTools, DestroyHoldsTheStoresLockThroughout) {
+  LockProbeEnv env(dir_.path());
+  ASSERT_TRUE(DestroyStore(dir_.path(), Through(&env)).ok());
   ExpectHeldThroughout(env, "destroy");
-  EXPECT_FALSE(leveldb::Env::Default()->FileExists(dir.path())) << "the store is gone";
+  EXPECT_FALSE(leveldb::Env::Default()->FileExists(dir_.path())) << "the store is gone";
 }
 
 }  // namespace
