@@ -63,6 +63,20 @@ class RepairTest : public ::testing::Test {
     std::unique_ptr<leveldb::DB> db(raw);
     fn(db.get());
   }
+  // Deletes the event record a/<seq> of the closed store, its dedup entry
+  // kept; returns its event id ("" when it could not).
+  std::string LoseEventRecord(uint64_t seq) {
+    std::string event_id;
+    Raw([&](leveldb::DB* db) {
+      std::string value;
+      ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::EventKey(seq), &value).ok());
+      Result<storage::StoredEvent> e = storage::DecodeStoredEvent(storage::EventKey(seq), value);
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::EventKey(seq)).ok());
+      event_id = e->event.event_id;
+    });
+    return event_id;
+  }
   std::vector<LostData> Repair(RepairSummary* summary) {
     std::vector<LostData> lost;
     Result<RepairSummary> r =
@@ -86,15 +100,8 @@ class RepairTest : public ::testing::Test {
 // by id, its dedup entry goes, and the sender's resend is accepted again.
 TEST_F(RepairTest, LostEventIsListedByIdAndItsResendAccepted) {
   const uint64_t seq = 7;
-  std::string event_id;
-  Raw([&](leveldb::DB* db) {
-    std::string value;
-    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::EventKey(seq), &value).ok());
-    Result<storage::StoredEvent> e = storage::DecodeStoredEvent(storage::EventKey(seq), value);
-    ASSERT_TRUE(e.ok());
-    event_id = e->event.event_id;
-    ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::EventKey(seq)).ok());
-  });
+  const std::string event_id = LoseEventRecord(seq);
+  ASSERT_FALSE(event_id.empty());
   RepairSummary s;
   const std::vector<LostData> lost = Repair(&s);
   EXPECT_EQ(s.problems_left, 0u);
@@ -124,14 +131,8 @@ class FailNewFilesEnv : public leveldb::EnvWrapper {
 // nothing in the store that names the event; its journal does, and the
 // next repair lists the event again, once. A third lists nothing.
 TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
-  const uint64_t seq = 7;
-  std::string event_id;
-  Raw([&](leveldb::DB* db) {
-    std::string value;
-    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::EventKey(seq), &value).ok());
-    event_id = storage::DecodeStoredEvent(storage::EventKey(seq), value)->event.event_id;
-    ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::EventKey(seq)).ok());
-  });
+  const std::string event_id = LoseEventRecord(7);
+  ASSERT_FALSE(event_id.empty());
   FailNewFilesEnv env;
   Options stopping;
   stopping.env = &env;
