@@ -173,8 +173,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
         CheckFiles(dir, env, [&](const FileDamage& d) { damage.push_back(d); });
     if (!files.ok()) return files.status();
     summary.damaged = damage.size();
-    Status st = SetDamagedTablesRight(dir, env, damage);
-    if (!st.ok()) return st;
+    const std::vector<FileDamage> found_now = damage;
     for (const FileDamage& d : earlier->damage) {
       const auto same = [&](const FileDamage& o) {
         return o.file == d.file && o.offset == d.offset && o.end == d.end && o.message == d.message;
@@ -183,7 +182,11 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     }
     for (const FileDamage& d : damage) (*journal)->AddDamage(d);
     for (const LostData& l : earlier->lost) report(l);
-    st = sync_journal();  // before LevelDB's repairer drops what is damaged
+    // On disk before the damage is set right: a rewritten table no longer
+    // shows it, and LevelDB's repairer drops what it cannot read.
+    Status st = sync_journal();
+    if (!st.ok()) return st;
+    st = SetDamagedTablesRight(dir, env, found_now);
     if (!st.ok()) return st;
     st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(held, filter.get())),
                               "LevelDB repair of " + dir);
