@@ -113,6 +113,10 @@ Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& 
   Status st = lock.Lock(dir);
   if (!st.ok()) return st;
   Result<FileCheckSummary> sum = CheckFiles(dir, EnvOf(options), on_damage);
+  if (!sum.ok()) return sum;
+  Result<UnfinishedRepairs> unfinished = RepairJournal::Unfinished(EnvOf(options), dir);
+  if (!unfinished.ok()) return unfinished.status();
+  sum->unfinished_repairs = std::move(unfinished->journals);
   const std::string quarantine = QuarantineDir(dir);
   if (!sum.ok() || !EnvOf(options)->FileExists(quarantine)) return sum;
   // The quarantine's own database, its damage named quarantine/<file>.

@@ -10,9 +10,11 @@
 // copy beside DIR, so DIR itself stays as found, for `eventfold repair`.
 //
 // Each problem goes to stderr as "eventfold: check: <key or file>: <what>";
-// the summary JSON goes to stdout either way. Exit 0 when the store is
-// intact, 1 on any problem (a store too damaged to open included), 2 when
-// the check could not run.
+// the summary JSON goes to stdout either way. A repair that started and
+// did not finish (its journal in DIR/lost/ has no end) is a problem too:
+// running repair again finishes it. Exit 0 when the store is intact, 1 on
+// any problem (a store too damaged to open included), 2 when the check
+// could not run.
 
 #include <algorithm>
 #include <filesystem>
@@ -34,7 +36,7 @@ void PrintSummary(const FileCheckSummary& f, const CheckSummary& s, bool ok) {
       .Key("ok")
       .Bool(ok)
       .Key("problems")
-      .Uint(f.damaged + s.problems)
+      .Uint(f.damaged + f.unfinished_repairs.size() + s.problems)
       .Key("files")
       .BeginObject()
       .Key("tables")
@@ -51,6 +53,8 @@ void PrintSummary(const FileCheckSummary& f, const CheckSummary& s, bool ok) {
       .Uint(f.unreferenced.size())
       .Key("damaged")
       .Uint(f.damaged)
+      .Key("unfinished_repairs")
+      .Uint(f.unfinished_repairs.size())
       .EndObject()
       .Key("records")
       .Uint(s.records)
@@ -151,6 +155,8 @@ void Accumulate(const FileCheckSummary& f, FileCheckSummary* total) {
   total->unreferenced.insert(total->unreferenced.end(), f.unreferenced.begin(),
                              f.unreferenced.end());
   total->damaged += f.damaged;
+  total->unfinished_repairs.insert(total->unfinished_repairs.end(), f.unfinished_repairs.begin(),
+                                   f.unfinished_repairs.end());
 }
 
 // What mends the store at `dir`, after its problems (stderr). The logs,
@@ -183,6 +189,11 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
     return kExitError;
   }
   Accumulate(*files, files_total);
+  for (const std::string& journal : files->unfinished_repairs) {
+    std::cerr << "eventfold: check: " << label << "lost/" << journal
+              << ": a repair started and did not finish; running `eventfold repair` again "
+                 "finishes it and lists again what it had found\n";
+  }
   std::string open_dir = dir;
   if (files->damaged > 0) {
     open_dir = ScratchCopy(dir);
@@ -220,7 +231,9 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
     return kExitRefused;
   }
   Accumulate(*summary, total);
-  return summary->problems == 0 && files->damaged == 0 ? kExitOk : kExitRefused;
+  return summary->problems == 0 && files->damaged == 0 && files->unfinished_repairs.empty()
+             ? kExitOk
+             : kExitRefused;
 }
 
 // One store, or every partition store of a fold worker's directory with
@@ -243,8 +256,13 @@ int CheckCmd(const std::string& dir) {
     const std::string label =
         worker_dir ? std::filesystem::path(d).filename().string() + ": " : std::string();
     const uint64_t damaged_before = files.damaged;
+    const size_t unfinished_before = files.unfinished_repairs.size();
     const int one = CheckOne(d, label, &files, &total);
-    if (one == kExitRefused) to_mend.emplace_back(d, files.damaged > damaged_before);
+    if (one == kExitRefused) {
+      // Only repair mends damaged files, or finishes a repair.
+      to_mend.emplace_back(
+          d, files.damaged > damaged_before || files.unfinished_repairs.size() > unfinished_before);
+    }
     code = std::max(code, one);
   }
   if (code == kExitError) return kExitError;

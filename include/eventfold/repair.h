@@ -48,6 +48,9 @@ struct FileCheckSummary {
   // (e.g. of a compaction a close interrupted) LevelDB deletes on open.
   std::vector<std::string> unreferenced;
   uint64_t damaged = 0;  // damage reports; 0: every file is intact
+  // Journals (in dir/lost/) of repairs that stopped before their end: the
+  // next RepairStore finishes the work and reports their losses again.
+  std::vector<std::string> unfinished_repairs;
 };
 
 using FileDamageFn = std::function<void(const FileDamage&)>;
@@ -56,8 +59,10 @@ using FileDamageFn = std::function<void(const FileDamage&)>;
 // opening the database (replay/file_check.h): every table's data, index,
 // meta index and filter blocks and footer, every log file and the MANIFEST
 // record by record, CURRENT. Calls `on_damage` per damaged place and goes
-// on past it. Fails with kBusy while a Store holds `dir`, kIOError when the
-// directory cannot be listed. Uses options.env; reads only.
+// on past it. Also lists the journals of repairs that did not finish
+// (FileCheckSummary::unfinished_repairs). Fails with kBusy while a Store
+// holds `dir`, kIOError when the directory or a repair's journal cannot be
+// read. Uses options.env; reads only.
 Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& options,
                                          const FileDamageFn& on_damage);
 

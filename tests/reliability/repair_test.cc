@@ -151,6 +151,19 @@ TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
     EXPECT_TRUE(db->Get(leveldb::ReadOptions(), storage::DedupKey(event_id), &value).IsNotFound())
         << "the stopped repair had deleted the dedup entry: the store no longer names the event";
   });
+  // `check` says the repair did not finish, and what finishes it.
+  Result<FileCheckSummary> files =
+      CheckStoreFiles(dir_.path(), Options(), [](const FileDamage&) {});
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->unfinished_repairs.size(), 1u);
+  test_util::TempDir tmp;
+  const test_util::CliResult check =
+      test_util::RunCli(EVENTFOLD_CLI, {"check", "--data", dir_.path()}, tmp.path() + "/c");
+  EXPECT_EQ(check.exit_code, 1) << check.err << check.out;
+  EXPECT_NE(check.err.find("did not finish"), std::string::npos) << check.err;
+  EXPECT_NE(check.err.find("`eventfold repair --data " + dir_.path() + "`"), std::string::npos)
+      << check.err;
+  EXPECT_NE(check.out.find("\"unfinished_repairs\":1"), std::string::npos) << check.out;
 
   RepairSummary resumed;
   const std::vector<LostData> second = Repair(&resumed);
@@ -165,6 +178,9 @@ TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
   EXPECT_NE(journal.find("{\"end\":{\"problems_left\":0}}\n"), std::string::npos) << journal;
   EXPECT_EQ(resumed.journal.rfind(dir_.path() + "/lost/repair-", 0), 0u) << resumed.journal;
 
+  files = CheckStoreFiles(dir_.path(), Options(), [](const FileDamage&) {});
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_TRUE(files->unfinished_repairs.empty()) << "both journals are finished";
   RepairSummary third_summary;
   EXPECT_TRUE(Repair(&third_summary).empty()) << "the resumed journal was taken over";
   EXPECT_NE(third_summary.journal, resumed.journal);
