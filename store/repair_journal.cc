@@ -145,11 +145,14 @@ JournalRead ParseJournal(std::string_view text) {
   return r;
 }
 
+// Appends `line` to the journal at `path` on a line of its own: the
+// journal may end in a line a kill cut short, which the newline in front
+// closes (the empty or cut line is skipped when read).
 Status AppendSynced(leveldb::Env* env, const std::string& path, const std::string& line) {
   leveldb::WritableFile* raw = nullptr;
   leveldb::Status s = env->NewAppendableFile(path, &raw);
   std::unique_ptr<leveldb::WritableFile> f(raw);
-  if (s.ok()) s = f->Append(line + "\n");
+  if (s.ok()) s = f->Append("\n" + line + "\n");
   if (s.ok()) s = f->Sync();
   if (s.ok()) s = f->Close();
   return storage::FromLevelDb(s, "writing the repair journal " + path);

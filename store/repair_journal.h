@@ -17,7 +17,9 @@
 // before the write that drops what it names (Sync). A journal with neither
 // of the last two lines belongs to a repair that stopped: the next repair
 // resumes it (Unfinished), taking its damage as its own and reporting its
-// losses again. A line cut short by a kill is skipped when read.
+// losses again. A line cut short by a kill is skipped when read, and the
+// "resumed_by" line a later repair appends starts with a newline of its
+// own, so it is never joined to such a line.
 //
 // Thread-compatible.
 

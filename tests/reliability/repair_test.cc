@@ -20,6 +20,7 @@
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
+#include "store/repair_journal.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
@@ -184,6 +185,81 @@ TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
   RepairSummary third_summary;
   EXPECT_TRUE(Repair(&third_summary).empty()) << "the resumed journal was taken over";
   EXPECT_NE(third_summary.journal, resumed.journal);
+}
+
+// The journal's grammar reads back what was written, raw key bytes and
+// every field included; a line a kill cut short is skipped, the lines
+// before it kept; a journal a later repair took over is no longer
+// unfinished.
+TEST(RepairJournalTest, AnUnfinishedJournalReadsBackUpToALineCutShort) {
+  test_util::TempDir dir("journal");
+  leveldb::Env* env = leveldb::Env::Default();
+  FileDamage d;
+  d.file = "000007.ldb";
+  d.offset = 4096;
+  d.end = 8192;
+  d.after_key = "a/\\x00\\x07";
+  d.before_key = "a/\\x00\\x09";
+  d.after_raw = std::string("a/\0\x07\xff", 5);
+  d.before_raw = std::string("a/\0\x09\x80", 5);
+  d.message = "data block: Corruption: \"block checksum mismatch\"";
+  LostData l;
+  l.kind = LostData::Kind::kWindow;
+  l.event_id = "evt_\u00e9";
+  l.type = "receipt.issued";
+  l.occurred_at = -5;
+  l.received_from = 1795000000000000;
+  l.received_to = 1795000000999999;
+  l.first_seq = 7;
+  l.last_seq = 9;
+  l.detail = "line one\nline two";
+  std::string first_name;
+  {
+    Result<std::unique_ptr<RepairJournal>> j = RepairJournal::Create(env, dir.path(), 1795000000);
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    (*j)->AddDamage(d);
+    EXPECT_TRUE((*j)->AddLost(l));
+    EXPECT_FALSE((*j)->AddLost(l)) << "the same loss twice";
+    ASSERT_TRUE((*j)->Sync().ok());
+    first_name = std::filesystem::path((*j)->path()).filename().string();
+  }  // a repair that stopped: no end line
+  std::string cut = test_util::ReadFile(dir.path() + "/lost/" + first_name);
+  test_util::WriteFile(dir.path() + "/lost/" + first_name,
+                       cut + R"({"lost":{"kind":"event","event_id":"evt_cut)");
+
+  Result<UnfinishedRepairs> u = RepairJournal::Unfinished(env, dir.path());
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  ASSERT_EQ(u->journals, std::vector<std::string>{first_name});
+  ASSERT_EQ(u->damage.size(), 1u);
+  const FileDamage& rd = u->damage[0];
+  EXPECT_EQ(rd.file, d.file);
+  EXPECT_EQ(rd.offset, d.offset);
+  EXPECT_EQ(rd.end, d.end);
+  EXPECT_EQ(rd.after_key, d.after_key);
+  EXPECT_EQ(rd.before_key, d.before_key);
+  EXPECT_EQ(rd.after_raw, d.after_raw);
+  EXPECT_EQ(rd.before_raw, d.before_raw);
+  EXPECT_EQ(rd.message, d.message);
+  ASSERT_EQ(u->lost.size(), 1u) << "the line cut short is skipped";
+  const LostData& rl = u->lost[0];
+  EXPECT_EQ(rl.kind, l.kind);
+  EXPECT_EQ(rl.event_id, l.event_id);
+  EXPECT_EQ(rl.type, l.type);
+  EXPECT_EQ(rl.occurred_at, l.occurred_at);
+  EXPECT_EQ(rl.received_from, l.received_from);
+  EXPECT_EQ(rl.received_to, l.received_to);
+  EXPECT_EQ(rl.first_seq, l.first_seq);
+  EXPECT_EQ(rl.last_seq, l.last_seq);
+  EXPECT_EQ(rl.detail, l.detail);
+
+  // A later repair, in the same microsecond, finishes and takes it over.
+  Result<std::unique_ptr<RepairJournal>> later = RepairJournal::Create(env, dir.path(), 1795000000);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_NE(std::filesystem::path((*later)->path()).filename().string(), first_name);
+  ASSERT_TRUE((*later)->Finish(0, u->journals).ok());
+  u = RepairJournal::Unfinished(env, dir.path());
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_TRUE(u->journals.empty());
 }
 
 // A lost dedup entry comes back from its event: a resend stays a duplicate.
