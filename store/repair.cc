@@ -166,6 +166,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   Result<std::unique_ptr<RepairJournal>> journal = RepairJournal::Create(env, dir, start);
   if (!journal.ok()) return journal.status();
   summary.journal = (*journal)->path();
+  summary.resumed = earlier->journals.size();
   // Each loss is in the journal before the caller hears of it, and on disk
   // before the write that drops what it names (sync_journal).
   const LostDataFn report = [&](const LostData& l) {

@@ -78,6 +78,8 @@ int RepairCmd(const std::string& dir) {
       .Double(r->seconds)
       .Key("journal")
       .String(r->journal)
+      .Key("resumed")
+      .Uint(r->resumed)
       .EndObject();
   std::cout << w.str() << "\n";
   return r->problems_left == 0 ? kExitOk : kExitRefused;

@@ -102,6 +102,7 @@ struct RepairSummary {
   // This repair's journal: dir/lost/repair-<start time>.ndjson, every
   // damaged place and every loss it found, kept in the store directory.
   std::string journal;
+  uint64_t resumed = 0;  // unfinished repairs this one took over
 };
 
 using LostDataFn = std::function<void(const LostData&)>;

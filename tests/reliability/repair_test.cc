@@ -169,6 +169,7 @@ TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
   RepairSummary resumed;
   const std::vector<LostData> second = Repair(&resumed);
   EXPECT_EQ(resumed.problems_left, 0u);
+  EXPECT_EQ(resumed.resumed, 1u);
   ASSERT_EQ(second.size(), 1u) << "listed again from the journal, and once";
   EXPECT_EQ(second[0].kind, LostData::Kind::kEvent);
   EXPECT_EQ(second[0].event_id, event_id);
@@ -185,6 +186,7 @@ TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
   RepairSummary third_summary;
   EXPECT_TRUE(Repair(&third_summary).empty()) << "the resumed journal was taken over";
   EXPECT_NE(third_summary.journal, resumed.journal);
+  EXPECT_EQ(third_summary.resumed, 0u);
 }
 
 // The journal's grammar reads back what was written, raw key bytes and
