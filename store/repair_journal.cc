@@ -163,8 +163,10 @@ Status AppendSynced(leveldb::Env* env, const std::string& path, const std::strin
 Result<UnfinishedRepairs> RepairJournal::Unfinished(leveldb::Env* env, const std::string& dir) {
   UnfinishedRepairs out;
   const std::string lost_dir = dir + "/lost";
+  if (!env->FileExists(lost_dir)) return out;  // no repair has run
   std::vector<std::string> names;
-  if (!env->GetChildren(lost_dir, &names).ok()) return out;  // no lost/: none
+  Status listed = storage::FromLevelDb(env->GetChildren(lost_dir, &names), "listing " + lost_dir);
+  if (!listed.ok()) return listed;  // its journals would go unread
   // The names hold their start time: sorted, they are oldest first.
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {

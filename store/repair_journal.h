@@ -48,8 +48,9 @@ struct UnfinishedRepairs {
 
 class RepairJournal {
  public:
-  // Reads every unfinished journal in `dir`/lost/. A journal that cannot be
-  // read is an error (kIOError): its findings would be lost.
+  // Reads every unfinished journal in `dir`/lost/ (none when there is no
+  // lost/). A journal that cannot be read, or a lost/ that cannot be
+  // listed, is an error (kIOError): its findings would go unread.
   [[nodiscard]] static Result<UnfinishedRepairs> Unfinished(leveldb::Env* env,
                                                             const std::string& dir);
 
