@@ -105,6 +105,7 @@ class HttpServer::Impl {
   std::string MetricsText() const;
 
   void Count(Refusal r) { refused_[r].fetch_add(1, std::memory_order_relaxed); }
+  void CountHangUp() { hung_up_.fetch_add(1, std::memory_order_relaxed); }
   void Register(const std::shared_ptr<Session>& s);
   void Unregister(Session* s);
   // Answers a receiver owes through HandleAsync (it may give them from its
@@ -136,6 +137,7 @@ class HttpServer::Impl {
 
   const std::string connection_limit_answer_;
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
+  std::atomic<uint64_t> hung_up_{0};  // connections closed by close_on_hang_up
   std::atomic<size_t> connections_{0};
   Mutex log_mu_;  // serializes writes to opt_.access_log
   Mutex mu_;
@@ -302,6 +304,25 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
+  // close_on_hang_up: while the answer is being made, waits for the socket
+  // to turn readable. The end of the stream (or an error) means the client
+  // hung up: the connection closes now, and Respond() drops the answer when
+  // it comes. Bytes mean a pipelined request, read after this answer: the
+  // watch ends. The waits are the same as AwaitFirstByte's.
+  void WatchForHangUp() {
+    stream_.socket().async_wait(
+        tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+          if (ec || self->phase_ != Phase::kServing) return;
+          char byte;
+          const ssize_t n =
+              ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return self->WatchForHangUp();
+          if (n > 0) return;
+          self->s_.CountHangUp();
+          self->Close();
+        });
+  }
+
   // Drops whole CRLF pairs from the front of the buffer.
   void SkipEmptyLines() {
     const auto* data = static_cast<const char*>(buffer_.data().data());
@@ -433,6 +454,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Serve() {
     phase_ = Phase::kServing;
     Disarm();
+    if (s_.opt_.close_on_hang_up) WatchForHangUp();
     auto& req = parser_->get();
     Headers headers = HeaderFields();
     std::string method(req.method_string());
@@ -892,6 +914,13 @@ std::string HttpServer::Impl::MetricsText() const {
   for (size_t i = 0; i < kRefusalCount; ++i) {
     out += "eventfold_http_refused_total{reason=\"" + std::string(kRefusalNames[i]) + "\"} " +
            std::to_string(refused_[i].load(std::memory_order_relaxed)) + "\n";
+  }
+  if (opt_.close_on_hang_up) {
+    out +=
+        "# HELP eventfold_http_hung_up_total Connections closed because the client hung up while "
+        "its answer was being made.\n# TYPE eventfold_http_hung_up_total counter\n"
+        "eventfold_http_hung_up_total " +
+        std::to_string(hung_up_.load(std::memory_order_relaxed)) + "\n";
   }
   return out;
 }

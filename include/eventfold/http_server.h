@@ -95,6 +95,15 @@ struct HttpServerOptions {
   // API pages with it); false: the path only, as the webhook receiver wants.
   bool pass_query = false;
 
+  // While the receiver works on a request, notice a client that hangs up
+  // and close its connection at once (counted in /metrics as
+  // eventfold_http_hung_up_total); the answer, when it comes, is dropped.
+  // For a listener whose answers may wait long (a read API's long-polls):
+  // each request then costs one more readiness wait, so false (the
+  // default) leaves a webhook listener, whose answers come in
+  // milliseconds, without it.
+  bool close_on_hang_up = false;
+
   // The Server field of every answer the server formats (a read API names
   // itself, so that a client pointed at another port can tell); empty (the
   // default): none. Must not hold a line break (Start() refuses it).

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -593,6 +595,87 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   std::sort(refused.begin(), refused.end());
   EXPECT_EQ(refused, (std::vector<int>{400, 401, 413}));
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
+}
+
+// Keeps every answer until told, as a read API keeps a parked long-poll's.
+class ParkingReceiver final : public Receiver {
+ public:
+  HttpResponse Handle(std::string_view, std::string_view, const Headers&,
+                      std::string_view) override {
+    return HttpResponse{200, "text/plain", "now\n"};
+  }
+  void HandleAsync(std::string_view, std::string_view, Headers, std::string,
+                   AnswerCallback done) override {
+    std::lock_guard lock(mu_);
+    parked_.push_back(std::move(done));
+    cv_.notify_all();
+  }
+  HttpResponse RefuseOversized(const Headers&, uint64_t) override {
+    return HttpResponse{413, "text/plain", "too large\n"};
+  }
+  HttpResponse RefuseOverloaded(std::string_view) override {
+    return HttpResponse{503, "text/plain", "busy\n"};
+  }
+  std::string MetricsText() override { return ""; }
+
+  // Waits (bounded) until `n` answers are parked.
+  bool WaitForParked(size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(30), [&] { return parked_.size() >= n; });
+  }
+  void AnswerAll() {
+    std::vector<AnswerCallback> parked;
+    {
+      std::lock_guard lock(mu_);
+      parked.swap(parked_);
+    }
+    for (AnswerCallback& done : parked) done(HttpResponse{200, "text/plain", "later\n"});
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<AnswerCallback> parked_;
+};
+
+// With close_on_hang_up, a client that hangs up while its answer is parked
+// has its connection closed at once (counted), and the answer, when it
+// comes, goes nowhere; a client still there gets its answer. Without it,
+// nothing is counted.
+TEST_F(HttpServerTest, AClientThatHangsUpWhileItsAnswerIsParkedIsClosedAtOnce) {
+  for (const bool watch : {true, false}) {
+    SCOPED_TRACE(watch ? "close_on_hang_up" : "default");
+    ParkingReceiver parking;
+    HttpServerOptions o = TestOptions();
+    o.close_on_hang_up = watch;
+    HttpServer server(&parking, o);
+    ASSERT_TRUE(server.Start().ok());
+    RawClient stays(server.port());
+    ASSERT_TRUE(stays.Send("GET /feed HTTP/1.1\r\nHost: t\r\n\r\n"));
+    {
+      RawClient leaves(server.port());
+      ASSERT_TRUE(leaves.Send("GET /feed HTTP/1.1\r\nHost: t\r\n\r\n"));
+      ASSERT_TRUE(parking.WaitForParked(2));
+    }  // hangs up
+    const std::string counted = "eventfold_http_hung_up_total 1\n";
+    if (watch) {
+      // Bounded: the close is an event on the server's loop, not a timer.
+      const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+      while (server.MetricsText().find(counted) == std::string::npos &&
+             SteadyClock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      EXPECT_NE(server.MetricsText().find(counted), std::string::npos) << server.MetricsText();
+    }
+    parking.AnswerAll();
+    EXPECT_EQ(stays.ReadAnswers(1), std::vector<int>{200});
+    EXPECT_NE(stays.received().find("later"), std::string::npos) << stays.received();
+    EXPECT_FALSE(stays.WaitForClose(milliseconds(200))) << "kept alive";
+    if (!watch) {
+      EXPECT_EQ(server.MetricsText().find("hung_up"), std::string::npos) << server.MetricsText();
+    }
+    server.Stop();
+  }
 }
 
 TEST_F(HttpServerTest, StopClosesIdleKeepAliveAtOnceAndFinishesBodiesInFlight) {
