@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "eventfold/store.h"
@@ -233,26 +234,17 @@ TEST(RepairJournalTest, AnUnfinishedJournalReadsBackUpToALineCutShort) {
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   ASSERT_EQ(u->journals, std::vector<std::string>{first_name});
   ASSERT_EQ(u->damage.size(), 1u);
-  const FileDamage& rd = u->damage[0];
-  EXPECT_EQ(rd.file, d.file);
-  EXPECT_EQ(rd.offset, d.offset);
-  EXPECT_EQ(rd.end, d.end);
-  EXPECT_EQ(rd.after_key, d.after_key);
-  EXPECT_EQ(rd.before_key, d.before_key);
-  EXPECT_EQ(rd.after_raw, d.after_raw);
-  EXPECT_EQ(rd.before_raw, d.before_raw);
-  EXPECT_EQ(rd.message, d.message);
+  const auto damage_fields = [](const FileDamage& x) {
+    return std::tie(x.file, x.offset, x.end, x.after_key, x.before_key, x.after_raw, x.before_raw,
+                    x.message);
+  };
+  EXPECT_EQ(damage_fields(u->damage[0]), damage_fields(d));
   ASSERT_EQ(u->lost.size(), 1u) << "the line cut short is skipped";
-  const LostData& rl = u->lost[0];
-  EXPECT_EQ(rl.kind, l.kind);
-  EXPECT_EQ(rl.event_id, l.event_id);
-  EXPECT_EQ(rl.type, l.type);
-  EXPECT_EQ(rl.occurred_at, l.occurred_at);
-  EXPECT_EQ(rl.received_from, l.received_from);
-  EXPECT_EQ(rl.received_to, l.received_to);
-  EXPECT_EQ(rl.first_seq, l.first_seq);
-  EXPECT_EQ(rl.last_seq, l.last_seq);
-  EXPECT_EQ(rl.detail, l.detail);
+  const auto lost_fields = [](const LostData& x) {
+    return std::tie(x.kind, x.event_id, x.type, x.occurred_at, x.received_from, x.received_to,
+                    x.first_seq, x.last_seq, x.detail);
+  };
+  EXPECT_EQ(lost_fields(u->lost[0]), lost_fields(l));
 
   // A later repair, in the same microsecond, finishes and takes it over.
   Result<std::unique_ptr<RepairJournal>> later = RepairJournal::Create(env, dir.path(), 1795000000);
