@@ -275,7 +275,7 @@ int Serve(const ServeArgs& a) {
     as.max_connections = 1024;
     as.max_body_bytes = 1024;
     as.pass_query = true;
-    // A follower that hangs up mid long-poll frees its connection at once.
+    // A follower that hangs up mid long-poll frees its socket at once.
     as.close_on_hang_up = true;
     as.server_header = kAdminServerName;
     as.access_log = &std::cerr;
