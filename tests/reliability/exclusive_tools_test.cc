@@ -1,7 +1,8 @@
 // Repair, restore and destroy hold the store's lock from when they take it
-// to their last step: at every file they touch in the directory, a Store opening it
-// (here: another lock of the directory's LOCK file) would be refused, and
-// they take the lock once, never letting go of it for an open of their own.
+// to their last step: at every file they touch in the directory, a Store
+// opening it (here: another lock of the directory's LOCK file) would be
+// refused, and they take the lock once, never letting go of it for an open
+// of their own.
 // Before, repair let go for LevelDB's repairer, a restore before checking
 // its copy and destroy between the quarantine and the database, and a Store
 // opening the directory in those windows was not refused.

@@ -1,8 +1,9 @@
 // Repair (RepairStore, `eventfold repair`): events lost with their dedup entry
 // surviving are listed by id and a resend is accepted; a lost dedup entry is
 // restored from its event; feed gaps are filled; the repaired store checks
-// clean. (Byte flips in every kind of file followed by repair are in
-// file_check_test.cc.)
+// clean; a repair stopped halfway is resumed from its journal, whose
+// grammar reads back what was written. (Byte flips in every kind of file
+// followed by repair are in file_check_test.cc.)
 
 #include "eventfold/repair.h"
 
