@@ -1,9 +1,10 @@
 // Issue 13's outside test of `eventfold check`: a store SIGKILLed mid-ingest
 // six times, then 8 bytes flipped at a quarter of its largest table — check
 // exits 1 naming that table (it said {"ok":true} when its own open had
-// compacted the damage away). Forks its children, so it has its own binary:
-// a child of a process whose LevelDB background thread already ran would
-// have none.
+// compacted the damage away). And `eventfold repair` SIGKILLed after each
+// of several losses it listed: the next repair lists them all again.
+// Forks its children, so it has its own binary: a child of a process whose
+// LevelDB background thread already ran would have none.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "eventfold/repair.h"
@@ -100,6 +102,108 @@ TEST(FileCheckCrash, SigkilledStoreWithFlippedTableFailsCheck) {
   const CliResult again =
       RunCli(EVENTFOLD_CLI, {"check", "--data", dir.path()}, tmp.path() + "/c2");
   EXPECT_EQ(again.exit_code, 0) << again.err << again.out;
+}
+
+// The lines of `eventfold repair`'s output that name a loss (the summary,
+// a JSON object, left out).
+std::set<std::string> LossLines(const std::string& out) {
+  std::set<std::string> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = out.find('\n', start)) != std::string::npos; start = nl + 1) {
+    const std::string line = out.substr(start, nl - start);
+    if (!line.empty() && line[0] != '{') lines.insert(line);
+  }
+  return lines;
+}
+
+// Runs `eventfold repair --data dir` and SIGKILLs it as soon as it has
+// printed `kill_after` loss lines; false when it ended before that.
+bool RepairKilledAfter(const std::string& dir, size_t kill_after) {
+  const std::string cli = EVENTFOLD_CLI;
+  test_util::ForkedChild child = test_util::ForkWithPipe([&](int to_parent) {
+    ::dup2(to_parent, STDOUT_FILENO);
+    ::execl(cli.c_str(), cli.c_str(), "repair", "--data", dir.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(126);
+  });
+  if (child.pid <= 0) return false;
+  std::string out;
+  char buf[4096];
+  bool reached = false;
+  while (!reached) {
+    const ssize_t n = ::read(child.from_child, buf, sizeof(buf));
+    if (n <= 0) break;  // it ended
+    out.append(buf, static_cast<size_t>(n));
+    reached = LossLines(out).size() >= kill_after;
+  }
+  if (reached) ::kill(child.pid, SIGKILL);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  ::close(child.from_child);
+  return reached && WIFSIGNALED(status);
+}
+
+// A repair killed right after it listed its k-th loss (for k from the
+// first to the last) leaves a journal the next repair resumes: that repair
+// alone lists exactly the losses an uninterrupted repair of the same
+// damage lists, ends clean, and says it took one over; check is then clean.
+TEST(RepairCrash, ARepairKilledAfterAnyLossItListedIsResumedWithTheWholeList) {
+  const uint64_t seed = test_util::TestSeed("RepairCrash", 17);
+  ScratchDir base("repair-kill");
+  {
+    sim::HistoryOptions ho;
+    ho.seed = seed;
+    ho.receipts = 1500;
+    ho.products = 150;
+    Result<std::unique_ptr<Store>> store = Store::Open(base.path(), SmallTables());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    for (const Delivery& d : sim::GenerateHistory(ho).deliveries) (void)(*store)->Ingest(d);
+  }
+  FileCheckSummary files;
+  ASSERT_TRUE(Damages(base.path(), &files).empty());
+  std::string largest;
+  uintmax_t largest_size = 0;
+  for (const std::string& t : FilesEndingIn(base.path(), ".ldb")) {
+    if (std::find(files.unreferenced.begin(), files.unreferenced.end(), t) !=
+        files.unreferenced.end()) {
+      continue;  // a compaction's left-over, not the store's data
+    }
+    const uintmax_t size = fs::file_size(base.path() + "/" + t);
+    if (size > largest_size) largest = t, largest_size = size;
+  }
+  ASSERT_FALSE(largest.empty());
+  for (uint64_t at : {largest_size / 4, largest_size / 2, largest_size * 3 / 4}) {
+    XorBytes(base.path() + "/" + largest, at, std::string(8, '\x5a'));
+  }
+  TempDir tmp;
+  const auto copy_of = [&](const std::string& name) {
+    const std::string to = tmp.path() + "/" + name;
+    fs::copy(base.path(), to, fs::copy_options::recursive);
+    return to;
+  };
+  const CliResult ref =
+      RunCli(EVENTFOLD_CLI, {"repair", "--data", copy_of("ref")}, tmp.path() + "/r");
+  ASSERT_EQ(ref.exit_code, 0) << ref.err << ref.out;
+  const std::set<std::string> want = LossLines(ref.out);
+  ASSERT_GE(want.size(), 3u) << ref.out;
+  std::printf("uninterrupted repair: %zu losses listed\n", want.size());
+
+  size_t killed = 0;
+  for (size_t k = 1; k <= want.size(); k += std::max<size_t>(1, want.size() / 6)) {
+    SCOPED_TRACE("killed after loss " + std::to_string(k));
+    const std::string dir = copy_of("k" + std::to_string(k));
+    if (!RepairKilledAfter(dir, k)) continue;  // it finished first
+    ++killed;
+    const CliResult resumed =
+        RunCli(EVENTFOLD_CLI, {"repair", "--data", dir}, tmp.path() + "/k" + std::to_string(k));
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
+    EXPECT_EQ(LossLines(resumed.out), want) << resumed.out;
+    EXPECT_NE(resumed.out.find("\"resumed\":1"), std::string::npos) << resumed.out;
+    const CliResult check =
+        RunCli(EVENTFOLD_CLI, {"check", "--data", dir}, tmp.path() + "/c" + std::to_string(k));
+    EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
+  }
+  std::printf("repairs killed and resumed: %zu\n", killed);
+  EXPECT_GT(killed, 0u) << "every repair finished before its kill";
 }
 
 }  // namespace
