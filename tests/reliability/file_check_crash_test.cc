@@ -74,15 +74,8 @@ TEST(FileCheckCrash, SigkilledStoreWithFlippedTableFailsCheck) {
   }
   FileCheckSummary s;
   EXPECT_TRUE(Damages(dir.path(), &s).empty());
-  std::string largest;
   uintmax_t largest_size = 0;
-  for (const std::string& t : FilesEndingIn(dir.path(), ".ldb")) {
-    if (std::find(s.unreferenced.begin(), s.unreferenced.end(), t) != s.unreferenced.end()) {
-      continue;  // a compaction's left-over, not the store's data
-    }
-    const uintmax_t size = fs::file_size(dir.path() + "/" + t);
-    if (size > largest_size) largest = t, largest_size = size;
-  }
+  const std::string largest = LargestLiveTable(dir.path(), s.unreferenced, &largest_size);
   ASSERT_FALSE(largest.empty());
   XorBytes(dir.path() + "/" + largest, largest_size / 4, std::string(8, '\xff'));
   TempDir tmp;
@@ -160,16 +153,8 @@ TEST(RepairCrash, ARepairKilledAfterAnyLossItListedIsResumedWithTheWholeList) {
   }
   FileCheckSummary files;
   ASSERT_TRUE(Damages(base.path(), &files).empty());
-  std::string largest;
   uintmax_t largest_size = 0;
-  for (const std::string& t : FilesEndingIn(base.path(), ".ldb")) {
-    if (std::find(files.unreferenced.begin(), files.unreferenced.end(), t) !=
-        files.unreferenced.end()) {
-      continue;  // a compaction's left-over, not the store's data
-    }
-    const uintmax_t size = fs::file_size(base.path() + "/" + t);
-    if (size > largest_size) largest = t, largest_size = size;
-  }
+  const std::string largest = LargestLiveTable(base.path(), files.unreferenced, &largest_size);
   ASSERT_FALSE(largest.empty());
   for (uint64_t at : {largest_size / 4, largest_size / 2, largest_size * 3 / 4}) {
     XorBytes(base.path() + "/" + largest, at, std::string(8, '\x5a'));

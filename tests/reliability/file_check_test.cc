@@ -248,16 +248,8 @@ TEST_F(FileCheckTest, ACompactionMeetingADamagedBlockStopsWrites) {
   // closed is a left-over that LevelDB deletes on open, damage and all.
   FileCheckSummary pristine;
   ASSERT_TRUE(Damages(pristine_.path(), &pristine).empty());
-  std::string largest;
   uintmax_t largest_size = 0;
-  for (const std::string& name : FilesEndingIn(dir_.path(), ".ldb")) {
-    if (std::find(pristine.unreferenced.begin(), pristine.unreferenced.end(), name) !=
-        pristine.unreferenced.end()) {
-      continue;
-    }
-    const uintmax_t size = fs::file_size(dir_.path() + "/" + name);
-    if (size > largest_size) largest = name, largest_size = size;
-  }
+  const std::string largest = LargestLiveTable(dir_.path(), pristine.unreferenced, &largest_size);
   ASSERT_FALSE(largest.empty()) << "no table in the pristine store";
   const std::string path = dir_.path() + "/" + largest;
   // A quarter into the data blocks (they end before the filter block, which

@@ -59,6 +59,22 @@ inline std::vector<std::string> FilesEndingIn(const std::string& dir, const std:
   return out;
 }
 
+// The largest table in `dir` that the store's MANIFEST lists: a table in
+// `unreferenced` (the file check's list; e.g. a compaction's output when
+// the store closed) is a left-over LevelDB deletes on open, damage and
+// all. "" when there is none; its size in *size.
+inline std::string LargestLiveTable(const std::string& dir,
+                                    const std::vector<std::string>& unreferenced, uintmax_t* size) {
+  std::string largest;
+  *size = 0;
+  for (const std::string& t : FilesEndingIn(dir, ".ldb")) {
+    if (std::find(unreferenced.begin(), unreferenced.end(), t) != unreferenced.end()) continue;
+    const uintmax_t bytes = std::filesystem::file_size(dir + "/" + t);
+    if (bytes > *size) largest = t, *size = bytes;
+  }
+  return largest;
+}
+
 inline void XorBytes(const std::string& path, uint64_t offset, const std::string& mask) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   ASSERT_TRUE(f) << path;
