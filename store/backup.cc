@@ -189,6 +189,8 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     if (!q.ok()) return q.status();
     summary.records += q->records;
   }
+  st = SyncNewStoreDir(env, dir, created);
+  if (!st.ok()) return st;
   summary.seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
   return summary;
 }
@@ -204,7 +206,8 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
                                  path_ + ")");
   }
   if (st.ok()) st = RefuseNonEmpty(env, out);
-  if (st.ok()) st = CreateParentDirs(env, out);
+  std::vector<std::string> created;
+  if (st.ok()) st = CreateParentDirs(env, out, &created);
   if (!st.ok()) return st;
   Result<DbDigest> copied = Status::IOError("the store's database is closed");
   {
@@ -255,6 +258,8 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   Options o = options_;
   o.profile.reset();
   st = CheckStoreAt(out, o, "the backup");
+  if (!st.ok()) return st;
+  st = SyncNewStoreDir(env, out, created);
   if (!st.ok()) return st;
   summary.records += copied->records;
   summary.bytes += copied->bytes;

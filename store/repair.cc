@@ -15,6 +15,7 @@
 
 #include "eventfold/store.h"
 #include "replay/file_check.h"
+#include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
@@ -45,6 +46,9 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
     (void)env->CreateDir(dir + "/lost");
     Status st = storage::FromLevelDb(env->RenameFile(dir + "/" + t, dir + "/lost/" + t),
                                      "moving the unreadable table " + t + " aside");
+    // Its new name durable before LevelDB's repairer rewrites the MANIFEST
+    // without it (which syncs the store directory, not lost/).
+    if (st.ok()) st = storage::SyncDir(env, dir + "/lost");
     if (!st.ok()) return st;
   }
   return Status::OK();
@@ -233,6 +237,10 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     if (!check.ok()) return check.status();
     summary.problems_left += check->problems;
   }
+  // The names it wrote (the new tables, CURRENT, what LevelDB's repairer
+  // archived in lost/) durable before the journal says the repair ran to
+  // its end.
+  if (Status st = SyncStoreDirEntries(env, dir); !st.ok()) return st;
   if (Status st = (*journal)->Finish(summary.problems_left, earlier->journals); !st.ok()) {
     return st;
   }

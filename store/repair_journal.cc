@@ -12,6 +12,7 @@
 #include "core/json_writer.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 
 namespace eventfold {
@@ -244,6 +245,13 @@ bool RepairJournal::AddLost(const LostData& l) {
 Status RepairJournal::Sync() {
   if (!error_.ok()) return error_;
   error_ = storage::FromLevelDb(file_->Sync(), "syncing the repair journal " + path_);
+  // A journal whose bytes are on disk but whose name a power cut took (or
+  // lost/ itself, when this repair made it) is no journal to resume.
+  if (error_.ok() && !entry_synced_) {
+    error_ = storage::SyncDir(env_, lost_dir_);
+    if (error_.ok()) error_ = storage::SyncDir(env_, storage::ParentDir(lost_dir_));
+    entry_synced_ = error_.ok();
+  }
   return error_;
 }
 

@@ -71,6 +71,8 @@ class RepairJournal {
   bool AddLost(const LostData& l);
 
   // Makes every line appended so far durable, or returns the first error.
+  // The first call also makes the journal's name durable: lost/ is synced,
+  // and the store directory that holds lost/.
   [[nodiscard]] Status Sync();
 
   // The last line: the repair ran to its end. Then marks each of
@@ -92,6 +94,7 @@ class RepairJournal {
   std::unique_ptr<leveldb::WritableFile> file_;
   std::set<std::string> lost_lines_;  // for AddLost's "already holds"
   Status error_;
+  bool entry_synced_ = false;  // the journal's name in lost/, and lost/ in the store's
 };
 
 }  // namespace eventfold

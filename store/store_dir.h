@@ -22,6 +22,7 @@
 
 #include "eventfold/options.h"
 #include "eventfold/status.h"
+#include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 #include "store/quarantine_log.h"
 
@@ -106,6 +107,35 @@ inline Status CreateParentDirs(leveldb::Env* env, const std::string& path,
   return Status::OK();
 }
 
+// Makes the entries of a store directory and of its quarantine's directory
+// durable, and of their lost/ directories (where LevelDB's repairer
+// archives). Run by a tool that changed files there before it reports
+// success: LevelDB renames its CURRENT file after its last directory sync,
+// and a copied or renamed file's name is not synced by its own Sync.
+inline Status SyncStoreDirEntries(leveldb::Env* env, const std::string& dir) {
+  const std::string quarantine = QuarantineDir(dir);
+  for (const std::string& d : {quarantine + "/lost", quarantine, dir + "/lost", dir}) {
+    if (!env->FileExists(d)) continue;  // e.g. a store without refusals has no quarantine
+    if (Status st = storage::SyncDir(env, d); !st.ok()) return st;
+  }
+  return Status::OK();
+}
+
+// The same for a store directory a tool has just made (a backup, a
+// restore), and also the name of `dir` in its parent and the name of each
+// parent made for it (`created`, from CreateParentDirs): a backup or a
+// restore that said it was done is still there after a power cut.
+inline Status SyncNewStoreDir(leveldb::Env* env, const std::string& dir,
+                              const std::vector<std::string>& created) {
+  if (Status st = SyncStoreDirEntries(env, dir); !st.ok()) return st;
+  std::vector<std::string> parents = {storage::ParentDir(dir)};
+  for (const std::string& c : created) parents.push_back(storage::ParentDir(c));
+  for (const std::string& p : parents) {
+    if (Status st = storage::SyncDir(env, p); !st.ok()) return st;
+  }
+  return Status::OK();
+}
+
 class DirLock {
  public:
   explicit DirLock(leveldb::Env* env) : env_(env), held_env_(env, this) {}
@@ -140,10 +170,14 @@ class DirLock {
   leveldb::Env* env() { return &held_env_; }
 
  private:
-  class HeldLockEnv : public leveldb::EnvWrapper {
+  class HeldLockEnv : public storage::DirSyncEnv {
    public:
     HeldLockEnv(leveldb::Env* target, const DirLock* owner)
-        : leveldb::EnvWrapper(target), owner_(owner) {}
+        : storage::DirSyncEnv(target), owner_(owner) {}
+    // The wrapped Env's own (see storage/dir_sync.h).
+    leveldb::Status SyncDir(const std::string& dir) override {
+      return storage::SyncDirOf(target(), dir);
+    }
     leveldb::Status LockFile(const std::string& name, leveldb::FileLock** lock) override {
       if (owner_->lock_ && name == owner_->lock_path_) {
         *lock = &already_held_;

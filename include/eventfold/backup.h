@@ -7,7 +7,9 @@
 // logs, projections, the change feed, checkpoints, the quarantine) in one
 // consistent cut — while ingest goes on. It is synced, then verified before
 // it is reported written: every file's checksums, every record read back
-// against what was copied, and the store's own integrity check on it.
+// against what was copied, and the store's own integrity check on it. Its
+// names are synced too (its files, its directory in its parent, each parent
+// made for it), so a backup or restore reported done survives a power cut.
 // Thread-safety: as Store; RestoreStore may run for different directories
 // at once.
 

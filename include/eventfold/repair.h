@@ -126,10 +126,10 @@ using LostDataFn = std::function<void(const LostData&)>;
 // each loss, on disk before the write that drops what it names. A repair
 // that stopped (killed, or failed) leaves its journal unfinished; the next
 // repair takes over its damage and calls `on_lost` again for every loss
-// it had listed, so the list of what to resend survives either. A kill
-// leaves the journal readable; after a power cut the file system may not
-// have kept a new journal's name (LevelDB's Env syncs a directory only for
-// its own MANIFEST).
+// it had listed, so the list of what to resend survives either, and a power
+// cut: the journal's name (and lost/'s) is synced with its first lines, and
+// every name the repair wrote in `dir` and lost/ is synced before the
+// journal's last line.
 Result<RepairSummary> RepairStore(const std::string& dir, const Options& options,
                                   const LostDataFn& on_lost);
 
