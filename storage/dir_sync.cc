@@ -42,6 +42,20 @@ Status SyncDir(leveldb::Env* env, const std::string& dir) {
   return FromLevelDb(SyncDirOf(env, dir), "syncing the directory " + dir);
 }
 
+leveldb::Status LogNameSyncEnv::NewWritableFile(const std::string& name,
+                                                leveldb::WritableFile** file) {
+  leveldb::Status s = target()->NewWritableFile(name, file);
+  if (!s.ok() || !name.ends_with(".log")) return s;
+  s = SyncDirOf(target(), ParentDir(name));
+  if (!s.ok()) {
+    delete *file;
+    *file = nullptr;
+  }
+  return s;
+}
+
+leveldb::Status LogNameSyncEnv::SyncDir(const std::string& dir) { return SyncDirOf(target(), dir); }
+
 std::string ParentDir(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();

@@ -121,15 +121,34 @@ Status StoreImpl::Init(const std::string& path) {
   lo.filter_policy = filter_.get();
   lo.write_buffer_size = options_.write_buffer_bytes;
   lo.paranoid_checks = options_.paranoid_checks;
-  if (options_.env) lo.env = options_.env;
+  env_ = std::make_unique<LogNameSyncEnv>(options_.env ? options_.env : leveldb::Env::Default());
+  lo.env = env_.get();
   Status st;
+  const bool existed = lo.env->FileExists(path);
+  std::vector<std::string> created;
   if (options_.create_if_missing) {
-    st = CreateParentDirs(lo.env, path);
+    st = CreateParentDirs(lo.env, path, &created);
     if (!st.ok()) return st;
   }
   leveldb::DB* db = nullptr;
   st = FromLevelDb(leveldb::DB::Open(lo, path, &db), "opening store " + path);
   if (!st.ok()) return st;
+  // LevelDB renames CURRENT (to the MANIFEST the open wrote) after its own
+  // last directory sync; a store made now also needs its name in its
+  // parent, and each parent made for it its own. All durable before the
+  // first write is acknowledged.
+  st = SyncDir(lo.env, path);
+  if (st.ok() && !existed) {
+    created.push_back(path);
+    for (const std::string& d : created) {
+      st = SyncDir(lo.env, ParentDir(d));
+      if (!st.ok()) break;
+    }
+  }
+  if (!st.ok()) {
+    delete db;
+    return st;
+  }
   db_.reset(new GuardedDb(db, lo, path));
   db_->SetFailureListener([this] { NoteWriteFailure(); });
   {

@@ -42,6 +42,7 @@
 #include "core/decode.h"
 #include "core/thread_annotations.h"
 #include "eventfold/store.h"
+#include "storage/dir_sync.h"
 #include "storage/guarded_db.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
@@ -283,6 +284,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Clock* clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::unique_ptr<LogNameSyncEnv> env_;  // the database's (outlives it)
   std::unique_ptr<GuardedDb> db_;
   std::unique_ptr<CommitQueue> commit_queue_;
   // Rebuilds take it with WriterLock; an ingest waits for a waiting rebuild

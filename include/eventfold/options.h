@@ -134,6 +134,9 @@ struct Options {
   Clock* clock = nullptr;
 
   // LevelDB environment for all file I/O; nullptr means LevelDB's default.
+  // leveldb::Env has no directory sync: the store makes the POSIX call
+  // (open, fsync) on the same path, and skips a directory the file system
+  // does not have (an in-memory Env's).
   leveldb::Env* env = nullptr;
 
   // LevelDB block cache for reads of logs and projections.

@@ -254,5 +254,49 @@ TEST(DirSync, ARepairMakesItsJournalsNameDurableBeforeItChangesAnything) {
   EXPECT_EQ(Join(env.Unsynced(dir)), "") << "names the repair wrote that a power cut could take";
 }
 
+// A synced write is acknowledged only once the name of the file it is in,
+// and of every file LevelDB needs to find it (CURRENT, the MANIFEST), is
+// durable: at the open, and after each memtable switch (a new log file),
+// with parents the open makes.
+TEST(DirSync, EveryAcknowledgedWriteIsInAFileWhoseNameIsDurable) {
+  ScratchDir scratch("dir-sync-store");
+  DirEntryEnv env;
+  Options o = SmallTables();  // a memtable switch every 64 KiB
+  o.durability = Durability::kSync;
+  o.env = &env;
+  const std::string dir = scratch.path() + "/made/store";
+  Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const auto needed = [&] {
+    std::vector<std::string> out;
+    for (const std::string& e : env.Unsynced(scratch.path() + "/made")) {
+      // The quarantine's database is written unsynced: nothing of it is
+      // acknowledged as durable.
+      if (e.starts_with(dir + "/quarantine")) continue;
+      const std::string name = std::filesystem::path(e).filename().string();
+      if (e == scratch.path() + "/made" || e == dir || name.ends_with(".log") ||
+          name == "CURRENT" || name.starts_with("MANIFEST")) {
+        out.push_back(e);
+      }
+    }
+    return Join(out);
+  };
+  EXPECT_EQ(needed(), "") << "after the open";
+  sim::HistoryOptions ho;
+  ho.seed = test_util::TestSeed("DirSync", 5151);
+  ho.receipts = 150;
+  ho.products = 30;
+  std::set<std::string> logs;
+  int acknowledged = 0;
+  for (const Delivery& d : sim::GenerateHistory(ho).deliveries) {
+    if ((*s)->Ingest(d).outcome != Outcome::kAccepted) continue;
+    ++acknowledged;
+    const std::string unsynced = needed();
+    ASSERT_EQ(unsynced, "") << "after acknowledgement " << acknowledged;
+    for (const std::string& f : FilesEndingIn(dir, ".log")) logs.insert(f);
+  }
+  EXPECT_GT(logs.size(), 3u) << "too few memtable switches to show anything";
+}
+
 }  // namespace
 }  // namespace eventfold::reliability
