@@ -198,7 +198,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
 namespace storage {
 
 Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
-  leveldb::Env* env = EnvOf(options_);
+  leveldb::Env* env = env_.get();  // the copy's background work on the store's thread
   const int64_t start = clock_->NowMicros();
   Status st = CheckStorePath("backup", out);
   if (st.ok() && IsWithin(out, path_)) {

@@ -121,9 +121,13 @@ Status StoreImpl::Init(const std::string& path) {
   lo.filter_policy = filter_.get();
   lo.write_buffer_size = options_.write_buffer_bytes;
   lo.paranoid_checks = options_.paranoid_checks;
-  env_ = std::make_unique<LogNameSyncEnv>(options_.env ? options_.env : leveldb::Env::Default());
+  log_name_env_ =
+      std::make_unique<LogNameSyncEnv>(options_.env ? options_.env : leveldb::Env::Default());
+  env_ = std::make_unique<BackgroundEnv>(log_name_env_.get());
+  // Before any database is opened on it (storage/background_env.h).
+  Status st = env_->Start();
+  if (!st.ok()) return st;
   lo.env = env_.get();
-  Status st;
   const bool existed = lo.env->FileExists(path);
   std::vector<std::string> created;
   if (options_.create_if_missing) {
@@ -163,9 +167,11 @@ Status StoreImpl::Init(const std::string& path) {
   }
   // The quarantine never fails the open: a database of its own that does
   // not open is retried in the background (store/quarantine_log.h).
-  quarantine_ =
-      std::make_unique<QuarantineLog>(QuarantineDir(path), options_, &counters_.quarantine_dropped,
-                                      &counters_.quarantine_headers_dropped);
+  Options quarantine_options = options_;
+  quarantine_options.env = env_.get();
+  quarantine_ = std::make_unique<QuarantineLog>(QuarantineDir(path), quarantine_options,
+                                                &counters_.quarantine_dropped,
+                                                &counters_.quarantine_headers_dropped);
   MoveLegacyQuarantine();
   // A thread the system refuses fails the open; the destructor joins those
   // that started.
@@ -1020,7 +1026,7 @@ Result<VerifySummary> StoreImpl::Verify(const Profile* under, const DifferenceFn
   }
   VerifyOptions vo;
   vo.scratch_path = path_ + ".verify";
-  vo.env = options_.env;
+  vo.env = env_.get();  // its scratch database's background work too
   vo.snapshot_interval = options_.snapshot_interval;
   vo.clock = clock_;
   std::shared_ptr<const Profile> profile;

@@ -42,6 +42,7 @@
 #include "core/decode.h"
 #include "core/thread_annotations.h"
 #include "eventfold/store.h"
+#include "storage/background_env.h"
 #include "storage/dir_sync.h"
 #include "storage/guarded_db.h"
 #include "storage/key_codec.h"
@@ -284,7 +285,11 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Clock* clock_;
   std::unique_ptr<leveldb::Cache> cache_;
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
-  std::unique_ptr<LogNameSyncEnv> env_;  // the database's (outlives it)
+  // The Env of the store's databases (they must close first): the
+  // options' Env, new logs' names synced, background work on a thread of
+  // the store's own.
+  std::unique_ptr<LogNameSyncEnv> log_name_env_;
+  std::unique_ptr<BackgroundEnv> env_;
   std::unique_ptr<GuardedDb> db_;
   std::unique_ptr<CommitQueue> commit_queue_;
   // Rebuilds take it with WriterLock; an ingest waits for a waiting rebuild

@@ -1,0 +1,167 @@
+// Under a limit on threads, every thread the store cannot start is a clear
+// refusal, never a crash or a hang: Store::Open fails with kUnavailable
+// naming the thread it could not start and leaves the directory free (an
+// open once the limit is lifted sees everything stored), and a store that
+// opened serves ingests and rebuilds on fewer threads.
+//
+// Each case is a child process under a user id of its own (the limit,
+// RLIMIT_NPROC, counts every thread of the real user, and root is exempt)
+// that fills its store, closes it, and lowers its limit to its own thread
+// count plus a headroom of 0, 1, 2, ... The LevelDB background work is
+// among the threads the store asks for (storage/background_env.h): on
+// LevelDB's own lazy thread, a refusal at the first compaction hung the
+// store for good. Forks, so its own binary. Skipped (with the reason) when
+// not run as root.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "eventfold/maintenance.h"
+#include "eventfold/store.h"
+#include "tests/common/scratch_dir.h"
+#include "tests/common/test_seed.h"
+#include "tools/history.h"
+
+namespace eventfold::reliability {
+namespace {
+
+using test_util::ScratchDir;
+
+constexpr int kExitSkip = 77;
+constexpr int kMaxHeadroom = 8;
+
+int ThreadsOfThisProcess() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+bool SetThreadLimit(rlim_t n) {
+  rlimit r{n, 4096};
+  return ::setrlimit(RLIMIT_NPROC, &r) == 0;
+}
+
+// What one child found, as one line to the parent.
+std::string Case(const std::string& dir, const std::vector<Delivery>& deliveries, int headroom) {
+  Options o;
+  o.gc_interval_micros = 60'000'000;    // the gc thread too
+  std::vector<const Delivery*> stored;  // accepted, or a duplicate of one
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
+    if (!s.ok()) return "FAIL first open: " + s.status().ToString();
+    for (const Delivery& d : deliveries) {
+      const Outcome outcome = (*s)->Ingest(d).outcome;
+      if (outcome == Outcome::kAccepted || outcome == Outcome::kDuplicate) stored.push_back(&d);
+    }
+  }
+  const int base = ThreadsOfThisProcess();
+  // Only the soft limit drops: up to the hard one, anyone may raise it again.
+  rlimit r{static_cast<rlim_t>(base + headroom), 4096};
+  if (::setrlimit(RLIMIT_NPROC, &r) != 0) return "FAIL setrlimit: " + std::string(strerror(errno));
+  Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
+  if (!s.ok()) {
+    const std::string refusal = s.status().ToString();
+    if (!s.status().IsUnavailable() || refusal.find("cannot start") == std::string::npos) {
+      return "FAIL open refused without naming a thread: " + refusal;
+    }
+    if (ThreadsOfThisProcess() != base) {
+      return "FAIL a refused open left " + std::to_string(ThreadsOfThisProcess() - base) +
+             " threads running";
+    }
+    // The directory is free and nothing is lost.
+    if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+    Result<std::unique_ptr<Store>> again = Store::Open(dir, o);
+    if (!again.ok()) return "FAIL reopen after the refusal: " + again.status().ToString();
+    uint64_t duplicates = 0;
+    for (const Delivery* d : stored) {
+      duplicates += (*again)->Ingest(*d).outcome == Outcome::kDuplicate;
+    }
+    if (duplicates != stored.size()) {
+      return "FAIL after the refusal only " + std::to_string(duplicates) + " of the " +
+             std::to_string(stored.size()) + " stored deliveries were duplicates";
+    }
+    return "refused: " + refusal;
+  }
+  // Open: ingest and a two-thread rebuild on whatever threads are left.
+  if ((*s)->Ingest(*stored.back()).outcome != Outcome::kDuplicate) return "FAIL ingest after open";
+  RebuildOptions ro;
+  ro.threads = 2;
+  Result<RebuildSummary> rebuilt = (*s)->maintenance().Rebuild(ro);
+  if (!rebuilt.ok()) return "FAIL rebuild: " + rebuilt.status().ToString();
+  Result<VerifySummary> verified = (*s)->maintenance().Verify([](const auto&, const auto&) {});
+  if (!verified.ok() || verified->differences != 0) return "FAIL verify after the rebuild";
+  return "opened: " + std::to_string(rebuilt->events) + " events rebuilt with " +
+         std::to_string(ThreadsOfThisProcess() - base) + " of " + std::to_string(headroom) +
+         " threads to spare in use";
+}
+
+TEST(ThreadLimit, EveryThreadTheStoreCannotStartIsAClearRefusal) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  sim::HistoryOptions ho;
+  ho.seed = test_util::TestSeed("ThreadLimit", 8080);
+  ho.receipts = 30;
+  ho.products = 8;
+  std::vector<Delivery> deliveries;
+  for (const Delivery& d : sim::GenerateHistory(ho).deliveries) deliveries.push_back(d);
+  int refused = 0, opened = 0;
+  for (int headroom = 0; headroom <= kMaxHeadroom; ++headroom) {
+    ScratchDir scratch("thread-limit");
+    ASSERT_EQ(::mkdir(scratch.path().c_str(), 0777), 0);
+    ASSERT_EQ(::chmod(scratch.path().c_str(), 0777), 0);  // past the umask
+    const std::string dir = scratch.path() + "/store";
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      // A user id no other process has: the limit counts only this child.
+      const uid_t uid = 200000 + static_cast<uid_t>(::getpid() % 100000);
+      std::string line;
+      int code = 0;
+      if (::setgid(uid) != 0 || ::setuid(uid) != 0) {
+        line = "cannot change user: " + std::string(strerror(errno));
+        code = kExitSkip;
+      } else {
+        ::alarm(120);  // a hang ends as SIGALRM, which fails the case
+        line = Case(dir, deliveries, headroom);
+        code = line.starts_with("FAIL") ? 1 : 0;
+      }
+      (void)!::write(fds[1], line.data(), line.size());
+      ::_exit(code);
+    }
+    ::close(fds[1]);
+    std::string line;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) line.append(buf, n);
+    ::close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "headroom " << headroom << ": the child died of signal "
+                                   << WTERMSIG(status) << " (" << line << ")";
+    if (WEXITSTATUS(status) == kExitSkip) GTEST_SKIP() << line;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "headroom " << headroom << ": " << line;
+    std::printf("headroom %d: %s\n", headroom, line.c_str());
+    refused += line.starts_with("refused");
+    opened += line.starts_with("opened");
+  }
+  EXPECT_GT(refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(opened, 0) << "no limit let the store open";
+}
+
+}  // namespace
+}  // namespace eventfold::reliability
