@@ -9,6 +9,7 @@
 
 #include "replay/db_copy.h"
 #include "replay/file_check.h"
+#include "storage/background_env.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "store/quarantine_log.h"
@@ -164,6 +165,11 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   // lock.env().
   DirLock lock(env);
   if (st.ok()) st = lock.Lock(dir);
+  // The digests' LevelDB background work on a thread asked for before
+  // anything is copied, where a refusal is a Status
+  // (storage/background_env.h).
+  storage::BackgroundEnv background(lock.env());
+  if (st.ok()) st = background.Start();
   if (st.ok()) st = CopyDir(env, backup, dir, &summary.bytes);
   // Before the store is opened below, which would create an empty one.
   if (st.ok() && has_quarantine) {
@@ -181,11 +187,11 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     RemoveRestored(env, dir, lock.held(), dir_existed, created);
     return st.WithContext("restoring " + backup + " (nothing is left of it in " + dir + ")");
   }
-  Result<DbDigest> digest = DigestDatabase(dir, lock.env());
+  Result<DbDigest> digest = DigestDatabase(dir, &background);
   if (!digest.ok()) return digest.status();
   summary.records += digest->records;
   if (has_quarantine) {
-    Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), env);
+    Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), &background);
     if (!q.ok()) return q.status();
     summary.records += q->records;
   }

@@ -15,6 +15,7 @@
 
 #include "eventfold/store.h"
 #include "replay/file_check.h"
+#include "storage/background_env.h"
 #include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
@@ -160,7 +161,11 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   // no Store opens the directory while it is being set right.
   DirLock lock(env);
   if (Status st = lock.Lock(dir); !st.ok()) return st;
-  leveldb::Env* held = lock.env();
+  // The raw opens' background work on a thread asked for here, where a
+  // refusal is a Status (storage/background_env.h).
+  storage::BackgroundEnv background(lock.env());
+  if (Status st = background.Start(); !st.ok()) return st;
+  leveldb::Env* held = &background;
   // What an earlier repair that stopped halfway had found: its damage is
   // this repair's too (the files it named may be set right already, the
   // keys around them still say what to resend), and its losses are
@@ -200,7 +205,7 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(held, filter.get())),
                               "LevelDB repair of " + dir);
     if (!st.ok()) return st;
-    st = RepairQuarantine(dir, env, RawOptions(env, nullptr), report, sync_journal, &summary);
+    st = RepairQuarantine(dir, env, RawOptions(held, nullptr), report, sync_journal, &summary);
     if (!st.ok()) return st;
   }
   {

@@ -21,13 +21,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "eventfold/backup.h"
 #include "eventfold/maintenance.h"
+#include "eventfold/repair.h"
 #include "eventfold/store.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
@@ -48,6 +53,16 @@ int ThreadsOfThisProcess() {
     ::closedir(d);
   }
   return n;
+}
+
+// The names in `dir`, sorted.
+std::vector<std::string> DirNames(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 bool SetThreadLimit(rlim_t n) {
@@ -109,58 +124,114 @@ std::string Case(const std::string& dir, const std::vector<Delivery>& deliveries
          " threads to spare in use";
 }
 
-TEST(ThreadLimit, EveryThreadTheStoreCannotStartIsAClearRefusal) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+// Runs `fn` in a child process under a user id of its own (in a scratch
+// directory it may write) and returns its line; *skip when the child could
+// not change user. A child that dies of a signal (a crash, or the alarm
+// that ends a hang) fails the test.
+std::string InChild(const std::function<std::string(const std::string& scratch)>& fn, bool* skip) {
+  ScratchDir scratch("thread-limit");
+  EXPECT_EQ(::mkdir(scratch.path().c_str(), 0777), 0);
+  EXPECT_EQ(::chmod(scratch.path().c_str(), 0777), 0);  // past the umask
+  int fds[2];
+  if (::pipe(fds) != 0) return "FAIL pipe";
+  const pid_t pid = ::fork();
+  if (pid < 0) return "FAIL fork";
+  if (pid == 0) {
+    ::close(fds[0]);
+    // A user id no other process has: the limit counts only this child.
+    const uid_t uid = 200000 + static_cast<uid_t>(::getpid() % 100000);
+    std::string line;
+    int code = 0;
+    if (::setgid(uid) != 0 || ::setuid(uid) != 0) {
+      line = "cannot change user: " + std::string(strerror(errno));
+      code = kExitSkip;
+    } else {
+      ::alarm(120);  // a hang ends as SIGALRM, which fails the case
+      line = fn(scratch.path());
+      code = line.starts_with("FAIL") ? 1 : 0;
+    }
+    (void)!::write(fds[1], line.data(), line.size());
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  std::string line;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) line.append(buf, n);
+  ::close(fds[0]);
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status)) {
+    ADD_FAILURE() << "the child died of signal " << WTERMSIG(status) << " (" << line << ")";
+    return "FAIL signal";
+  }
+  *skip = WEXITSTATUS(status) == kExitSkip;
+  if (!*skip) EXPECT_EQ(WEXITSTATUS(status), 0) << line;
+  return line;
+}
+
+std::vector<Delivery> History() {
   sim::HistoryOptions ho;
   ho.seed = test_util::TestSeed("ThreadLimit", 8080);
   ho.receipts = 30;
   ho.products = 8;
-  std::vector<Delivery> deliveries;
-  for (const Delivery& d : sim::GenerateHistory(ho).deliveries) deliveries.push_back(d);
+  return sim::GenerateHistory(ho).deliveries;
+}
+
+TEST(ThreadLimit, EveryThreadTheStoreCannotStartIsAClearRefusal) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  const std::vector<Delivery> deliveries = History();
   int refused = 0, opened = 0;
   for (int headroom = 0; headroom <= kMaxHeadroom; ++headroom) {
-    ScratchDir scratch("thread-limit");
-    ASSERT_EQ(::mkdir(scratch.path().c_str(), 0777), 0);
-    ASSERT_EQ(::chmod(scratch.path().c_str(), 0777), 0);  // past the umask
-    const std::string dir = scratch.path() + "/store";
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(fds[0]);
-      // A user id no other process has: the limit counts only this child.
-      const uid_t uid = 200000 + static_cast<uid_t>(::getpid() % 100000);
-      std::string line;
-      int code = 0;
-      if (::setgid(uid) != 0 || ::setuid(uid) != 0) {
-        line = "cannot change user: " + std::string(strerror(errno));
-        code = kExitSkip;
-      } else {
-        ::alarm(120);  // a hang ends as SIGALRM, which fails the case
-        line = Case(dir, deliveries, headroom);
-        code = line.starts_with("FAIL") ? 1 : 0;
-      }
-      (void)!::write(fds[1], line.data(), line.size());
-      ::_exit(code);
-    }
-    ::close(fds[1]);
-    std::string line;
-    char buf[512];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) line.append(buf, n);
-    ::close(fds[0]);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status)) << "headroom " << headroom << ": the child died of signal "
-                                   << WTERMSIG(status) << " (" << line << ")";
-    if (WEXITSTATUS(status) == kExitSkip) GTEST_SKIP() << line;
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "headroom " << headroom << ": " << line;
+    bool skip = false;
+    const std::string line = InChild(
+        [&](const std::string& scratch) { return Case(scratch + "/store", deliveries, headroom); },
+        &skip);
+    if (skip) GTEST_SKIP() << line;
     std::printf("headroom %d: %s\n", headroom, line.c_str());
     refused += line.starts_with("refused");
     opened += line.starts_with("opened");
   }
   EXPECT_GT(refused, 0) << "no limit was tight enough to refuse a thread";
   EXPECT_GT(opened, 0) << "no limit let the store open";
+}
+
+// Repair and restore open databases of their own: without a thread to
+// spare, each is refused before it changes anything.
+TEST(ThreadLimit, ARepairOrARestoreWithoutAThreadChangesNothing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  const std::vector<Delivery> deliveries = History();
+  bool skip = false;
+  const std::string line = InChild(
+      [&](const std::string& scratch) -> std::string {
+        const std::string dir = scratch + "/store", backup = scratch + "/backup";
+        const std::string restored = scratch + "/restored";
+        {
+          Result<std::unique_ptr<Store>> s = Store::Open(dir, Options());
+          if (!s.ok()) return "FAIL open: " + s.status().ToString();
+          for (const Delivery& d : deliveries) (void)(*s)->Ingest(d);
+          Result<BackupSummary> b = (*s)->maintenance().Backup(backup);
+          if (!b.ok()) return "FAIL backup: " + b.status().ToString();
+        }
+        const std::vector<std::string> before = DirNames(dir);
+        if (!SetThreadLimit(ThreadsOfThisProcess())) return "FAIL setrlimit";
+        Result<RepairSummary> r = RepairStore(dir, Options(), [](const LostData&) {});
+        Result<BackupSummary> t = RestoreStore(backup, restored, Options());
+        if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+        if (r.ok() || !r.status().IsUnavailable()) {
+          return "FAIL repair: " + (r.ok() ? std::string("ran") : r.status().ToString());
+        }
+        if (t.ok() || !t.status().IsUnavailable()) {
+          return "FAIL restore: " + (t.ok() ? std::string("ran") : t.status().ToString());
+        }
+        // Not even a journal: the thread is asked for first.
+        if (DirNames(dir) != before) return "FAIL the repair changed the store's files";
+        if (::access(restored.c_str(), F_OK) == 0) return "FAIL the restore left " + restored;
+        return "refused: " + r.status().ToString() + "; " + t.status().ToString();
+      },
+      &skip);
+  if (skip) GTEST_SKIP() << line;
+  std::printf("%s\n", line.c_str());
+  EXPECT_TRUE(line.starts_with("refused")) << line;
 }
 
 }  // namespace
