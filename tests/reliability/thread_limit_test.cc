@@ -1,8 +1,9 @@
 // Under a limit on threads, every thread the store cannot start is a clear
 // refusal, never a crash or a hang: Store::Open fails with kUnavailable
 // naming the thread it could not start and leaves the directory free (an
-// open once the limit is lifted sees everything stored), and a store that
-// opened serves ingests and rebuilds on fewer threads.
+// open once the limit is lifted sees everything stored), a store that
+// opened serves ingests and rebuilds on fewer threads, and a repair or a
+// restore refused changes nothing.
 //
 // Each case is a child process under a user id of its own (the limit,
 // RLIMIT_NPROC, counts every thread of the real user, and root is exempt)
