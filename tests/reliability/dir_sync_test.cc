@@ -144,6 +144,8 @@ class DirEntryEnv : public storage::DirSyncEnv {
 
   void BeforeChange(const std::string& path) {
     if (!before_change_ || storage::ParentDir(Normal(path)) != watched_) return;
+    // One call at a time: LevelDB's background work changes files too.
+    std::lock_guard<std::mutex> l(watch_mu_);
     before_change_(Normal(path));
   }
   void Made(const std::string& path) {
@@ -168,6 +170,7 @@ class DirEntryEnv : public storage::DirSyncEnv {
   int dir_syncs_ = 0;
   std::string watched_;
   std::function<void(const std::string&)> before_change_;
+  std::mutex watch_mu_;  // taken before mu_ (the callback reads Unsynced)
 };
 
 std::string Join(const std::vector<std::string>& v) {
