@@ -2,8 +2,9 @@
 // refusal, never a crash or a hang: Store::Open fails with kUnavailable
 // naming the thread it could not start and leaves the directory free (an
 // open once the limit is lifted sees everything stored), a store that
-// opened serves ingests and rebuilds on fewer threads, and a repair or a
-// restore refused changes nothing.
+// opened serves ingests and rebuilds on fewer threads, a repair or a
+// restore refused changes nothing, and the HTTP server either does not
+// start or answers every delivery.
 //
 // Each case is a child process under a user id of its own (the limit,
 // RLIMIT_NPROC, counts every thread of the real user, and root is exempt)
@@ -32,9 +33,12 @@
 #include <vector>
 
 #include "eventfold/backup.h"
+#include "eventfold/http_server.h"
 #include "eventfold/maintenance.h"
+#include "eventfold/receiver.h"
 #include "eventfold/repair.h"
 #include "eventfold/store.h"
+#include "tests/common/raw_http_client.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
 #include "tools/history.h"
@@ -233,6 +237,62 @@ TEST(ThreadLimit, ARepairOrARestoreWithoutAThreadChangesNothing) {
   if (skip) GTEST_SKIP() << line;
   std::printf("%s\n", line.c_str());
   EXPECT_TRUE(line.starts_with("refused")) << line;
+}
+
+// The webhook listener under a thread limit: Start is refused naming the
+// thread it could not start, with nothing left running; once it has its
+// threads, a delivery is answered (200, or 503 when the receiver's store
+// batcher is the thread refused), never left hanging.
+TEST(ThreadLimit, TheHttpServerIsRefusedWholeOrAnswersEveryDelivery) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  const std::vector<Delivery> deliveries = History();
+  int refused = 0, answered = 0;
+  for (int headroom = 0; headroom <= 6; ++headroom) {
+    bool skip = false;
+    const std::string line = InChild(
+        [&](const std::string& scratch) -> std::string {
+          Result<std::unique_ptr<Store>> s = Store::Open(scratch + "/store", Options());
+          if (!s.ok()) return "FAIL open: " + s.status().ToString();
+          ReceiverOptions ro;
+          ro.allow_unsigned = true;
+          Result<std::unique_ptr<Receiver>> rx = Receiver::Make(s->get(), ro);
+          if (!rx.ok()) return "FAIL receiver: " + rx.status().ToString();
+          HttpServerOptions ho;
+          ho.io_threads = 2;
+          ho.workers = 2;
+          const int base = ThreadsOfThisProcess();
+          if (!SetThreadLimit(base + headroom)) return "FAIL setrlimit";
+          HttpServer server(rx->get(), ho);
+          const Status st = server.Start();
+          if (!st.ok()) {
+            if (!st.IsUnavailable() || st.ToString().find("cannot start") == std::string::npos) {
+              return "FAIL start refused without naming a thread: " + st.ToString();
+            }
+            if (ThreadsOfThisProcess() != base) return "FAIL a refused start left threads";
+            return "refused: " + st.ToString();
+          }
+          const std::string& body = deliveries.front().body;
+          test_util::RawClient c(server.port());
+          c.Send(
+              "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+              "Content-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body);
+          const std::vector<int> statuses = c.ReadAnswers(1);
+          server.Stop();
+          if (statuses.size() != 1 || (statuses[0] != 200 && statuses[0] != 503)) {
+            return "FAIL the delivery got " +
+                   (statuses.empty() ? std::string("no answer") : std::to_string(statuses[0]));
+          }
+          return "answered " + std::to_string(statuses[0]);
+        },
+        &skip);
+    if (skip) GTEST_SKIP() << line;
+    std::printf("headroom %d: %s\n", headroom, line.c_str());
+    refused += line.starts_with("refused");
+    answered += line.starts_with("answered");
+  }
+  EXPECT_GT(refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(answered, 0) << "no limit let the server start";
 }
 
 }  // namespace
