@@ -70,6 +70,8 @@ std::vector<std::string> DirNames(const std::string& dir) {
   return names;
 }
 
+// Sets the soft limit on this user's threads. The hard one stays at 4096:
+// up to it anyone may raise the soft limit again.
 bool SetThreadLimit(rlim_t n) {
   rlimit r{n, 4096};
   return ::setrlimit(RLIMIT_NPROC, &r) == 0;
@@ -89,9 +91,7 @@ std::string Case(const std::string& dir, const std::vector<Delivery>& deliveries
     }
   }
   const int base = ThreadsOfThisProcess();
-  // Only the soft limit drops: up to the hard one, anyone may raise it again.
-  rlimit r{static_cast<rlim_t>(base + headroom), 4096};
-  if (::setrlimit(RLIMIT_NPROC, &r) != 0) return "FAIL setrlimit: " + std::string(strerror(errno));
+  if (!SetThreadLimit(base + headroom)) return "FAIL setrlimit: " + std::string(strerror(errno));
   Result<std::unique_ptr<Store>> s = Store::Open(dir, o);
   if (!s.ok()) {
     const std::string refusal = s.status().ToString();
