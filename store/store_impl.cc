@@ -141,14 +141,7 @@ Status StoreImpl::Init(const std::string& path) {
   // last directory sync; a store made now also needs its name in its
   // parent, and each parent made for it its own. All durable before the
   // first write is acknowledged.
-  st = SyncDir(lo.env, path);
-  if (st.ok() && !existed) {
-    created.push_back(path);
-    for (const std::string& d : created) {
-      st = SyncDir(lo.env, ParentDir(d));
-      if (!st.ok()) break;
-    }
-  }
+  st = existed ? SyncDir(lo.env, path) : SyncNewStoreDir(lo.env, path, created);
   if (!st.ok()) {
     delete db;
     return st;
