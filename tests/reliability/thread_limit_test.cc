@@ -177,6 +177,33 @@ std::string InChild(const std::function<std::string(const std::string& scratch)>
   return line;
 }
 
+// Runs `fn(scratch, headroom)` in a child (InChild) for each headroom from
+// 0 to `max` and prints its line. Counts the lines that say "refused" and
+// those that start with `ok`; `skipped` is the line of a child that could
+// not change user (the sweep stops there).
+struct Sweep {
+  int refused = 0;
+  int ok = 0;
+  std::string skipped;
+};
+Sweep SweepHeadroom(int max, const std::string& ok,
+                    const std::function<std::string(const std::string&, int)>& fn) {
+  Sweep sweep;
+  for (int headroom = 0; headroom <= max; ++headroom) {
+    bool skip = false;
+    const std::string line =
+        InChild([&](const std::string& scratch) { return fn(scratch, headroom); }, &skip);
+    if (skip) {
+      sweep.skipped = line;
+      return sweep;
+    }
+    std::printf("headroom %d: %s\n", headroom, line.c_str());
+    sweep.refused += line.starts_with("refused");
+    sweep.ok += line.starts_with(ok);
+  }
+  return sweep;
+}
+
 std::vector<Delivery> History() {
   sim::HistoryOptions ho;
   ho.seed = test_util::TestSeed("ThreadLimit", 8080);
@@ -188,19 +215,13 @@ std::vector<Delivery> History() {
 TEST(ThreadLimit, EveryThreadTheStoreCannotStartIsAClearRefusal) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
   const std::vector<Delivery> deliveries = History();
-  int refused = 0, opened = 0;
-  for (int headroom = 0; headroom <= kMaxHeadroom; ++headroom) {
-    bool skip = false;
-    const std::string line = InChild(
-        [&](const std::string& scratch) { return Case(scratch + "/store", deliveries, headroom); },
-        &skip);
-    if (skip) GTEST_SKIP() << line;
-    std::printf("headroom %d: %s\n", headroom, line.c_str());
-    refused += line.starts_with("refused");
-    opened += line.starts_with("opened");
-  }
-  EXPECT_GT(refused, 0) << "no limit was tight enough to refuse a thread";
-  EXPECT_GT(opened, 0) << "no limit let the store open";
+  const Sweep sweep =
+      SweepHeadroom(kMaxHeadroom, "opened", [&](const std::string& scratch, int headroom) {
+        return Case(scratch + "/store", deliveries, headroom);
+      });
+  if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
+  EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(sweep.ok, 0) << "no limit let the store open";
 }
 
 // Repair and restore open databases of their own: without a thread to
@@ -249,53 +270,45 @@ TEST(ThreadLimit, ARepairOrARestoreWithoutAThreadChangesNothing) {
 TEST(ThreadLimit, TheHttpServerIsRefusedWholeOrAnswersEveryDelivery) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
   const std::vector<Delivery> deliveries = History();
-  int refused = 0, answered = 0;
-  for (int headroom = 0; headroom <= 6; ++headroom) {
-    bool skip = false;
-    const std::string line = InChild(
-        [&](const std::string& scratch) -> std::string {
-          Result<std::unique_ptr<Store>> s = Store::Open(scratch + "/store", Options());
-          if (!s.ok()) return "FAIL open: " + s.status().ToString();
-          ReceiverOptions ro;
-          ro.allow_unsigned = true;
-          Result<std::unique_ptr<Receiver>> rx = Receiver::Make(s->get(), ro);
-          if (!rx.ok()) return "FAIL receiver: " + rx.status().ToString();
-          HttpServerOptions ho;
-          ho.io_threads = 2;
-          ho.workers = 2;
-          const int base = ThreadsOfThisProcess();
-          if (!SetThreadLimit(base + headroom)) return "FAIL setrlimit";
-          HttpServer server(rx->get(), ho);
-          const Status st = server.Start();
-          if (!st.ok()) {
-            if (!st.IsUnavailable() || st.ToString().find("cannot start") == std::string::npos) {
-              return "FAIL start refused without naming a thread: " + st.ToString();
-            }
-            if (ThreadsOfThisProcess() != base) return "FAIL a refused start left threads";
-            return "refused: " + st.ToString();
+  const Sweep sweep =
+      SweepHeadroom(6, "answered", [&](const std::string& scratch, int headroom) -> std::string {
+        Result<std::unique_ptr<Store>> s = Store::Open(scratch + "/store", Options());
+        if (!s.ok()) return "FAIL open: " + s.status().ToString();
+        ReceiverOptions ro;
+        ro.allow_unsigned = true;
+        Result<std::unique_ptr<Receiver>> rx = Receiver::Make(s->get(), ro);
+        if (!rx.ok()) return "FAIL receiver: " + rx.status().ToString();
+        HttpServerOptions ho;
+        ho.io_threads = 2;
+        ho.workers = 2;
+        const int base = ThreadsOfThisProcess();
+        if (!SetThreadLimit(base + headroom)) return "FAIL setrlimit";
+        HttpServer server(rx->get(), ho);
+        const Status st = server.Start();
+        if (!st.ok()) {
+          if (!st.IsUnavailable() || st.ToString().find("cannot start") == std::string::npos) {
+            return "FAIL start refused without naming a thread: " + st.ToString();
           }
-          const std::string& body = deliveries.front().body;
-          test_util::RawClient c(server.port());
-          c.Send(
-              "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-              "Content-Length: " +
-              std::to_string(body.size()) + "\r\n\r\n" + body);
-          const std::vector<int> statuses = c.ReadAnswers(1);
-          server.Stop();
-          if (statuses.size() != 1 || (statuses[0] != 200 && statuses[0] != 503)) {
-            return "FAIL the delivery got " +
-                   (statuses.empty() ? std::string("no answer") : std::to_string(statuses[0]));
-          }
-          return "answered " + std::to_string(statuses[0]);
-        },
-        &skip);
-    if (skip) GTEST_SKIP() << line;
-    std::printf("headroom %d: %s\n", headroom, line.c_str());
-    refused += line.starts_with("refused");
-    answered += line.starts_with("answered");
-  }
-  EXPECT_GT(refused, 0) << "no limit was tight enough to refuse a thread";
-  EXPECT_GT(answered, 0) << "no limit let the server start";
+          if (ThreadsOfThisProcess() != base) return "FAIL a refused start left threads";
+          return "refused: " + st.ToString();
+        }
+        const std::string& body = deliveries.front().body;
+        test_util::RawClient c(server.port());
+        c.Send(
+            "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            "Content-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body);
+        const std::vector<int> statuses = c.ReadAnswers(1);
+        server.Stop();
+        if (statuses.size() != 1 || (statuses[0] != 200 && statuses[0] != 503)) {
+          return "FAIL the delivery got " +
+                 (statuses.empty() ? std::string("no answer") : std::to_string(statuses[0]));
+        }
+        return "answered " + std::to_string(statuses[0]);
+      });
+  if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
+  EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(sweep.ok, 0) << "no limit let the server start";
 }
 
 }  // namespace
