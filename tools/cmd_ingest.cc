@@ -4,13 +4,16 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/envelope.h"
 #include "core/json_writer.h"
 #include "core/signature.h"
+#include "core/start_thread.h"
 #include "tools/cli_common.h"
 #include "tools/prefetch.h"
 #include "tools/secrets.h"
@@ -23,7 +26,8 @@ constexpr size_t kBatchLines = 1000;
 
 struct Tally {
   uint64_t accepted = 0, duplicate = 0, conflict = 0, invalid = 0, unauthorized = 0;
-  uint64_t storage_error = 0;  // lines not stored: the run exits 2
+  uint64_t storage_error = 0;       // lines not stored: the run stops and exits 2
+  std::string first_storage_error;  // the reason of the first of them
 };
 
 void Report(size_t line_no, const IngestResult& r, Tally* t) {
@@ -41,7 +45,7 @@ void Report(size_t line_no, const IngestResult& r, Tally* t) {
       ++t->unauthorized;
       break;
     case Outcome::kStorageError:
-      ++t->storage_error;
+      if (t->storage_error++ == 0) t->first_storage_error = r.message;
       break;
     default:
       ++t->invalid;
@@ -80,6 +84,7 @@ struct LineBatch {
   std::vector<Delivery> deliveries;
   std::vector<size_t> line_numbers;
   std::vector<LineRefusal> refusals;
+  size_t last_line = 0;  // the input's last line read into this batch
 
   void Refuse(size_t line_no, Outcome outcome, std::string message,
               std::optional<RefusedDelivery> quarantine) {
@@ -135,6 +140,7 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
     batch.line_numbers.push_back(*line_no);
   }
   if (batch.deliveries.empty() && batch.refusals.empty()) return std::nullopt;
+  batch.last_line = *line_no;
   return batch;
 }
 
@@ -144,7 +150,26 @@ struct WrittenBatch {
   LineBatch lines;
   std::vector<IngestResult> results;
   std::future<Status> synced;  // not valid when nothing was written
+  std::thread sync_thread;     // joined by Settle; not joinable without one
 };
+
+// Starts store.Sync() on `*thread`, so that the next batch is staged and
+// written while it runs. When the system refuses the thread, the sync runs
+// here, before the next batch is read: slower, and the same lines reported.
+std::future<Status> SyncBehind(Store& store, std::thread* thread) {
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> synced = done->get_future();
+  const auto sync = [&store, done] { done->set_value(store.Sync()); };
+  if (!StartThread(thread, "the ingest's sync", sync).ok()) sync();  // refused: here
+  return synced;
+}
+
+bool AnyStorageError(const std::vector<IngestResult>& results) {
+  for (const IngestResult& r : results) {
+    if (r.outcome == Outcome::kStorageError) return true;
+  }
+  return false;
+}
 
 // Waits for `b`'s sync and reports its lines in order: the refusals made
 // while reading, then the store's results. When the sync failed, what the
@@ -152,6 +177,7 @@ struct WrittenBatch {
 // may not be on disk: those lines are storage errors.
 void Settle(WrittenBatch& b, Store& store, Tally* tally) {
   const Status synced = b.synced.valid() ? b.synced.get() : Status::OK();
+  if (b.sync_thread.joinable()) b.sync_thread.join();
   for (LineRefusal& r : b.lines.refusals) {
     Report(r.line_no, r.result, tally);
     if (r.quarantine) (void)store.quarantine().Add(std::move(*r.quarantine));
@@ -222,16 +248,27 @@ int Run(const IngestArgs& args) {
   // would make it, but the sync runs on a thread of its own while this one
   // stages and writes the next batch; a batch is reported only after its
   // sync, so every line reported stored is on disk.
+  //
+  // The first batch the store could not write or sync stops the run: the
+  // store refuses writes until it recovers, and every further line would
+  // be one more storage error. Lines after that batch are not stored.
   Tally tally;
   std::optional<WrittenBatch> behind;  // written, its sync running
+  size_t stopped_after = 0;            // the last line read, when stopped
   while (std::optional<LineBatch> batch = batches.Next()) {
-    WrittenBatch written{std::move(*batch), {}, {}};
+    WrittenBatch written{std::move(*batch), {}, {}, {}};
     if (!written.lines.deliveries.empty()) {
       written.results = store->IngestBatch(written.lines.deliveries);
-      written.synced = std::async(std::launch::async, [&store] { return store->Sync(); });
+      written.synced = SyncBehind(*store, &written.sync_thread);
     }
     if (behind) Settle(*behind, *store, &tally);
+    const bool failed = tally.storage_error > 0 || AnyStorageError(written.results);
+    const size_t last_line = written.lines.last_line;
     behind = std::move(written);
+    if (failed) {
+      stopped_after = last_line;
+      break;
+    }
   }
   if (behind) Settle(*behind, *store, &tally);
 
@@ -252,6 +289,7 @@ int Run(const IngestArgs& args) {
   // Only when there are some: the SPEC §5 summary is unchanged otherwise.
   if (unrouted > 0) w.Key("unrouted").Uint(unrouted);
   if (tally.storage_error > 0) w.Key("storage_error").Uint(tally.storage_error);
+  if (stopped_after > 0) w.Key("stopped_after_line").Uint(stopped_after);
   w.EndObject();
   std::cout << w.str() << "\n";
   if (unrouted > 0) {
@@ -259,6 +297,12 @@ int Run(const IngestArgs& args) {
               << " unrouted: stored, but profile \"" << store->profile()->name()
               << "\" routes no entity for " << (unrouted == 1 ? "its type" : "their types")
               << " (`eventfold unrouted` lists them)\n";
+  }
+  if (stopped_after > 0) {
+    std::cerr << "eventfold: stopped after line " << stopped_after << ": the store could not store "
+              << "a batch (" << tally.first_storage_error << "); no line after it was stored. "
+              << "Once the disk is fixed, run the same command again: the lines already stored "
+              << "are answered duplicate.\n";
   }
   if (tally.storage_error > 0) return kExitError;
   return tally.conflict + tally.invalid + tally.unauthorized > 0 ? kExitRefused : kExitOk;

@@ -1,7 +1,9 @@
 // Prefetch<T> runs a producer on a thread of its own, one item ahead of the
 // consumer: while the caller works on one item (for `eventfold ingest`, a
 // batch's write and sync), the next is being made (the next batch's lines
-// read and parsed).
+// read and parsed). When the system refuses the thread, Next() makes each
+// item on the caller's thread instead: the same items in the same order,
+// made one at a time as they are asked for.
 //
 // Thread-safety: Next() is called from one thread. The producer runs on the
 // Prefetch's own thread and touches nothing the consumer does. At most
@@ -20,6 +22,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/start_thread.h"
 #include "core/thread_annotations.h"
 
 namespace eventfold::cli {
@@ -28,9 +31,14 @@ template <typename T>
 class Prefetch {
  public:
   // `produce` returns the next item, or nullopt at the end (called on the
-  // Prefetch's thread until it returns nullopt or the Prefetch is destroyed).
-  explicit Prefetch(std::function<std::optional<T>()> produce, size_t depth = 1)
-      : produce_(std::move(produce)), depth_(depth == 0 ? 1 : depth), thread_([this] { Run(); }) {}
+  // Prefetch's thread until it returns nullopt or the Prefetch is destroyed;
+  // on the caller's, inside Next(), when `own_thread` is false or the system
+  // refuses the thread: then threaded() is false).
+  explicit Prefetch(std::function<std::optional<T>()> produce, size_t depth = 1,
+                    bool own_thread = true)
+      : produce_(std::move(produce)), depth_(depth == 0 ? 1 : depth) {
+    if (own_thread) threaded_ = StartThread(&thread_, "the read-ahead", [this] { Run(); }).ok();
+  }
 
   Prefetch(const Prefetch&) = delete;
   Prefetch& operator=(const Prefetch&) = delete;
@@ -41,12 +49,16 @@ class Prefetch {
       stop_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
+
+  // Whether items are made ahead on a thread of the Prefetch's own.
+  bool threaded() const { return threaded_; }
 
   // The next item in the producer's order, waiting for it to be made;
   // nullopt once the producer has returned nullopt.
   std::optional<T> Next() {
+    if (!threaded_) return NextInline();
     MutexLock l(&mu_);
     while (ready_.empty() && !done_) cv_.wait(l.native());
     if (ready_.empty()) return std::nullopt;
@@ -57,6 +69,13 @@ class Prefetch {
   }
 
  private:
+  std::optional<T> NextInline() {
+    if (inline_done_) return std::nullopt;
+    std::optional<T> item = produce_();
+    inline_done_ = !item;
+    return item;
+  }
+
   void Run() {
     for (;;) {
       std::optional<T> item = produce_();
@@ -73,14 +92,16 @@ class Prefetch {
     }
   }
 
-  std::function<std::optional<T>()> produce_;  // only on thread_
+  std::function<std::optional<T>()> produce_;  // only on thread_, or inline
   const size_t depth_;
+  bool threaded_ = false;     // the constructor's; read by the consumer only
+  bool inline_done_ = false;  // without a thread: produce_ returned nullopt
   Mutex mu_;
   std::condition_variable cv_;
   std::deque<T> ready_ GUARDED_BY(mu_);
   bool done_ GUARDED_BY(mu_) = false;
   bool stop_ GUARDED_BY(mu_) = false;
-  std::thread thread_;  // last: starts once the members above exist
+  std::thread thread_;  // started in the constructor, once the members above exist
 };
 
 }  // namespace eventfold::cli

@@ -8,8 +8,11 @@
 #include <queue>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/signature.h"
+#include "core/start_thread.h"
 #include "core/thread_annotations.h"
 
 namespace eventfold::sim {
@@ -43,10 +46,15 @@ class Run {
   }
 
   SendReport Go() {
+    // One connection is the caller's own thread; a thread the system
+    // refuses is one connection fewer, never a lost delivery.
     std::vector<std::thread> workers;
-    for (int i = 0; i < std::max(1, options_.connections); ++i) {
-      workers.emplace_back([this] { Work(); });
+    for (int i = 1; i < options_.connections; ++i) {
+      std::thread worker;
+      if (!StartThread(&worker, "a sender connection", [this] { Work(); }).ok()) break;
+      workers.push_back(std::move(worker));
     }
+    Work();
     for (auto& t : workers) t.join();
     MutexLock lock(&mu_);  // uncontended: the workers are done
     report_.seconds = std::chrono::duration<double>(SteadyClock::now() - start_).count();

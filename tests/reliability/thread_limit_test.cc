@@ -3,8 +3,9 @@
 // naming the thread it could not start and leaves the directory free (an
 // open once the limit is lifted sees everything stored), a store that
 // opened serves ingests and rebuilds on fewer threads, a repair or a
-// restore refused changes nothing, and the HTTP server either does not
-// start or answers every delivery.
+// restore refused changes nothing, the HTTP server either does not start
+// or answers every delivery, and `eventfold ingest` either is refused whole
+// or stores every line.
 //
 // Each case is a child process under a user id of its own (the limit,
 // RLIMIT_NPROC, counts every thread of the real user, and root is exempt)
@@ -39,6 +40,7 @@
 #include "eventfold/repair.h"
 #include "eventfold/store.h"
 #include "tests/common/raw_http_client.h"
+#include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
 #include "tools/history.h"
@@ -138,7 +140,9 @@ std::string InChild(const std::function<std::string(const std::string& scratch)>
   EXPECT_EQ(::mkdir(scratch.path().c_str(), 0777), 0);
   EXPECT_EQ(::chmod(scratch.path().c_str(), 0777), 0);  // past the umask
   int fds[2];
-  if (::pipe(fds) != 0) return "FAIL pipe";
+  // Close-on-exec: a command the child runs must not hold the parent's
+  // read open.
+  if (::pipe2(fds, O_CLOEXEC) != 0) return "FAIL pipe";
   // Nothing buffered for the child to print again (a sanitizer's exit
   // flushes stdio even through _exit).
   std::fflush(nullptr);
@@ -309,6 +313,56 @@ TEST(ThreadLimit, TheHttpServerIsRefusedWholeOrAnswersEveryDelivery) {
   if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
   EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
   EXPECT_GT(sweep.ok, 0) << "no limit let the server start";
+}
+
+// `eventfold ingest` under a thread limit: the store's threads and the
+// command's own (the read-ahead, and each batch's sync behind the next).
+// Either the store's open is refused, naming the thread (exit 2), and a run
+// without the limit then stores every line; or every line is stored
+// (exit 0), a thread the command could not start doing its work inline.
+// Never a crash: a std::thread the system refused used to throw, and
+// terminate the command.
+TEST(ThreadLimit, TheIngestCommandStoresEveryLineOrIsRefusedWhole) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  constexpr int kLines = 2500;  // three batches: read-ahead and syncs overlap
+  std::string ndjson;
+  for (int i = 0; i < kLines; ++i) {
+    const std::string n = std::to_string(i);
+    ndjson += R"({"event_id":"evt_)" + n +
+              R"(","type":"receipt.issued","occurred_at":"2026-11-29T10:00:00Z",)" +
+              R"("data":{"receipt_id":"rcp_)" + n + "\"}}\n";
+  }
+  const std::string all_new = "{\"accepted\":" + std::to_string(kLines) + ",\"duplicate\":0,";
+  const Sweep sweep =
+      SweepHeadroom(10, "stored", [&](const std::string& scratch, int headroom) -> std::string {
+        const std::string file = scratch + "/lines.ndjson", dir = scratch + "/store";
+        test_util::WriteFile(file, ndjson);
+        // This process, `timeout` (RunCli's bound) and the command's main
+        // thread, then the headroom.
+        if (!SetThreadLimit(3 + headroom)) return "FAIL setrlimit";
+        const test_util::CliResult r =
+            test_util::RunCli(EVENTFOLD_CLI, {"ingest", "--data", dir, file}, scratch + "/run");
+        if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+        if (r.exit_code == 0) {
+          if (!r.out.starts_with(all_new)) return "FAIL exit 0, but " + r.out;
+          return "stored: " + r.out.substr(0, r.out.find('\n'));
+        }
+        const std::string err = r.err.substr(0, r.err.find('\n'));
+        if (r.exit_code != 2 || err.find("cannot start") == std::string::npos) {
+          return "FAIL exit " + std::to_string(r.exit_code) + ": " + r.err.substr(0, 600);
+        }
+        // Refused whole: nothing was stored, and the directory is free.
+        const test_util::CliResult again =
+            test_util::RunCli(EVENTFOLD_CLI, {"ingest", "--data", dir, file}, scratch + "/again");
+        if (again.exit_code != 0 || !again.out.starts_with(all_new)) {
+          return "FAIL the run after the refusal: exit " + std::to_string(again.exit_code) + ", " +
+                 again.out + again.err.substr(0, 600);
+        }
+        return "refused: " + err;
+      });
+  if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
+  EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(sweep.ok, 0) << "no limit let the command run";
 }
 
 }  // namespace

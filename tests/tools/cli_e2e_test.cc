@@ -566,8 +566,8 @@ TEST_F(cli_e2e, UsageErrorsExit2) {
 // error too); every later line is a storage error, never accepted; the
 // command exits 2. Run again on a healthy disk, the same file completes the
 // store: every line accepted or a duplicate, and every receipt listed.
-TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrors) {
-  constexpr size_t kLines = 2500;  // three batches of at most 1000
+TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrorsAndStops) {
+  constexpr size_t kLines = 6500;  // seven batches of at most 1000
   std::vector<std::string> lines;
   for (size_t i = 0; i < kLines; ++i) {
     const std::string n = std::to_string(i);
@@ -617,15 +617,27 @@ TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrors) {
                 count(failing.out, "invalid") + count(failing.out, "unauthorized"),
             0u)
       << failing.out;
+  // The run stops at the first batch whose sync failed: that batch, and the
+  // one written behind it while its sync ran, are the storage errors; no
+  // line after them is stored or reported.
+  const size_t stopped = count(failing.out, "stopped_after_line");
+  EXPECT_GT(stopped, accepted) << failing.out;
+  EXPECT_LE(stopped, accepted + 2000) << failing.out;
   size_t storage_errors = 0;
   for (const std::string& line : Lines(failing.err)) {
     if (!line.starts_with("line ")) continue;
     EXPECT_GT(std::stoul(line.substr(5)), accepted) << line;
+    EXPECT_LE(std::stoul(line.substr(5)), stopped) << line;
     EXPECT_NE(line.find(": storage_error (503): storage: "), std::string::npos) << line;
     ++storage_errors;
   }
-  EXPECT_EQ(storage_errors, kLines - accepted) << failing.err.substr(0, 2000);
-  EXPECT_EQ(count(failing.out, "storage_error"), kLines - accepted) << failing.out;
+  EXPECT_EQ(storage_errors, stopped - accepted) << failing.err.substr(0, 2000);
+  EXPECT_EQ(count(failing.out, "storage_error"), stopped - accepted) << failing.out;
+  EXPECT_NE(failing.err.find("eventfold: stopped after line " + std::to_string(stopped) +
+                             ": the store could not store a batch (storage: "),
+            std::string::npos)
+      << failing.err.substr(0, 2000);
+  EXPECT_NE(failing.err.find("run the same command again"), std::string::npos) << failing.err;
 
   CliResult healthy = Run({"ingest", "--data", dir, f});
   EXPECT_EQ(healthy.exit_code, 0) << healthy.err;

@@ -1,5 +1,7 @@
 // Prefetch<T>: items in the producer's order, no more than `depth` made
 // ahead of the consumer, and a Prefetch destroyed early stops its producer.
+// Without a thread of its own (as when the system refuses it), the same
+// items in the same order, each made on the caller's thread as asked for.
 
 #include "tools/prefetch.h"
 
@@ -8,6 +10,7 @@
 #include <atomic>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "tests/common/test_seed.h"
 
@@ -56,6 +59,35 @@ TEST(Prefetch, DestroyedBeforeTheEndStopsItsProducer) {
   const int when_destroyed = made.load();
   // At most: the item taken, one waiting and one being made.
   EXPECT_LE(when_destroyed, 4);
+}
+
+TEST(Prefetch, WithoutAThreadMakesEachItemOnTheCallersThreadWhenAskedFor) {
+  std::mt19937_64 rng(test_util::TestSeed("PrefetchInline", 7));
+  for (int round = 0; round < 20; ++round) {
+    const int count = std::uniform_int_distribution<int>(0, 500)(rng);
+    const std::thread::id caller = std::this_thread::get_id();
+    int made = 0, ends = 0;
+    Prefetch<int> items(
+        [&]() -> std::optional<int> {
+          EXPECT_EQ(std::this_thread::get_id(), caller);
+          if (made == count) {
+            ++ends;
+            return std::nullopt;
+          }
+          return made++;
+        },
+        /*depth=*/2, /*own_thread=*/false);
+    EXPECT_FALSE(items.threaded());
+    for (int want = 0; want < count; ++want) {
+      EXPECT_EQ(made, want) << "round " << round << ": made ahead without a thread";
+      std::optional<int> got = items.Next();
+      ASSERT_TRUE(got.has_value()) << "round " << round << " item " << want;
+      EXPECT_EQ(*got, want);
+    }
+    EXPECT_FALSE(items.Next().has_value());
+    EXPECT_FALSE(items.Next().has_value());
+    EXPECT_EQ(ends, 1) << "round " << round << ": the producer asked again after its end";
+  }
 }
 
 }  // namespace
