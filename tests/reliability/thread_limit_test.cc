@@ -4,8 +4,9 @@
 // open once the limit is lifted sees everything stored), a store that
 // opened serves ingests and rebuilds on fewer threads, a repair or a
 // restore refused changes nothing, the HTTP server either does not start
-// or answers every delivery, and `eventfold ingest` either is refused whole
-// or stores every line.
+// or answers every delivery, `eventfold ingest` either is refused whole or
+// stores every line, and every other command that ends by itself either is
+// refused whole or runs whole.
 //
 // Each case is a child process under a user id of its own (the limit,
 // RLIMIT_NPROC, counts every thread of the real user, and root is exempt)
@@ -181,8 +182,8 @@ std::string InChild(const std::function<std::string(const std::string& scratch)>
   return line;
 }
 
-// Runs `fn(scratch, headroom)` in a child (InChild) for each headroom from
-// 0 to `max` and prints its line. Counts the lines that say "refused" and
+// Runs `fn(scratch, headroom)` in a child (InChild) for each of `headrooms`
+// and prints its line. Counts the lines that say "refused" and
 // those that start with `ok`; `skipped` is the line of a child that could
 // not change user (the sweep stops there).
 struct Sweep {
@@ -190,10 +191,10 @@ struct Sweep {
   int ok = 0;
   std::string skipped;
 };
-Sweep SweepHeadroom(int max, const std::string& ok,
+Sweep SweepHeadroom(const std::vector<int>& headrooms, const std::string& ok,
                     const std::function<std::string(const std::string&, int)>& fn) {
   Sweep sweep;
-  for (int headroom = 0; headroom <= max; ++headroom) {
+  for (const int headroom : headrooms) {
     bool skip = false;
     const std::string line =
         InChild([&](const std::string& scratch) { return fn(scratch, headroom); }, &skip);
@@ -208,6 +209,13 @@ Sweep SweepHeadroom(int max, const std::string& ok,
   return sweep;
 }
 
+// 0, 1, ..., max.
+std::vector<int> UpTo(int max) {
+  std::vector<int> all;
+  for (int n = 0; n <= max; ++n) all.push_back(n);
+  return all;
+}
+
 std::vector<Delivery> History() {
   sim::HistoryOptions ho;
   ho.seed = test_util::TestSeed("ThreadLimit", 8080);
@@ -220,7 +228,7 @@ TEST(ThreadLimit, EveryThreadTheStoreCannotStartIsAClearRefusal) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
   const std::vector<Delivery> deliveries = History();
   const Sweep sweep =
-      SweepHeadroom(kMaxHeadroom, "opened", [&](const std::string& scratch, int headroom) {
+      SweepHeadroom(UpTo(kMaxHeadroom), "opened", [&](const std::string& scratch, int headroom) {
         return Case(scratch + "/store", deliveries, headroom);
       });
   if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
@@ -274,8 +282,8 @@ TEST(ThreadLimit, ARepairOrARestoreWithoutAThreadChangesNothing) {
 TEST(ThreadLimit, TheHttpServerIsRefusedWholeOrAnswersEveryDelivery) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
   const std::vector<Delivery> deliveries = History();
-  const Sweep sweep =
-      SweepHeadroom(6, "answered", [&](const std::string& scratch, int headroom) -> std::string {
+  const Sweep sweep = SweepHeadroom(
+      UpTo(6), "answered", [&](const std::string& scratch, int headroom) -> std::string {
         Result<std::unique_ptr<Store>> s = Store::Open(scratch + "/store", Options());
         if (!s.ok()) return "FAIL open: " + s.status().ToString();
         ReceiverOptions ro;
@@ -333,8 +341,8 @@ TEST(ThreadLimit, TheIngestCommandStoresEveryLineOrIsRefusedWhole) {
               R"("data":{"receipt_id":"rcp_)" + n + "\"}}\n";
   }
   const std::string all_new = "{\"accepted\":" + std::to_string(kLines) + ",\"duplicate\":0,";
-  const Sweep sweep =
-      SweepHeadroom(10, "stored", [&](const std::string& scratch, int headroom) -> std::string {
+  const Sweep sweep = SweepHeadroom(
+      UpTo(10), "stored", [&](const std::string& scratch, int headroom) -> std::string {
         const std::string file = scratch + "/lines.ndjson", dir = scratch + "/store";
         test_util::WriteFile(file, ndjson);
         // This process, `timeout` (RunCli's bound) and the command's main
@@ -363,6 +371,93 @@ TEST(ThreadLimit, TheIngestCommandStoresEveryLineOrIsRefusedWhole) {
   if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
   EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
   EXPECT_GT(sweep.ok, 0) << "no limit let the command run";
+}
+
+// Every other command that ends by itself, under the same limits, on a
+// store the history was ingested into: each either runs whole (its exit
+// code, and for a read its output, as without the limit) or is refused
+// (exit 2) naming the thread it could not start. Never a signal. The demo
+// runs an HTTP server with 20 workers and a sender of 16 connections: at
+// headroom 26 to 28 its server starts and its sender gets fewer threads
+// than connections (the sender then runs fewer connections).
+TEST(ThreadLimit, EveryCommandRunsWholeOrIsRefusedWhole) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  std::string ndjson, receipt;
+  for (const Delivery& d : History()) {
+    ndjson += d.body + "\n";
+    const size_t at = d.body.find("\"receipt_id\":\"");
+    if (receipt.empty() && at != std::string::npos) {
+      const size_t from = at + 14;
+      receipt = d.body.substr(from, d.body.find('"', from) - from);
+    }
+  }
+  ASSERT_FALSE(receipt.empty());
+  const Sweep sweep = SweepHeadroom(
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 26, 27, 28, 40}, "ran",
+      [&](const std::string& scratch, int headroom) -> std::string {
+        const std::string file = scratch + "/history.ndjson", dir = scratch + "/store";
+        test_util::WriteFile(file, ndjson);
+        const auto run = [&](const std::vector<std::string>& args) {
+          return test_util::RunCli(EVENTFOLD_CLI, args, scratch + "/run");
+        };
+        if (const int code = run({"ingest", "--data", dir, file}).exit_code; code > 1) {
+          return "FAIL ingest: exit " + std::to_string(code);
+        }
+        struct Command {
+          std::vector<std::string> args;
+          bool same_output;  // a read: the same bytes as without the limit
+        };
+        std::vector<Command> commands = {
+            {{"show", "--data", dir, "receipt", receipt}, true},
+            {{"log", "--data", dir, "receipt", receipt}, true},
+            {{"list", "--data", dir}, true},
+            {{"refused", "--data", dir}, true},
+            {{"feed", "--data", dir}, true},
+            {{"subscriptions", "--data", dir}, true},
+            {{"unrouted", "--data", dir}, true},
+            {{"status", "--data", dir}, false},
+            {{"check", "--data", dir}, false},
+            {{"replay", "--data", dir}, false},
+            {{"gc", "--data", dir}, false},
+            {{"backup", "--data", dir, "OUT"}, false},
+            {{"demo", "--data", "OUT", "--fresh", "--receipts", "3", "--products", "1"}, false},
+            {{"list", "--data", dir}, true},  // after replay and gc: the same projections
+        };
+        int refused = 0, out_dirs = 0;
+        std::string refusals;
+        for (Command& c : commands) {
+          // A command that writes a new directory gets a fresh one per run.
+          const auto fresh = [&](std::vector<std::string> args) {
+            for (std::string& a : args) {
+              if (a == "OUT") a = scratch + "/out" + std::to_string(++out_dirs);
+            }
+            return args;
+          };
+          const test_util::CliResult expected = run(fresh(c.args));
+          if (!SetThreadLimit(3 + headroom)) return "FAIL setrlimit";
+          const test_util::CliResult r = run(fresh(c.args));
+          if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+          const std::string what = c.args[0] + ": exit " + std::to_string(r.exit_code);
+          if (r.exit_code == 2 && r.err.find("cannot start") != std::string::npos) {
+            ++refused;
+            refusals += " " + c.args[0];
+            continue;
+          }
+          if (r.exit_code != expected.exit_code) {
+            return "FAIL " + what + " (" + std::to_string(expected.exit_code) +
+                   " without the limit): " + r.err.substr(0, 600);
+          }
+          if (c.same_output && r.out != expected.out) return "FAIL " + what + ", other output";
+        }
+        if (refused > 0) {
+          return "refused: " + std::to_string(refused) + " of " + std::to_string(commands.size()) +
+                 " commands (" + refusals.substr(1) + ")";
+        }
+        return "ran: all " + std::to_string(commands.size()) + " commands";
+      });
+  if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
+  EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(sweep.ok, 0) << "no limit let every command run";
 }
 
 }  // namespace
