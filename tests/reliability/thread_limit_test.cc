@@ -4,9 +4,11 @@
 // open once the limit is lifted sees everything stored), a store that
 // opened serves ingests and rebuilds on fewer threads, a repair or a
 // restore refused changes nothing, the HTTP server either does not start
-// or answers every delivery, `eventfold ingest` either is refused whole or
-// stores every line, and every other command that ends by itself either is
-// refused whole or runs whole.
+// or answers every delivery, a subscription either is refused whole or
+// delivers every change, `eventfold serve` either exits naming the thread
+// or answers on both its listeners, `eventfold ingest` either is refused
+// whole or stores every line, and every other command that ends by itself
+// either is refused whole or runs whole.
 //
 // Each case is a child process under a user id of its own (the limit,
 // RLIMIT_NPROC, counts every thread of the real user, and root is exempt)
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -40,9 +43,11 @@
 #include "eventfold/receiver.h"
 #include "eventfold/repair.h"
 #include "eventfold/store.h"
+#include "eventfold/subscription.h"
 #include "tests/common/raw_http_client.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
+#include "tests/common/serve_process.h"
 #include "tests/common/test_seed.h"
 #include "tools/history.h"
 
@@ -323,6 +328,60 @@ TEST(ThreadLimit, TheHttpServerIsRefusedWholeOrAnswersEveryDelivery) {
   EXPECT_GT(sweep.ok, 0) << "no limit let the server start";
 }
 
+// A subscription of 4 workers under a thread limit: Start is refused,
+// naming the thread, with none of its threads left running and its name
+// free for the next Start; or it delivers every change and saves its
+// checkpoint past the last.
+TEST(ThreadLimit, ASubscriptionIsRefusedWholeOrDeliversEveryChange) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  const std::vector<Delivery> deliveries = History();
+  const Sweep sweep =
+      SweepHeadroom(UpTo(6), "delivered", [&](const std::string& scratch, int headroom) {
+        Result<std::unique_ptr<Store>> s = Store::Open(scratch + "/store", Options());
+        if (!s.ok()) return "FAIL open: " + s.status().ToString();
+        for (const Delivery& d : deliveries) (void)(*s)->Ingest(d);
+        const uint64_t last = (*s)->feed().LastSeq();
+        if (last == 0) return std::string("FAIL no change in the feed");
+        std::atomic<uint64_t> handled{0};
+        const auto handler = [&handled](const Change&) {
+          handled.fetch_add(1);
+          return Status::OK();
+        };
+        SubscriptionOptions so;
+        so.name = "audit";
+        so.threads = 4;
+        const int base = ThreadsOfThisProcess();
+        if (!SetThreadLimit(base + headroom)) return std::string("FAIL setrlimit");
+        Result<std::unique_ptr<Subscription>> sub = Subscription::Start(s->get(), so, handler);
+        std::string line;
+        if (!sub.ok()) {
+          const std::string refusal = sub.status().ToString();
+          if (!sub.status().IsUnavailable() || refusal.find("cannot start") == std::string::npos) {
+            return "FAIL start refused without naming a thread: " + refusal;
+          }
+          if (ThreadsOfThisProcess() != base)
+            return std::string("FAIL a refused start left threads");
+          if (!SetThreadLimit(4096)) return std::string("FAIL raising the limit");
+          sub = Subscription::Start(s->get(), so, handler);
+          if (!sub.ok()) return "FAIL the start after the refusal: " + sub.status().ToString();
+          line = "refused: " + refusal;
+        }
+        if (!(*sub)->WaitForCheckpoint(last, 60'000'000)) {
+          return "FAIL checkpoint " + std::to_string((*sub)->Stats().checkpoint) + " of " +
+                 std::to_string(last);
+        }
+        (*sub)->Stop();
+        if (handled.load() < last) {
+          return "FAIL " + std::to_string(handled.load()) + " of " + std::to_string(last) +
+                 " changes delivered";
+        }
+        return line.empty() ? "delivered " + std::to_string(last) + " changes" : line;
+      });
+  if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
+  EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(sweep.ok, 0) << "no limit let the subscription start";
+}
+
 // `eventfold ingest` under a thread limit: the store's threads and the
 // command's own (the read-ahead, and each batch's sync behind the next).
 // Either the store's open is refused, naming the thread (exit 2), and a run
@@ -371,6 +430,59 @@ TEST(ThreadLimit, TheIngestCommandStoresEveryLineOrIsRefusedWhole) {
   if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
   EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
   EXPECT_GT(sweep.ok, 0) << "no limit let the command run";
+}
+
+// `eventfold serve` with its admin listener, under a thread limit: either it
+// exits 2 naming the thread it could not start (a webhook or admin worker,
+// an event loop, the admin API's long-polls), or it answers a delivery and
+// an admin read, and stops at SIGTERM with exit 0. Each listener has 2
+// event loops and 64 workers by default, so the headrooms reach past 130.
+TEST(ThreadLimit, ServeExitsNamingTheThreadOrAnswersBothListeners) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
+  const std::vector<Delivery> deliveries = History();
+  const std::string token = "thread-limit-admin-token-0123456789";
+  const Sweep sweep =
+      SweepHeadroom({0, 3, 6, 60, 66, 68, 70, 72, 76, 80, 200}, "answered",
+                    [&](const std::string& scratch, int headroom) -> std::string {
+                      const std::string token_file = scratch + "/token";
+                      test_util::WriteFile(token_file, token + "\n");
+                      test_util::ServerProcess serve(EVENTFOLD_CLI, scratch + "/store", scratch);
+                      // This process and serve's main thread, then the headroom.
+                      if (!SetThreadLimit(2 + headroom)) return "FAIL setrlimit";
+                      const ::testing::AssertionResult started =
+                          serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0",
+                                       "--admin-token-file", token_file});
+                      if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+                      if (!started) {
+                        const std::string log = serve.log(), why = started.message();
+                        if (why.find("serve exited early") == std::string::npos ||
+                            log.find("cannot start") == std::string::npos) {
+                          return "FAIL serve neither started nor exited naming a thread: " + why;
+                        }
+                        return "refused: " + log.substr(0, log.find('\n'));
+                      }
+                      const std::string& body = deliveries.front().body;
+                      test_util::RawClient hook(serve.port());
+                      hook.Send(
+                          "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body);
+                      const std::vector<int> posted = hook.ReadAnswers(1);
+                      test_util::RawClient admin(serve.admin_port());
+                      admin.Send("GET /v1/status HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " +
+                                 token + "\r\n\r\n");
+                      const std::vector<int> read = admin.ReadAnswers(1);
+                      const int code = serve.Stop();
+                      if (posted != std::vector<int>{200})
+                        return "FAIL the delivery: " + serve.log();
+                      if (read != std::vector<int>{200})
+                        return "FAIL the admin read: " + serve.log();
+                      if (code != 0) return "FAIL exit " + std::to_string(code) + " after SIGTERM";
+                      return std::string("answered 200 on both listeners");
+                    });
+  if (!sweep.skipped.empty()) GTEST_SKIP() << sweep.skipped;
+  EXPECT_GT(sweep.refused, 0) << "no limit was tight enough to refuse a thread";
+  EXPECT_GT(sweep.ok, 0) << "no limit let serve start";
 }
 
 // Every other command that ends by itself, under the same limits, on a
