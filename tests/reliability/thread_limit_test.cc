@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -183,7 +184,9 @@ std::string InChild(const std::function<std::string(const std::string& scratch)>
     return "FAIL signal";
   }
   *skip = WEXITSTATUS(status) == kExitSkip;
-  if (!*skip) EXPECT_EQ(WEXITSTATUS(status), 0) << line;
+  if (!*skip) {
+    EXPECT_EQ(WEXITSTATUS(status), 0) << line;
+  }
   return line;
 }
 
@@ -212,6 +215,15 @@ Sweep SweepHeadroom(const std::vector<int>& headrooms, const std::string& ok,
     sweep.ok += line.starts_with(ok);
   }
   return sweep;
+}
+
+// For a child that runs commands under the limit. LeakSanitizer checks at
+// exit on a thread of its own, which the limit may refuse, and a sanitizer
+// build then aborts however clean the command was: the commands do without
+// that check here (the other end-to-end tests keep it).
+void WithoutLeakCheckAtExit() {
+  const char* options = std::getenv("ASAN_OPTIONS");
+  ::setenv("ASAN_OPTIONS", (std::string(options ? options : "") + ":detect_leaks=0").c_str(), 1);
 }
 
 // 0, 1, ..., max.
@@ -404,9 +416,10 @@ TEST(ThreadLimit, TheIngestCommandStoresEveryLineOrIsRefusedWhole) {
       UpTo(10), "stored", [&](const std::string& scratch, int headroom) -> std::string {
         const std::string file = scratch + "/lines.ndjson", dir = scratch + "/store";
         test_util::WriteFile(file, ndjson);
-        // This process, `timeout` (RunCli's bound) and the command's main
-        // thread, then the headroom.
-        if (!SetThreadLimit(3 + headroom)) return "FAIL setrlimit";
+        WithoutLeakCheckAtExit();
+        // This process's threads, `timeout` (RunCli's bound) and the
+        // command's main thread, then the headroom.
+        if (!SetThreadLimit(ThreadsOfThisProcess() + 2 + headroom)) return "FAIL setrlimit";
         const test_util::CliResult r =
             test_util::RunCli(EVENTFOLD_CLI, {"ingest", "--data", dir, file}, scratch + "/run");
         if (!SetThreadLimit(4096)) return "FAIL raising the limit";
@@ -444,11 +457,15 @@ TEST(ThreadLimit, ServeExitsNamingTheThreadOrAnswersBothListeners) {
   const Sweep sweep =
       SweepHeadroom({0, 3, 6, 60, 66, 68, 70, 72, 76, 80, 200}, "answered",
                     [&](const std::string& scratch, int headroom) -> std::string {
+                      WithoutLeakCheckAtExit();
                       const std::string token_file = scratch + "/token";
                       test_util::WriteFile(token_file, token + "\n");
                       test_util::ServerProcess serve(EVENTFOLD_CLI, scratch + "/store", scratch);
-                      // This process and serve's main thread, then the headroom.
-                      if (!SetThreadLimit(2 + headroom)) return "FAIL setrlimit";
+                      // This process's threads and serve's main thread, then
+                      // the headroom.
+                      if (!SetThreadLimit(ThreadsOfThisProcess() + 1 + headroom)) {
+                        return "FAIL setrlimit";
+                      }
                       const ::testing::AssertionResult started =
                           serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0",
                                        "--admin-token-file", token_file});
@@ -490,8 +507,8 @@ TEST(ThreadLimit, ServeExitsNamingTheThreadOrAnswersBothListeners) {
 // code, and for a read its output, as without the limit) or is refused
 // (exit 2) naming the thread it could not start. Never a signal. The demo
 // runs an HTTP server with 20 workers and a sender of 16 connections: at
-// headroom 26 to 28 its server starts and its sender gets fewer threads
-// than connections (the sender then runs fewer connections).
+// headroom 27 its server starts and its sender gets fewer threads than
+// connections (the sender then runs fewer connections).
 TEST(ThreadLimit, EveryCommandRunsWholeOrIsRefusedWhole) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run each case under a user id of its own";
   std::string ndjson, receipt;
@@ -505,10 +522,10 @@ TEST(ThreadLimit, EveryCommandRunsWholeOrIsRefusedWhole) {
   }
   ASSERT_FALSE(receipt.empty());
   const Sweep sweep = SweepHeadroom(
-      {0, 1, 2, 3, 4, 5, 6, 7, 8, 26, 27, 28, 40}, "ran",
-      [&](const std::string& scratch, int headroom) -> std::string {
+      {0, 4, 8, 27}, "ran", [&](const std::string& scratch, int headroom) -> std::string {
         const std::string file = scratch + "/history.ndjson", dir = scratch + "/store";
         test_util::WriteFile(file, ndjson);
+        WithoutLeakCheckAtExit();
         const auto run = [&](const std::vector<std::string>& args) {
           return test_util::RunCli(EVENTFOLD_CLI, args, scratch + "/run");
         };
@@ -546,7 +563,7 @@ TEST(ThreadLimit, EveryCommandRunsWholeOrIsRefusedWhole) {
             return args;
           };
           const test_util::CliResult expected = run(fresh(c.args));
-          if (!SetThreadLimit(3 + headroom)) return "FAIL setrlimit";
+          if (!SetThreadLimit(ThreadsOfThisProcess() + 2 + headroom)) return "FAIL setrlimit";
           const test_util::CliResult r = run(fresh(c.args));
           if (!SetThreadLimit(4096)) return "FAIL raising the limit";
           const std::string what = c.args[0] + ": exit " + std::to_string(r.exit_code);
