@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "eventfold/store.h"
+#include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 #include "store/quarantine_log.h"
 #include "store/store_dir.h"
@@ -41,7 +42,19 @@ Status DestroyStore(const std::string& path, const Options& options) {
   // DestroyDB deletes only LevelDB's own files, then the directory when
   // nothing else is left in it; it asks for the lock through lock.env().
   lo.env = lock.env();
-  return storage::FromLevelDb(leveldb::DestroyDB(path, lo), "deleting " + path);
+  st = storage::FromLevelDb(leveldb::DestroyDB(path, lo), "deleting " + path);
+  if (!st.ok()) return st;
+  // A removal is durable once its directory is synced: without it, a power
+  // cut could bring the deleted store back. The directory itself when other
+  // files kept it (the quarantine's removal, and the store's files, are in
+  // it), else its parent, where its own name was.
+  const std::string synced = env->FileExists(path) ? path : storage::ParentDir(path);
+  st = storage::SyncDir(env, synced);
+  if (!st.ok()) {
+    return Status::IOError("deleted " + path + ", but syncing " + synced +
+                           " failed, so a power cut could bring it back: " + st.message());
+  }
+  return Status::OK();
 }
 
 }  // namespace eventfold

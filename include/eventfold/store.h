@@ -188,7 +188,9 @@ class Store {
 // this process or another) has it open; with kInvalidArgument when `path`
 // holds files but no store; with kIOError when `path` cannot be listed or a
 // file cannot be deleted. The store's lock is held throughout, so a Store
-// opening `path` meanwhile fails with kBusy.
+// opening `path` meanwhile fails with kBusy. On OK the deletion is durable:
+// the directory that held the names removed is synced, so a power cut does
+// not bring the store back.
 Status DestroyStore(const std::string& path, const Options& options);
 
 }  // namespace eventfold

@@ -9,9 +9,11 @@
 #include "storage/dir_sync.h"
 
 #include <gtest/gtest.h>
+#include <leveldb/db.h>
 #include <leveldb/env.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -55,6 +57,17 @@ class DirEntryEnv : public storage::DirSyncEnv {
     std::lock_guard<std::mutex> l(mu_);
     std::vector<std::string> out;
     for (const std::string& e : pending_) {
+      if (e == p || e.starts_with(p + "/")) out.push_back(e);
+    }
+    return out;
+  }
+  // The removals under `path` (it included) whose directory is not synced
+  // yet: names a power cut could bring back.
+  std::vector<std::string> UnsyncedRemovals(const std::string& path) {
+    const std::string p = Normal(path);
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::string> out;
+    for (const std::string& e : removed_) {
       if (e == p || e.starts_with(p + "/")) out.push_back(e);
     }
     return out;
@@ -153,20 +166,40 @@ class DirEntryEnv : public storage::DirSyncEnv {
     pending_.insert(Normal(path));
   }
   // A name made and removed before its directory was synced leaves nothing
-  // to lose. (Whether a removal is durable is not kept: a removed file that
-  // comes back is one the tool removes again.)
+  // to lose, nor does anything removed inside it; one removed after that is
+  // a removal a power cut can undo until its directory is synced.
   void Gone(const std::string& path) {
     std::lock_guard<std::mutex> l(mu_);
-    pending_.erase(Normal(path));
+    const std::string p = Normal(path);
+    if (pending_.erase(p) == 0) {
+      removed_.insert(p);
+    } else {
+      ForgetRemovalsInLocked(p);
+    }
+  }
+  void ForgetRemovalsInLocked(const std::string& dir) {
+    const std::string inside = dir + "/";
+    for (auto it = removed_.lower_bound(inside); it != removed_.end() && it->starts_with(inside);) {
+      it = removed_.erase(it);
+    }
   }
   void SyncedLocked(const std::string& dir) {
     for (auto it = pending_.begin(); it != pending_.end();) {
       it = storage::ParentDir(*it) == dir ? pending_.erase(it) : std::next(it);
     }
+    std::vector<std::string> done;
+    for (const std::string& r : removed_) {
+      if (storage::ParentDir(r) == dir) done.push_back(r);
+    }
+    for (const std::string& r : done) {
+      removed_.erase(r);
+      ForgetRemovalsInLocked(r);  // a directory durably removed, with all in it
+    }
   }
 
   std::mutex mu_;
   std::set<std::string> pending_;  // full paths whose name is not synced
+  std::set<std::string> removed_;  // full paths whose removal is not synced
   int dir_syncs_ = 0;
   std::string watched_;
   std::function<void(const std::string&)> before_change_;
@@ -218,6 +251,58 @@ TEST(DirSync, ABackupAndARestoreLeaveNoNameAPowerCutCouldTake) {
   EXPECT_EQ(Join(env.Unsynced(scratch.path() + "/also")), "")
       << "names the restore wrote that a power cut could take";
   EXPECT_GT(env.dir_syncs(), after_backup);
+}
+
+// A destroyed store stays destroyed: every removal, its quarantine's and
+// its own, is in a directory synced before DestroyStore returns; the
+// store's directory itself when another file keeps it, else its parent.
+TEST(DirSync, ADestroyLeavesNoRemovalAPowerCutCouldUndo) {
+  ScratchDir scratch("dir-sync");
+  for (const bool keep_dir : {false, true}) {
+    DirEntryEnv env;
+    Options o;
+    o.env = &env;
+    const std::string store = scratch.path() + (keep_dir ? "/kept" : "/store");
+    FillStore(store, o);
+    if (keep_dir) std::ofstream(store + "/notes.txt") << "not the store's\n";
+    const Status st = DestroyStore(store, o);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(env.FileExists(store), keep_dir);
+    EXPECT_EQ(Join(env.UnsyncedRemovals(scratch.path())), "") << (keep_dir ? "kept" : "removed");
+  }
+}
+
+// A restore whose check fails removes what it copied into the empty
+// directory it was given, and syncs that directory: a power cut does not
+// bring back half a store for the next restore to refuse.
+TEST(DirSync, AFailedRestoreLeavesNoRemovalAPowerCutCouldUndo) {
+  ScratchDir scratch("dir-sync");
+  DirEntryEnv env;
+  Options o;
+  o.env = &env;
+  const std::string store = scratch.path() + "/store", backup = scratch.path() + "/backup";
+  FillStore(store, o);
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(store, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->maintenance().Backup(backup).ok());
+  }
+  {
+    // A key of no family eventfold writes: the files are intact, the
+    // restored store's check fails.
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), backup, &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), "zz/not-ours", "x").ok());
+  }
+  const std::string target = scratch.path() + "/empty";
+  std::filesystem::create_directories(target);  // there, and durable, before
+  Result<BackupSummary> r = RestoreStore(backup, target, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("integrity check"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_TRUE(std::filesystem::is_empty(target));
+  EXPECT_EQ(Join(env.UnsyncedRemovals(target)), "");
 }
 
 TEST(DirSync, ARepairMakesItsJournalsNameDurableBeforeItChangesAnything) {
