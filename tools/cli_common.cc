@@ -27,10 +27,12 @@ bool HasStore(const std::string& dir) {
 }
 
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
-                                 const std::string& profile_file, Durability durability) {
+                                 const std::string& profile_file, Durability durability,
+                                 size_t recent_events) {
   Options options;
   options.create_if_missing = create;
   options.durability = durability;
+  options.recent_events = recent_events;
   if (!profile_file.empty()) {
     Result<Profile> p = Profile::FromFile(profile_file);
     if (!p.ok()) {

@@ -57,10 +57,12 @@ void AddDataOption(CLI::App* cmd, std::string* dir);
 bool HasStore(const std::string& dir);
 
 // Opens the store at `dir`; prints the reason to stderr on failure.
-// `create` allows creating it (with `profile_file`'s profile when given).
+// `create` allows creating it (with `profile_file`'s profile when given);
+// `recent_events` is Options::recent_events.
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
                                  const std::string& profile_file = "",
-                                 Durability durability = Durability::kSync);
+                                 Durability durability = Durability::kSync,
+                                 size_t recent_events = Options().recent_events);
 
 // Explains on stderr why `entity`/`id` has no projection: the profile has
 // no such entity type, or stored events that name the id are unrouted.
