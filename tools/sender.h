@@ -6,8 +6,9 @@
 // and lose acknowledgements (so a stored event is sent again).
 //
 // Used by `eventfold demo` and the HTTP benchmarks. Thread-safe per call:
-// Send() runs its own worker threads and returns when every delivery is
-// settled.
+// Send() runs one connection on the calling thread and each other on a
+// thread of its own (a thread the system refuses is one connection fewer),
+// and returns when every delivery is settled.
 
 #ifndef EVENTFOLD_TOOLS_SENDER_H_
 #define EVENTFOLD_TOOLS_SENDER_H_
