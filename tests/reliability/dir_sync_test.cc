@@ -2,9 +2,10 @@
 // backup, a restore and a repair leave no directory entry a power cut could
 // still take (a file's Sync makes its bytes durable, not its name), and a
 // repair makes its journal's name durable before it changes anything in the
-// store. DirEntryEnv keeps the entries made since their directory's last
-// sync, as a file system that does not commit names with a file's data may
-// lose them.
+// store; a destroy, and a failed restore's clean-up, leave no removal a
+// power cut could undo. DirEntryEnv keeps the entries made, and the ones
+// removed, since their directory's last sync, as a file system that does
+// not commit names with a file's data may lose them.
 
 #include "storage/dir_sync.h"
 
