@@ -53,25 +53,11 @@ class DirEntryEnv : public storage::DirSyncEnv {
   DirEntryEnv() : storage::DirSyncEnv(leveldb::Env::Default()) {}
 
   // The entries under `path` (it included) that are not synced yet.
-  std::vector<std::string> Unsynced(const std::string& path) {
-    const std::string p = Normal(path);
-    std::lock_guard<std::mutex> l(mu_);
-    std::vector<std::string> out;
-    for (const std::string& e : pending_) {
-      if (e == p || e.starts_with(p + "/")) out.push_back(e);
-    }
-    return out;
-  }
+  std::vector<std::string> Unsynced(const std::string& path) { return Under(pending_, path); }
   // The removals under `path` (it included) whose directory is not synced
   // yet: names a power cut could bring back.
   std::vector<std::string> UnsyncedRemovals(const std::string& path) {
-    const std::string p = Normal(path);
-    std::lock_guard<std::mutex> l(mu_);
-    std::vector<std::string> out;
-    for (const std::string& e : removed_) {
-      if (e == p || e.starts_with(p + "/")) out.push_back(e);
-    }
-    return out;
+    return Under(removed_, path);
   }
   int dir_syncs() {
     std::lock_guard<std::mutex> l(mu_);
@@ -155,6 +141,17 @@ class DirEntryEnv : public storage::DirSyncEnv {
     const std::string dir_;
     std::unique_ptr<leveldb::WritableFile> base_;
   };
+
+  // The paths of `set` at or under `path`.
+  std::vector<std::string> Under(const std::set<std::string>& set, const std::string& path) {
+    const std::string p = Normal(path);
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::string> out;
+    for (const std::string& e : set) {
+      if (e == p || e.starts_with(p + "/")) out.push_back(e);
+    }
+    return out;
+  }
 
   void BeforeChange(const std::string& path) {
     if (!before_change_ || storage::ParentDir(Normal(path)) != watched_) return;
