@@ -6,13 +6,11 @@
 
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "replay/db_copy.h"
 #include "replay/file_check.h"
 #include "storage/background_env.h"
-#include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "store/quarantine_log.h"
@@ -127,16 +125,9 @@ void RemoveRestored(leveldb::Env* env, const std::string& dir, bool remove_files
     if (d != dir || !keep_dir) (void)env->RemoveDir(d);
   }
   for (auto d = created.rbegin(); d != created.rend(); ++d) (void)env->RemoveDir(*d);
-  // The removals are durable once the nearest directory left is synced: a
-  // power cut then brings back no half-restored store for the next restore
-  // to refuse. Best effort, as the removals are.
-  std::string left = dir;
-  while (!env->FileExists(left)) {
-    std::string up = storage::ParentDir(left);
-    if (up == left) return;
-    left = std::move(up);
-  }
-  (void)storage::SyncDir(env, left);
+  // Durable, so a power cut brings back no half-restored store for the next
+  // restore to refuse. Best effort, as the removals are.
+  (void)SyncAfterRemovals(env, dir);
 }
 
 }  // namespace

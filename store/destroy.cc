@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "eventfold/store.h"
-#include "storage/dir_sync.h"
 #include "storage/leveldb_status.h"
 #include "store/quarantine_log.h"
 #include "store/store_dir.h"
@@ -44,15 +43,12 @@ Status DestroyStore(const std::string& path, const Options& options) {
   lo.env = lock.env();
   st = storage::FromLevelDb(leveldb::DestroyDB(path, lo), "deleting " + path);
   if (!st.ok()) return st;
-  // A removal is durable once its directory is synced: without it, a power
-  // cut could bring the deleted store back. The directory itself when other
-  // files kept it (the quarantine's removal, and the store's files, are in
-  // it), else its parent, where its own name was.
-  const std::string synced = env->FileExists(path) ? path : storage::ParentDir(path);
-  st = storage::SyncDir(env, synced);
+  // Without this a power cut could bring the deleted store back: the store
+  // directory is synced when other files kept it, else its parent.
+  st = SyncAfterRemovals(env, path);
   if (!st.ok()) {
-    return Status::IOError("deleted " + path + ", but syncing " + synced +
-                           " failed, so a power cut could bring it back: " + st.message());
+    return Status::IOError("deleted " + path +
+                           ", but a power cut could bring it back: " + st.message());
   }
   return Status::OK();
 }

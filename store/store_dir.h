@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "eventfold/options.h"
@@ -125,6 +126,20 @@ inline Status SyncStoreDirEntries(leveldb::Env* env, const std::string& dir) {
 // restore), and also the name of `dir` in its parent and the name of each
 // parent made for it (`created`, from CreateParentDirs): a backup or a
 // restore that said it was done is still there after a power cut.
+// Makes the removals at or under `path` durable: syncs `path` when it is
+// still there, else the nearest directory above it that is (where the name
+// of the highest directory removed was). Until then a power cut can bring
+// a removed file back.
+inline Status SyncAfterRemovals(leveldb::Env* env, const std::string& path) {
+  std::string left = path;
+  while (!env->FileExists(left)) {
+    std::string up = storage::ParentDir(left);
+    if (up == left) return Status::OK();  // nothing left to sync
+    left = std::move(up);
+  }
+  return storage::SyncDir(env, left);
+}
+
 inline Status SyncNewStoreDir(leveldb::Env* env, const std::string& dir,
                               const std::vector<std::string>& created) {
   if (Status st = SyncStoreDirEntries(env, dir); !st.ok()) return st;
