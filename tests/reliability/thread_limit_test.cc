@@ -35,6 +35,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,12 +80,17 @@ std::vector<std::string> DirNames(const std::string& dir) {
   return names;
 }
 
-// Sets the soft limit on this user's threads. The hard one stays at 4096:
-// up to it anyone may raise the soft limit again.
+constexpr rlim_t kHardThreadLimit = 4096;
+
+// Sets the soft limit on this user's threads. The hard one stays at
+// kHardThreadLimit: up to it anyone may raise the soft limit again.
 bool SetThreadLimit(rlim_t n) {
-  rlimit r{n, 4096};
+  rlimit r{n, kHardThreadLimit};
   return ::setrlimit(RLIMIT_NPROC, &r) == 0;
 }
+
+// Raises the soft limit back to the hard one.
+bool LiftThreadLimit() { return SetThreadLimit(kHardThreadLimit); }
 
 // What one child found, as one line to the parent.
 std::string Case(const std::string& dir, const std::vector<Delivery>& deliveries, int headroom) {
@@ -112,7 +118,7 @@ std::string Case(const std::string& dir, const std::vector<Delivery>& deliveries
              " threads running";
     }
     // The directory is free and nothing is lost.
-    if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+    if (!LiftThreadLimit()) return "FAIL raising the limit";
     Result<std::unique_ptr<Store>> again = Store::Open(dir, o);
     if (!again.ok()) return "FAIL reopen after the refusal: " + again.status().ToString();
     uint64_t duplicates = 0;
@@ -226,6 +232,19 @@ void WithoutLeakCheckAtExit() {
   ::setenv("ASAN_OPTIONS", (std::string(options ? options : "") + ":detect_leaks=0").c_str(), 1);
 }
 
+// Runs `eventfold args...` through RunCli with `headroom` threads to spare
+// beyond this process's own, RunCli's `timeout` and the command's main
+// thread, then lifts the limit; nullopt when the limit could not be set or
+// lifted.
+std::optional<test_util::CliResult> RunCliWithHeadroom(int headroom,
+                                                       const std::vector<std::string>& args,
+                                                       const std::string& scratch_prefix) {
+  if (!SetThreadLimit(ThreadsOfThisProcess() + 2 + headroom)) return std::nullopt;
+  test_util::CliResult r = test_util::RunCli(EVENTFOLD_CLI, args, scratch_prefix);
+  if (!LiftThreadLimit()) return std::nullopt;
+  return r;
+}
+
 // 0, 1, ..., max.
 std::vector<int> UpTo(int max) {
   std::vector<int> all;
@@ -274,7 +293,7 @@ TEST(ThreadLimit, ARepairOrARestoreWithoutAThreadChangesNothing) {
         if (!SetThreadLimit(ThreadsOfThisProcess())) return "FAIL setrlimit";
         Result<RepairSummary> r = RepairStore(dir, Options(), [](const LostData&) {});
         Result<BackupSummary> t = RestoreStore(backup, restored, Options());
-        if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+        if (!LiftThreadLimit()) return "FAIL raising the limit";
         if (r.ok() || !r.status().IsUnavailable()) {
           return "FAIL repair: " + (r.ok() ? std::string("ran") : r.status().ToString());
         }
@@ -373,7 +392,7 @@ TEST(ThreadLimit, ASubscriptionIsRefusedWholeOrDeliversEveryChange) {
           }
           if (ThreadsOfThisProcess() != base)
             return std::string("FAIL a refused start left threads");
-          if (!SetThreadLimit(4096)) return std::string("FAIL raising the limit");
+          if (!LiftThreadLimit()) return std::string("FAIL raising the limit");
           sub = Subscription::Start(s->get(), so, handler);
           if (!sub.ok()) return "FAIL the start after the refusal: " + sub.status().ToString();
           line = "refused: " + refusal;
@@ -417,12 +436,10 @@ TEST(ThreadLimit, TheIngestCommandStoresEveryLineOrIsRefusedWhole) {
         const std::string file = scratch + "/lines.ndjson", dir = scratch + "/store";
         test_util::WriteFile(file, ndjson);
         WithoutLeakCheckAtExit();
-        // This process's threads, `timeout` (RunCli's bound) and the
-        // command's main thread, then the headroom.
-        if (!SetThreadLimit(ThreadsOfThisProcess() + 2 + headroom)) return "FAIL setrlimit";
-        const test_util::CliResult r =
-            test_util::RunCli(EVENTFOLD_CLI, {"ingest", "--data", dir, file}, scratch + "/run");
-        if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+        const std::optional<test_util::CliResult> limited =
+            RunCliWithHeadroom(headroom, {"ingest", "--data", dir, file}, scratch + "/run");
+        if (!limited) return "FAIL setting or lifting the limit";
+        const test_util::CliResult& r = *limited;
         if (r.exit_code == 0) {
           if (!r.out.starts_with(all_new)) return "FAIL exit 0, but " + r.out;
           return "stored: " + r.out.substr(0, r.out.find('\n'));
@@ -469,7 +486,7 @@ TEST(ThreadLimit, ServeExitsNamingTheThreadOrAnswersBothListeners) {
                       const ::testing::AssertionResult started =
                           serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0",
                                        "--admin-token-file", token_file});
-                      if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+                      if (!LiftThreadLimit()) return "FAIL raising the limit";
                       if (!started) {
                         const std::string log = serve.log(), why = started.message();
                         if (why.find("serve exited early") == std::string::npos ||
@@ -563,9 +580,10 @@ TEST(ThreadLimit, EveryCommandRunsWholeOrIsRefusedWhole) {
             return args;
           };
           const test_util::CliResult expected = run(fresh(c.args));
-          if (!SetThreadLimit(ThreadsOfThisProcess() + 2 + headroom)) return "FAIL setrlimit";
-          const test_util::CliResult r = run(fresh(c.args));
-          if (!SetThreadLimit(4096)) return "FAIL raising the limit";
+          const std::optional<test_util::CliResult> limited =
+              RunCliWithHeadroom(headroom, fresh(c.args), scratch + "/run");
+          if (!limited) return "FAIL setting or lifting the limit";
+          const test_util::CliResult& r = *limited;
           const std::string what = c.args[0] + ": exit " + std::to_string(r.exit_code);
           if (r.exit_code == 2 && r.err.find("cannot start") != std::string::npos) {
             ++refused;
