@@ -7,11 +7,12 @@
 // system refuses it (std::thread throws at a task limit) there is nothing
 // to report the refusal to: the exception leaves LevelDB with its locks
 // still held, and the database hangs at its next use (seen under a thread
-// limit: a rebuild waited for ever to release a snapshot). Here the thread is asked for up front,
-// where a refusal is a Status (kUnavailable) and the open that asked fails cleanly. One per store,
-// so a store holds no process-wide state; the store's databases (its own and the quarantine's)
-// share it, and its work items run one at a time in the order scheduled, as on LevelDB's one
-// thread.
+// limit: a rebuild waited for ever to release a snapshot). Here the thread
+// is asked for up front, where a refusal is a Status (kUnavailable) and the
+// open that asked fails cleanly. One per store, so a store holds no
+// process-wide state; the store's databases (its own and the quarantine's)
+// share it, and its work items run one at a time in the order scheduled,
+// as on LevelDB's one thread.
 //
 // Thread-safe. Destroy it only after every database using it is closed
 // (a database's destructor waits for the work it scheduled).
