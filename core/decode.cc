@@ -158,7 +158,9 @@ const char* JsonProblem(simdjson::error_code e) {
     case simdjson::EMPTY:
       return "empty";
     case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
-      return "an object or array is not closed";
+      // simdjson also says this of a document whose last structural
+      // character is not its first one's closer: "{...}x" too.
+      return "an object or array is not closed, or more follows it";
     case simdjson::TRAILING_CONTENT:
       return "more after the JSON value";
     case simdjson::INCORRECT_TYPE:
