@@ -214,9 +214,17 @@ class AdminApi final : public Receiver {
       if (auth) return false;
       auth = value;
     }
-    constexpr std::string_view kBearer = "Bearer ";
-    if (!auth || auth->substr(0, kBearer.size()) != kBearer) return false;
-    return ConstantTimeEquals(auth->substr(kBearer.size()), opt_.token);
+    // RFC 9110 §11.4: the scheme's name in any case, then one or more
+    // spaces, then the token.
+    constexpr std::string_view kBearer = "Bearer";
+    if (!auth || auth->size() <= kBearer.size() ||
+        strncasecmp(auth->data(), kBearer.data(), kBearer.size()) != 0 ||
+        (*auth)[kBearer.size()] != ' ') {
+      return false;
+    }
+    std::string_view token = auth->substr(kBearer.size());
+    token.remove_prefix(std::min(token.find_first_not_of(' '), token.size()));
+    return ConstantTimeEquals(token, opt_.token);
   }
 
   // What needs no store is answered on the event loop's thread: health,
@@ -279,7 +287,9 @@ class AdminApi final : public Receiver {
     }
     // This listener's own HTTP-layer refusals: the server appends its
     // counters to a 200 for GET /metrics (Prometheus text).
-    if (target == "/metrics") return HttpResponse{200, "text/plain; version=0.0.4", ""};
+    if (target.substr(0, qm) == "/metrics") {
+      return HttpResponse{200, "text/plain; version=0.0.4", ""};
+    }
     return std::nullopt;
   }
 

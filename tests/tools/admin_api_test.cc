@@ -113,6 +113,18 @@ TEST_F(AdminApiTest, RefusesMissingOrWrongToken) {
   auto ok = Get("/v1/status");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+  // RFC 9110 §11.4: the scheme's name in any case, one or more spaces.
+  for (const std::string scheme : {"bearer ", "BEARER ", "Bearer   "}) {
+    auto r = client.Get("/v1/status", {{"Authorization", scheme + kToken}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << scheme;
+  }
+  for (const std::string& glued :
+       {"Bearer" + kToken, "Bearerx " + kToken, "Bearer " + kToken + "x"}) {
+    auto r = client.Get("/v1/status", {{"Authorization", glued}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << glued;
+  }
   // A 401 names the scheme it wants.
   auto none = Get("/v1/status", "");
   ASSERT_TRUE(none);
@@ -138,12 +150,15 @@ TEST_F(AdminApiTest, MetricsCountThisListenersHttpRefusals) {
     ASSERT_TRUE(c.Send("GET /v1/status HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n"));
     EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{400});
   }
-  auto metrics = Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_EQ(metrics->status, 200);
-  EXPECT_NE(metrics->body.find("eventfold_http_refused_total{reason=\"bad_framing\"} 1"),
-            std::string::npos)
-      << metrics->body;
+  // A query changes nothing, as for /healthz.
+  for (const std::string target : {"/metrics", "/metrics?x=1"}) {
+    auto metrics = Get(target);
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200) << target;
+    EXPECT_NE(metrics->body.find("eventfold_http_refused_total{reason=\"bad_framing\"} 1"),
+              std::string::npos)
+        << metrics->body;
+  }
 }
 
 // Each endpoint takes its own parameters: one it does not take, one given
