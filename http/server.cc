@@ -41,6 +41,7 @@
 #include "eventfold/http_server.h"
 #include "eventfold/ingest.h"
 #include "eventfold/projection.h"
+#include "http/request_target.h"
 #include "http/worker_pool.h"
 
 namespace eventfold {
@@ -63,12 +64,13 @@ enum Refusal : size_t {
   kBodyTooSlow,
   kConnectionLimit,
   kQueueFull,
+  kBodyMemoryFull,
   kRefusalCount
 };
 constexpr const char* kRefusalNames[kRefusalCount] = {
-    "header_too_large", "too_many_header_fields", "url_too_long",
-    "bad_framing",      "body_too_large",         "header_timeout",
-    "body_too_slow",    "connection_limit",       "worker_queue_full"};
+    "header_too_large",  "too_many_header_fields", "url_too_long",  "bad_framing",
+    "body_too_large",    "header_timeout",         "body_too_slow", "connection_limit",
+    "worker_queue_full", "body_memory_full"};
 
 // After an answer that closes the connection, unread request bytes would
 // turn our close into a reset that can destroy the answer in flight; read
@@ -105,6 +107,11 @@ class HttpServer::Impl {
   std::string MetricsText() const;
 
   void Count(Refusal r) { refused_[r].fetch_add(1, std::memory_order_relaxed); }
+  // The memory of request bodies being read or served, all connections
+  // together, against max_buffered_body_bytes: Take() adds `bytes` when
+  // they fit (false, nothing taken, when not); Return() gives them back.
+  [[nodiscard]] bool TakeBodyMemory(size_t bytes);
+  void ReturnBodyMemory(size_t bytes) { body_memory_.fetch_sub(bytes, std::memory_order_relaxed); }
   void CountHangUp() { hung_up_.fetch_add(1, std::memory_order_relaxed); }
   void Register(const std::shared_ptr<Session>& s);
   void Unregister(Session* s);
@@ -139,7 +146,8 @@ class HttpServer::Impl {
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
   std::atomic<uint64_t> hung_up_{0};  // connections closed by close_on_hang_up
   std::atomic<size_t> connections_{0};
-  Mutex log_mu_;  // serializes writes to opt_.access_log
+  std::atomic<size_t> body_memory_{0};  // see TakeBodyMemory
+  Mutex log_mu_;                        // serializes writes to opt_.access_log
   Mutex mu_;
   std::condition_variable cv_;  // with mu_: sessions_ or answers_owed_ reached zero
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_ GUARDED_BY(mu_);
@@ -168,7 +176,10 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto ep = stream_.socket().remote_endpoint(ec);
     if (!ec) remote_ = ep.address().to_string();
   }
-  ~Session() { s_.Unregister(this); }
+  ~Session() {
+    ReleaseBody();
+    s_.Unregister(this);
+  }
 
   void Start() { WaitForRequest(); }
 
@@ -214,6 +225,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // not with a read into memory of its own.
   void WaitForRequest() {
     if (s_.stopping_) return Close();
+    ReleaseBody();
     parser_.reset();
     if (buffer_.size() > 0) return ReadHeader();
     buffer_.shrink_to_fit();
@@ -377,6 +389,23 @@ class Session : public std::enable_shared_from_this<Session> {
     if (hosts > 1 || (hosts == 0 && req.version() >= 11)) {
       return Refuse(kBadFraming, 400, hosts == 0 ? "no Host header" : "more than one Host header");
     }
+    // ... and one whose value is not a host and port is 400 too.
+    if (const beast::string_view host = Trimmed(req[bhttp::field::host]);
+        hosts == 1 && !http::ValidHost(std::string_view(host.data(), host.size()))) {
+      return Refuse(kBadFraming, 400, "Host header is not a host[:port]");
+    }
+    // §3.2: a path, or an absolute URI (which a server must accept: it is
+    // served as its path); "*" and an authority only for the methods that
+    // take them, which the receiver answers 405.
+    const std::string_view target(req.target().data(), req.target().size());
+    if (req.method() == bhttp::verb::connect ||
+        (req.method() == bhttp::verb::options && target == "*")) {
+      target_ = target;
+    } else if (std::optional<std::string> path = http::OriginForm(target)) {
+      target_ = std::move(*path);
+    } else {
+      return Refuse(kBadFraming, 400, "request target is not a path or an http(s) URI");
+    }
     // Beast accepts equal duplicates ("5, 5" or two fields); RFC 9112 §6.3
     // lets us refuse them, and a smuggling front end relies on the leniency.
     if (lengths > 1 ||
@@ -389,6 +418,11 @@ class Session : public std::enable_shared_from_this<Session> {
           !beast::iequals(Trimmed(req[bhttp::field::transfer_encoding]), "chunked")))) {
       return Refuse(kBadFraming, 400, "Transfer-Encoding must be exactly chunked");
     }
+    // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
+    // framing (a 1.0 intermediary may have passed it on without knowing it).
+    if (encodings == 1 && req.version() < 11) {
+      return Refuse(kBadFraming, 400, "Transfer-Encoding in an HTTP/1.0 request");
+    }
     if (const auto declared = parser_->content_length();
         declared && *declared > s_.opt_.max_body_bytes) {
       // Refused from the header alone: no body read, no "100 Continue".
@@ -396,9 +430,13 @@ class Session : public std::enable_shared_from_this<Session> {
       return Oversized(*declared);
     }
     parser_->body_limit(s_.opt_.max_body_bytes);  // chunked bodies: while reading
+    // A declared length is held whole from here, so a refusal reads none of
+    // the body.
+    if (!HoldBody()) return BodyMemoryFull();
     if (parser_->is_done()) return Serve();
     phase_ = Phase::kBody;
-    body_started_ = SteadyClock::now();
+    rate_window_start_ = SteadyClock::now();
+    rate_window_bytes_ = 0;
     // RFC 9110 §10.1.1: an HTTP/1.0 client's expectation is ignored.
     if (req.version() >= 11 && beast::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -432,6 +470,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Close();
     }
     if (ec) return Refuse(kBadFraming, 400, "malformed request body: " + ec.message());
+    if (!HoldBody()) return BodyMemoryFull();
     if (parser_->is_done()) {
       const auto fields =
           static_cast<size_t>(std::distance(parser_->get().begin(), parser_->get().end()));
@@ -440,12 +479,19 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return Serve();
     }
-    const double seconds =
-        std::chrono::duration<double>(SteadyClock::now() - body_started_).count();
-    if (seconds * 1000 > static_cast<double>(s_.opt_.body_grace.count()) &&
-        static_cast<double>(parser_->get().body().size()) <
-            seconds * static_cast<double>(s_.opt_.min_body_bytes_per_second)) {
-      return Refuse(kBodyTooSlow, 408, "request body too slow");
+    // The rate is asked of each window of body_grace, not of the body's
+    // average: bytes sent fast at first would otherwise buy a connection
+    // minutes of holding its buffer while it trickles the rest.
+    const SteadyClock::time_point now = SteadyClock::now();
+    const double seconds = std::chrono::duration<double>(now - rate_window_start_).count();
+    if (seconds * 1000 >= static_cast<double>(s_.opt_.body_grace.count())) {
+      const size_t got = parser_->get().body().size();
+      if (static_cast<double>(got - rate_window_bytes_) <
+          seconds * static_cast<double>(s_.opt_.min_body_bytes_per_second)) {
+        return Refuse(kBodyTooSlow, 408, "request body too slow");
+      }
+      rate_window_start_ = now;
+      rate_window_bytes_ = got;
     }
     ReadBody();
   }
@@ -458,8 +504,9 @@ class Session : public std::enable_shared_from_this<Session> {
     auto& req = parser_->get();
     Headers headers = HeaderFields();
     std::string method(req.method_string());
-    const std::string_view target(req.target().data(), req.target().size());
-    std::string path(s_.opt_.pass_query ? target : target.substr(0, target.find('?')));
+    const std::string_view target = target_;
+    const std::string_view path_alone = target.substr(0, target.find('?'));
+    std::string path(s_.opt_.pass_query ? target : path_alone);
     const bool keep_alive = keep_alive_;
     body_bytes_ = req.body().size();
     request_line_ = method + " " + path;
@@ -468,7 +515,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (head_) method = "GET";
     event_id_ = FindHeader(headers, "X-RR-Event-Id").value_or("");
     if (event_id_.empty()) event_id_ = FindHeader(headers, "webhook-id").value_or("");
-    const bool metrics = method == "GET" && path == "/metrics";
+    const bool metrics = method == "GET" && path_alone == "/metrics";
     // A delivery that goes on to the store is answered later, from the
     // store's batcher; whoever asked the receiver is free at once.
     Receiver::AnswerCallback answer = [self = shared_from_this(), keep_alive,
@@ -555,11 +602,32 @@ class Session : public std::enable_shared_from_this<Session> {
     const char* word = status == 408   ? "timeout"
                        : status == 414 ? "uri_too_long"
                        : status == 431 ? "header_too_large"
+                       : status == 503 ? "overloaded"
                                        : "bad_request";
     Respond(
         HttpResponse{status, "application/json",
                      std::string("{\"status\":\"") + word + "\",\"error\":\"" + message + "\"}"},
-        true);
+        true, /*retry_after=*/status == 503);
+  }
+
+  // Counts what this request's body holds against the server's budget for
+  // bodies: its buffer's capacity, and a declared length whole from the
+  // header on (Beast reserves it at the first body byte). False when it
+  // does not fit.
+  [[nodiscard]] bool HoldBody() {
+    const size_t held =
+        std::max<size_t>(parser_->get().body().capacity(), parser_->content_length().value_or(0));
+    if (held <= body_held_) return true;
+    if (!s_.TakeBodyMemory(held - body_held_)) return false;
+    body_held_ = held;
+    return true;
+  }
+  void ReleaseBody() {
+    s_.ReturnBodyMemory(body_held_);
+    body_held_ = 0;
+  }
+  void BodyMemoryFull() {
+    Refuse(kBodyMemoryFull, 503, "too many request bodies being read, retry");
   }
 
   void Respond(HttpResponse r, bool close, bool retry_after = false) {
@@ -644,6 +712,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Half-closes, drops what the client still sends (bounded), then closes.
   void Linger() {
     phase_ = Phase::kClosing;
+    // Nothing of the request is needed any more.
+    ReleaseBody();
+    parser_.reset();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
@@ -679,7 +750,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<Parser> parser_;
   Phase phase_ = Phase::kIdle;
   std::string remote_;
-  SteadyClock::time_point started_, body_started_;
+  SteadyClock::time_point started_;
+  // The body's current rate window: when it began and the body's size then.
+  SteadyClock::time_point rate_window_start_;
+  size_t rate_window_bytes_ = 0;
+  // The request's target in origin-form (OnHeader), and what its body holds
+  // of the server's budget (HoldBody).
+  std::string target_;
+  size_t body_held_ = 0;
   size_t lingered_ = 0;
   bool head_ = false;  // the request being answered is a HEAD
   // The request's own header fields (those after them came in a trailer),
@@ -706,6 +784,11 @@ Status HttpServer::ValidateOptions(const HttpServerOptions& o) {
     return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(o.workers));
   }
   if (o.max_connections < 1) return Status::InvalidArgument("max_connections: must be >= 1");
+  if (o.max_body_memory < o.max_body_bytes) {
+    return Status::InvalidArgument("max_body_memory: must be at least max_body_bytes (" +
+                                   std::to_string(o.max_body_bytes) + "), got " +
+                                   std::to_string(o.max_body_memory));
+  }
   if (o.server_header.find_first_of("\r\n") != std::string::npos) {
     return Status::InvalidArgument("server_header: holds a line break");
   }
@@ -842,6 +925,14 @@ void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
   for (std::shared_ptr<Session>& s : open) {
     asio::post(s->stream_.get_executor(), [s, fn] { ((*s).*fn)(); });
   }
+}
+
+bool HttpServer::Impl::TakeBodyMemory(size_t bytes) {
+  size_t held = body_memory_.load(std::memory_order_relaxed);
+  do {
+    if (bytes > opt_.max_body_memory - held) return false;
+  } while (!body_memory_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+  return true;
 }
 
 void HttpServer::Impl::WriteAccessLog(const std::string& line) {

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
@@ -155,6 +156,8 @@ int Serve(const ServeArgs& a) {
   so.port = port;
   so.workers = a.threads;
   so.max_body_bytes = a.max_body;
+  // Room for at least one body of the largest size.
+  so.max_body_memory = std::max(so.max_body_memory, a.max_body);
   so.io_threads = a.io_threads;
   so.max_connections = a.max_connections;
   so.access_log = &std::cerr;

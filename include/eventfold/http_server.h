@@ -7,10 +7,13 @@
 // read: a declared body over the limit is answered 413 and the connection
 // closed unread (never "100 Continue"); conflicting or malformed framing
 // (Content-Length with Transfer-Encoding, a duplicate or malformed
-// Content-Length, a bad chunk) is answered 400 and closed. Bodies are read
-// under a byte limit that applies while reading (chunked bodies too, trailers
-// allowed) and a minimum rate; their bytes go to the receiver whatever the
-// Content-Type. A request goes first to
+// Content-Length, a bad chunk, Transfer-Encoding in HTTP/1.0, an invalid
+// Host, a target that is neither a path nor an http(s) URI) is answered 400
+// and closed; an absolute-form target is served as its path. Bodies are
+// read under a byte limit that applies while reading (chunked bodies too,
+// trailers allowed), a memory budget for all connections' bodies together
+// (503 beyond it) and a minimum rate; their bytes go to the receiver
+// whatever the Content-Type. A request goes first to
 // Receiver::TryHandleWithoutBlocking on the I/O thread that read it: the
 // built-in receiver over a Store checks a POST there and hands it to the
 // store's threads, which answer once it is durable, or refuses it there.
@@ -76,14 +79,21 @@ struct HttpServerOptions {
   size_t max_url_bytes = 4096;
   // Largest body (413); 1 MiB like ReceiverOptions::max_body_bytes.
   size_t max_body_bytes = 1 << 20;
+  // The memory of request bodies being read or served, all connections
+  // together: a body's buffer counts from its header (a declared length
+  // whole) until its answer is written. A request whose body would pass
+  // this is answered 503 with Retry-After and closed, and none of its body
+  // is read. At least max_body_bytes. (A connection's header buffer is
+  // bounded by max_header_bytes and max_connections.)
+  size_t max_body_memory = 64 << 20;
 
   // A request's header must arrive whole within this (408 and close).
   std::chrono::milliseconds header_timeout{10000};
   // A kept-alive connection may stay idle this long between requests.
   std::chrono::milliseconds idle_timeout{30000};
-  // Slowloris on the body: after `body_grace`, a body must keep arriving at
-  // `min_body_bytes_per_second` on average, and no read may stall longer than
-  // `body_grace` (408 and close).
+  // Slowloris on the body: each `body_grace` of a body, the first from the
+  // header's end, must bring `min_body_bytes_per_second` on average, and no
+  // read may stall longer than `body_grace` (408 and close).
   std::chrono::milliseconds body_grace{5000};
   uint64_t min_body_bytes_per_second = 4096;
   // Writing an answer may take this long before the connection is dropped.

@@ -251,6 +251,48 @@ TEST_F(HttpServerTest, HostEmptyLinesAndHttp10Expectations) {
   EXPECT_EQ(old.ReadAnswers(1), std::vector<int>{200}) << old.received();
 }
 
+// RFC 9112 §3.2: a Host that is not host[:port] is 400; a target is a path
+// or an absolute URI, which a server must accept (§3.2.2) and which is
+// served as its path; anything else, a fragment or a byte outside ASCII
+// included, is 400. §6.1: Transfer-Encoding in an HTTP/1.0 request is
+// faulty framing (400 and close, never read as chunked).
+TEST_F(HttpServerTest, HostAndTargetFormsAndHttp10TransferEncoding) {
+  StartServer();
+  for (const char* host : {"a b", "x/y", "[::1", "u@x", "x:abc"}) {
+    EXPECT_EQ(AnswerAndClose(std::string("GET /healthz HTTP/1.1\r\nHost: ") + host + "\r\n\r\n"),
+              std::make_pair(400, true))
+        << host;
+  }
+  for (const char* target : {"healthz", "/healthz#f", "/healthz\xff", "ftp://x/healthz"}) {
+    EXPECT_EQ(AnswerAndClose(std::string("GET ") + target + " HTTP/1.1\r\nHost: t\r\n\r\n"),
+              std::make_pair(400, true))
+        << target;
+  }
+  const std::string body = Issued("evt_te10", "r_te10");
+  char size[16];
+  std::snprintf(size, sizeof(size), "%zx", body.size());
+  EXPECT_EQ(AnswerAndClose("POST /hooks HTTP/1.0\r\nConnection: keep-alive\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n" +
+                           std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n"),
+            std::make_pair(400, true));
+
+  // Valid hosts, and absolute-form targets, on one kept-alive connection:
+  // a delivery posted to an absolute URI is stored like any other.
+  RawClient c(server_->port());
+  ASSERT_TRUE(
+      c.Send("GET /healthz HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"
+             "GET /healthz HTTP/1.1\r\nHost: \r\n\r\n"
+             "GET http://example.com/healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+             "GET HTTP://example.com:80/metrics?x=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+             "POST http://example.com/hooks HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body));
+  EXPECT_EQ(c.ReadAnswers(5), (std::vector<int>{200, 200, 200, 200, 200})) << c.received();
+  EXPECT_NE(c.received().find("eventfold_http_refused_total"), std::string::npos)
+      << "/metrics with a query is /metrics";
+  EXPECT_NE(c.received().find("accepted"), std::string::npos) << c.received();
+  EXPECT_FALSE(c.closed());
+}
+
 TEST_F(HttpServerTest, BodyIsTheBodyWhateverTheContentType) {
   StartServer();
   RawClient c(server_->port());
@@ -503,6 +545,85 @@ TEST_F(HttpServerTest, SlowBodyIs408) {
   ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"a\""));
   EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{408});
   EXPECT_TRUE(c.WaitForClose());
+}
+
+// Slowloris with a head start: bytes sent at once buy no time later. Each
+// body_grace window must bring the minimum rate; on the body's average,
+// 3,500 bytes sent at once would have paid for 3.5 s of trickling.
+TEST_F(HttpServerTest, ABodyMustKeepItsRateInEveryWindowNotJustOnAverage) {
+  HttpServerOptions o = TestOptions();  // body_grace 400 ms
+  o.min_body_bytes_per_second = 1000;
+  StartServer(o);
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: 4000\r\n\r\n" +
+                     std::string(3500, ' ')));
+  int trickled = 0;
+  const auto answered = [](const std::string& r) { return !r.empty(); };
+  while (trickled < 60 && c.received().empty() && !c.closed()) {
+    ASSERT_TRUE(c.Send(" "));
+    ++trickled;
+    c.ReadUntil(answered, milliseconds(100));  // one byte every 100 ms at most
+  }
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{408}) << c.received();
+  EXPECT_LT(trickled, 25) << "cut in its second or third window, not after 3.5 s";
+  EXPECT_TRUE(c.WaitForClose());
+}
+
+// The bodies of all connections together are bounded while they are read:
+// a declared length counts whole from the header, so a request that does
+// not fit is answered 503 (Retry-After, close) before any of its body is
+// read and without "100 Continue"; a chunked body counts as it grows. A
+// body's memory is given back once its request is answered.
+TEST_F(HttpServerTest, BodiesOfAllConnectionsTogetherAreBoundedWhileRead) {
+  HttpServerOptions o = TestOptions();  // max_body_bytes 4096
+  o.max_body_memory = 10000;
+  StartServer(o);
+  const auto header = [](size_t length) {
+    return "POST /hooks HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: " +
+           std::to_string(length) + "\r\n\r\n";
+  };
+  const auto continued = [](const std::string& r) {
+    return r.find("\r\n\r\n") != std::string::npos;
+  };
+  // The 100 Continue says a body's memory is held: 8,000 of 10,000 bytes.
+  RawClient a(server_->port()), b(server_->port());
+  ASSERT_TRUE(a.Send(header(4000)));
+  ASSERT_TRUE(b.Send(header(4000)));
+  a.ReadUntil(continued);
+  b.ReadUntil(continued);
+  ASSERT_EQ(a.received(), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_EQ(b.received(), "HTTP/1.1 100 Continue\r\n\r\n");
+
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send(header(4000)));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{503}) << c.received();
+  EXPECT_EQ(c.received().rfind("HTTP/1.1 503", 0), 0u) << "no 100 Continue first";
+  EXPECT_NE(c.received().find("Retry-After: 1"), std::string::npos) << c.received();
+  EXPECT_TRUE(c.WaitForClose());
+
+  // A chunked body passes the 2,000 bytes left as it grows.
+  RawClient d(server_->port());
+  const std::string chunk = "3e8\r\n" + std::string(1000, ' ') + "\r\n";
+  ASSERT_TRUE(d.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                     chunk + chunk + chunk));
+  EXPECT_EQ(d.ReadAnswers(1), std::vector<int>{503}) << d.received();
+  EXPECT_TRUE(d.WaitForClose());
+
+  // a's request is answered (its body is not JSON) and a's next request
+  // read, so its 4,000 bytes are free: room for one more declared body.
+  ASSERT_TRUE(a.Send(std::string(4000, ' ') + "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(a.ReadAnswers(3), (std::vector<int>{100, 400, 200})) << a.received();
+  RawClient e(server_->port());
+  ASSERT_TRUE(e.Send(header(4000)));
+  e.ReadUntil(continued);
+  EXPECT_EQ(e.received(), "HTTP/1.1 100 Continue\r\n\r\n");
+
+  RawClient m(server_->port());
+  m.Send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+  m.ReadAnswers(1);
+  EXPECT_NE(m.received().find("eventfold_http_refused_total{reason=\"body_memory_full\"} 2"),
+            std::string::npos)
+      << m.received();
 }
 
 TEST_F(HttpServerTest, ConnectionsOverTheCapGet503AndAClose) {
