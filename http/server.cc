@@ -108,8 +108,9 @@ class HttpServer::Impl {
 
   void Count(Refusal r) { refused_[r].fetch_add(1, std::memory_order_relaxed); }
   // The memory of request bodies being read or served, all connections
-  // together, against max_buffered_body_bytes: Take() adds `bytes` when
-  // they fit (false, nothing taken, when not); Return() gives them back.
+  // together, against max_body_memory: TakeBodyMemory() adds `bytes` when
+  // they fit (false, nothing taken, when not); ReturnBodyMemory() gives
+  // them back.
   [[nodiscard]] bool TakeBodyMemory(size_t bytes);
   void ReturnBodyMemory(size_t bytes) { body_memory_.fetch_sub(bytes, std::memory_order_relaxed); }
   void CountHangUp() { hung_up_.fetch_add(1, std::memory_order_relaxed); }
