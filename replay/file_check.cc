@@ -138,13 +138,20 @@ class DirChecker {
     const std::string manifest = CheckCurrent();
     if (!manifest.empty()) ReadManifest(manifest);
     std::set<uint64_t> tables_present;
+    std::vector<std::string> unlisted_tables;
+    // The oldest write the live logs hold (a log record is a write batch:
+    // its first sequence, then its count).
+    uint64_t oldest_logged = UINT64_MAX;
+    const RecordFn note_batch = [&](std::string_view batch) {
+      if (batch.size() >= 12) oldest_logged = std::min(oldest_logged, Fixed64(batch.data()));
+    };
     for (const std::string& name : names) {
       const std::optional<uint64_t> number = FileNumber(name);
       if (EndsWith(name, ".ldb") || EndsWith(name, ".sst")) {
         if (number) tables_present.insert(*number);
         auto live = number ? live_tables_.find(*number) : live_tables_.end();
         if (live_known_ && live == live_tables_.end()) {
-          summary_.unreferenced.push_back(name);
+          unlisted_tables.push_back(name);
           continue;
         }
         CheckTable(name, live_known_ ? &live->second : nullptr);
@@ -153,10 +160,13 @@ class DirChecker {
           summary_.unreferenced.push_back(name);
           continue;
         }
-        CheckLog(name);
+        CheckLog(name, &note_batch);
       } else if (name.rfind("MANIFEST-", 0) == 0 && name != manifest) {
         CheckLog(name);
       }
+    }
+    for (const std::string& name : unlisted_tables) {
+      CheckUnlistedTable(name, manifest, oldest_logged);
     }
     // A table the MANIFEST lists but the directory lacks: every key in its
     // range is lost (LevelDB's repairer would rebuild the MANIFEST without
@@ -174,6 +184,58 @@ class DirChecker {
   const FileCheckSummary& summary() const { return summary_; }
 
  private:
+  // A table the MANIFEST does not list is usually a left-over LevelDB
+  // deletes on open: an interrupted compaction's output (its entries are
+  // in the tables it was compacting, still listed) or a memtable's (its
+  // writes are still in a live log). But a MANIFEST that lost its latest
+  // edits (truncated, or a damaged tail that still parses) no longer lists
+  // a table those edits added, while the log the table replaced is gone:
+  // then the table holds writes after the MANIFEST's last sequence that no
+  // live log holds, and opening the store would delete them (LevelDB may
+  // even reuse its number for a new file). That is damage of the MANIFEST,
+  // which repair mends by rebuilding it from every table.
+  void CheckUnlistedTable(const std::string& name, const std::string& manifest,
+                          uint64_t oldest_logged) {
+    const std::string path = dir_ + "/" + name;
+    uint64_t size = 0;
+    leveldb::RandomAccessFile* raw = nullptr;
+    leveldb::Status s = env_->GetFileSize(path, &size);
+    if (s.ok()) s = env_->NewRandomAccessFile(path, &raw);
+    std::unique_ptr<leveldb::RandomAccessFile> file(raw);
+    leveldb::Options lo;
+    lo.comparator = &order_;
+    leveldb::Table* raw_table = nullptr;
+    if (s.ok()) s = leveldb::Table::Open(lo, file.get(), size, &raw_table);
+    std::unique_ptr<leveldb::Table> table(raw_table);
+    uint64_t orphaned = 0;  // how many writes only this table holds
+    uint64_t newest = 0;
+    if (s.ok()) {
+      leveldb::ReadOptions ro;
+      ro.fill_cache = false;
+      std::unique_ptr<leveldb::Iterator> it(table->NewIterator(ro));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        const leveldb::Slice k = it->key();
+        if (k.size() < 8) continue;
+        const uint64_t seq = Fixed64(k.data() + k.size() - 8) >> 8;
+        if (seq > last_sequence_ && seq < oldest_logged) {
+          ++orphaned;
+          newest = std::max(newest, seq);
+        }
+      }
+    }
+    // Unreadable (an output cut short) or nothing only it holds: a left-over.
+    if (orphaned == 0) {
+      summary_.unreferenced.push_back(name);
+      return;
+    }
+    Damage(manifest, 0, 0,
+           "does not list " + name + ", which holds " + std::to_string(orphaned) +
+               " writes after the MANIFEST's last sequence (" + std::to_string(last_sequence_) +
+               "; the newest " + std::to_string(newest) +
+               ") that no log holds: the MANIFEST has lost its latest edits, and opening "
+               "the store would delete that table");
+  }
+
   static bool EndsWith(const std::string& s, std::string_view suffix) {
     return s.size() >= suffix.size() &&
            s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
@@ -463,6 +525,14 @@ class DirChecker {
     };
     CheckLog(name, &apply);
     live_known_ = parsed && summary_.damaged == damaged;
+    // LevelDB refuses a descriptor without these ("no meta-nextfile entry"):
+    // one cut after its first record, the state every later edit builds on.
+    if (live_known_ && !(has_log_number_ && has_next_file_ && has_last_sequence_)) {
+      Damage(name, 0, 0,
+             "has no log number, next file number or last sequence: its edits after the "
+             "first are lost, and LevelDB cannot open it");
+      live_known_ = false;
+    }
   }
 
   static bool LengthPrefixed(std::string_view* in, std::string* out) {
@@ -484,13 +554,18 @@ class DirChecker {
           break;
         case 2:  // log number
           if (!Varint64(&in, &log_number_)) return false;
+          has_log_number_ = true;
           break;
         case 9:  // previous log number
           if (!Varint64(&in, &prev_log_number_)) return false;
           break;
         case 3:  // next file number
-        case 4:  // last sequence
           if (!Varint64(&in, &v)) return false;
+          has_next_file_ = true;
+          break;
+        case 4:  // last sequence
+          if (!Varint64(&in, &last_sequence_)) return false;
+          has_last_sequence_ = true;
           break;
         case 5:  // compaction pointer
           if (!Varint64(&in, &level) || !LengthPrefixed(&in, &a)) return false;
@@ -526,6 +601,8 @@ class DirChecker {
   bool live_known_ = false;
   std::map<uint64_t, LiveTable> live_tables_;
   uint64_t log_number_ = 0, prev_log_number_ = 0;
+  uint64_t last_sequence_ = 0;  // the latest edit's
+  bool has_log_number_ = false, has_next_file_ = false, has_last_sequence_ = false;
 
   const std::string dir_;
   leveldb::Env* const env_;

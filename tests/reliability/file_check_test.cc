@@ -7,12 +7,14 @@
 // it forks, so it has its own binary.)
 
 #include <gtest/gtest.h>
+#include <leveldb/db.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -279,6 +281,112 @@ TEST_F(FileCheckTest, ACompactionMeetingADamagedBlockStopsWrites) {
       RunCli(EVENTFOLD_CLI, {"check", "--data", dir_.path()}, tmp.path() + "/c");
   EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
   EXPECT_NE(check.err.find(largest + ": bytes "), std::string::npos) << check.err;
+}
+
+// A MANIFEST's version edits (LevelDB's db/version_edit.cc tags), each
+// with where its record starts; the MANIFEST is one 32 KiB block here.
+struct Edit {
+  size_t start = 0;
+  bool sets_log = false;
+  std::vector<std::pair<uint64_t, uint64_t>> added;  // (level, table number)
+  std::vector<uint64_t> deleted;
+};
+std::vector<Edit> Edits(const std::string& manifest) {
+  std::vector<Edit> edits;
+  for (size_t pos = 0; pos + 7 <= manifest.size() && pos < (32u << 10);) {
+    const size_t length =
+        static_cast<uint8_t>(manifest[pos + 4]) | (static_cast<uint8_t>(manifest[pos + 5]) << 8);
+    const std::string r = manifest.substr(pos + 7, length);
+    Edit e;
+    e.start = pos;
+    for (size_t i = 0; i < r.size();) {
+      const uint64_t tag = Varint(r, &i);
+      if (tag == 1) {
+        i += Varint(r, &i);
+      } else if (tag == 2 || tag == 3 || tag == 4 || tag == 9) {
+        (void)Varint(r, &i);
+        e.sets_log = e.sets_log || tag == 2;
+      } else if (tag == 5) {
+        (void)Varint(r, &i);
+        i += Varint(r, &i);
+      } else if (tag == 6) {
+        (void)Varint(r, &i);
+        e.deleted.push_back(Varint(r, &i));
+      } else if (tag == 7) {
+        const uint64_t level = Varint(r, &i), number = Varint(r, &i);
+        (void)Varint(r, &i);
+        i += Varint(r, &i);
+        i += Varint(r, &i);
+        e.added.emplace_back(level, number);
+      } else {
+        ADD_FAILURE() << "unknown edit tag " << tag;
+        return edits;
+      }
+    }
+    edits.push_back(std::move(e));
+    pos += 7 + length;
+  }
+  return edits;
+}
+
+// A MANIFEST that lost its latest edit (cut at a record boundary, so it
+// still parses) no longer lists the table a memtable flush added, and the
+// log that table replaced is gone: the table alone holds those writes. The
+// file pass must call that damage of the MANIFEST (an open would delete the
+// table; `check` then leaves the directory alone and `repair` rebuilds the
+// MANIFEST from every table). Before, it was an "unreferenced" left-over,
+// `check` opened the store in place and LevelDB deleted it. Cut after its
+// first record, a MANIFEST names no log or next file number and LevelDB
+// cannot open it: damage too. LevelDB's own API makes the flushes here
+// (the store has no call for one): writes, a flush, writes, a flush.
+TEST_F(FileCheckTest, AManifestThatLostItsLatestEditsIsDamage) {
+  ScratchDir dir{"lost-edit"};
+  {
+    leveldb::Options lo;
+    lo.create_if_missing = true;
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(lo, dir.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    const leveldb::Slice past_every_key("~");
+    for (const char* batch : {"first", "second"}) {
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_TRUE(
+            db->Put(leveldb::WriteOptions(), std::string(batch) + std::to_string(i), "v").ok());
+      }
+      // A manual compaction flushes the memtable first; of a range no
+      // table holds, it compacts nothing.
+      db->CompactRange(&past_every_key, &past_every_key);
+    }
+  }
+  const std::vector<std::string> manifests = Manifests(dir.path());
+  ASSERT_EQ(manifests.size(), 1u);
+  const std::string manifest = dir.path() + "/" + manifests[0];
+  const std::vector<Edit> edits = Edits(ReadFile(manifest));
+  ASSERT_GE(edits.size(), 3u);
+  const Edit& flush = edits.back();
+  ASSERT_EQ(flush.added.size(), 1u);
+  ASSERT_TRUE(flush.deleted.empty());
+  char table[32];
+  std::snprintf(table, sizeof(table), "%06llu.ldb",
+                static_cast<unsigned long long>(flush.added[0].second));
+  ASSERT_TRUE(fs::exists(dir.path() + "/" + table));
+  FileCheckSummary summary;
+  ASSERT_TRUE(Damages(dir.path(), &summary).empty());
+
+  fs::resize_file(manifest, flush.start);
+  std::vector<FileDamage> ds = Damages(dir.path(), &summary);
+  ASSERT_EQ(ds.size(), 1u) << Describe(ds);
+  EXPECT_EQ(ds[0].file, manifests[0]);
+  EXPECT_NE(ds[0].message.find(std::string("does not list ") + table + ", which holds 100 writes"),
+            std::string::npos)
+      << ds[0].message;
+  EXPECT_NE(ds[0].message.find("has lost its latest edits"), std::string::npos) << ds[0].message;
+
+  fs::resize_file(manifest, edits.at(1).start);
+  ds = Damages(dir.path(), &summary);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].file, manifests[0]);
+  EXPECT_NE(ds[0].message.find("LevelDB cannot open it"), std::string::npos) << ds[0].message;
 }
 
 TEST_F(FileCheckTest, CheckRefusesAStoreInUse) {
