@@ -105,12 +105,12 @@ Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to
   return Status::OK();
 }
 
-// Removes what a failed restore wrote into `dir` (which it found empty or
-// absent): the files when `remove_files`, the quarantine's directory, `dir`
-// itself unless it was there before, and the parents it created for it
-// (`created`). A directory that is not empty stays.
-void RemoveRestored(leveldb::Env* env, const std::string& dir, bool remove_files, bool keep_dir,
-                    const std::vector<std::string>& created) {
+// Removes what a failed restore or backup wrote into `dir` (which it found
+// empty or absent): the files when `remove_files`, the quarantine's
+// directory, `dir` itself unless it was there before (`keep_dir`), and the
+// parents it created for it (`created`). A directory that is not empty stays.
+void RemoveCopied(leveldb::Env* env, const std::string& dir, bool remove_files, bool keep_dir,
+                  const std::vector<std::string>& created) {
   for (const std::string& d : {QuarantineDir(dir), dir}) {
     if (!remove_files) {
       if (d != dir || !keep_dir) (void)env->RemoveDir(d);
@@ -188,7 +188,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     // `dir` was empty: while it is locked, all in it is this restore's, and
     // a half-restored store must neither be opened by mistake nor block a
     // retry. Unlocked (a Store opened it first), its files are that Store's.
-    RemoveRestored(env, dir, lock.held(), dir_existed, created);
+    RemoveCopied(env, dir, lock.held(), dir_existed, created);
     return st.WithContext("restoring " + backup + " (nothing is left of it in " + dir + ")");
   }
   Result<DbDigest> digest = DigestDatabase(dir, &background);
@@ -216,9 +216,26 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
                                  path_ + ")");
   }
   if (st.ok()) st = RefuseNonEmpty(env, out);
+  const bool out_existed = env->FileExists(out);
   std::vector<std::string> created;
   if (st.ok()) st = CreateParentDirs(env, out, &created);
   if (!st.ok()) return st;
+  Result<BackupSummary> summary = CopyTo(out, created);
+  if (!summary.ok()) {
+    // `out` was empty: all in it is this backup's. A half-written copy must
+    // neither pass for a backup nor block a retry, nor keep the space a full
+    // disk needs back.
+    RemoveCopied(env, out, /*remove_files=*/true, out_existed, created);
+    return summary.status().WithContext("backup (nothing is left of it in " + out + ")");
+  }
+  summary->seconds = static_cast<double>(clock_->NowMicros() - start) / 1e6;
+  return summary;
+}
+
+Result<BackupSummary> StoreImpl::CopyTo(const std::string& out,
+                                        const std::vector<std::string>& created) {
+  leveldb::Env* env = env_.get();
+  Status st;
   Result<DbDigest> copied = Status::IOError("the store's database is closed");
   {
     // One snapshot, released however the copy ends.
@@ -273,7 +290,6 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   if (!st.ok()) return st;
   summary.records += copied->records;
   summary.bytes += copied->bytes;
-  summary.seconds = static_cast<double>(clock_->NowMicros() - start) / 1e6;
   return summary;
 }
 

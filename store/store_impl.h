@@ -130,6 +130,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
                                   uint64_t* recovered = nullptr);
 
  private:
+  // Backup()'s copy into `out` (empty, its parents made: `created`) and its
+  // verification; on failure the caller removes what it wrote.
+  Result<BackupSummary> CopyTo(const std::string& out, const std::vector<std::string>& created);
   friend class IngestTxn;
 
   StoreImpl(const Options& options, Profile profile);

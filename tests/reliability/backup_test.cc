@@ -19,6 +19,7 @@
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
+#include "tests/reliability/fault_env.h"
 #include "tools/history.h"
 
 #ifndef EVENTFOLD_CLI
@@ -207,6 +208,48 @@ TEST(Backup, AFailedRestoreLeavesNothingBehind) {
   std::filesystem::rename(kept, table);
   Result<BackupSummary> again = RestoreStore(backup.path(), empty.path(), Options());
   EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// A backup that fails while it copies (here: the disk fills) takes away
+// what it wrote: the target is as it was, so neither a half-written copy
+// that opens like a store nor the space it took stays behind, and a retry
+// once there is room is not refused as "not empty".
+TEST(Backup, AFailedBackupLeavesNothingBehind) {
+  ManualClock clock(1'800'000'000'000'000);
+  FaultEnv env;
+  Options o;
+  o.durability = Durability::kBuffered;
+  o.write_buffer_bytes = 256 << 10;
+  o.clock = &clock;
+  o.env = &env;
+  Result<std::unique_ptr<Store>> store = Store::Open("/live", o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
+    (void)(*store)->Ingest(d);
+  }
+  env.SetFaultPrefix("/out");
+  env.SetSpaceLeft(64 << 10);
+  Result<BackupSummary> r = (*store)->maintenance().Backup("/out/a/b");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("nothing is left of it in /out/a/b"), std::string::npos)
+      << r.status().ToString();
+  std::vector<std::string> left;
+  for (const char* d : {"/out/a/b", "/out/a/b/quarantine"}) {
+    std::vector<std::string> names;
+    if (env.GetChildren(d, &names).ok()) left.insert(left.end(), names.begin(), names.end());
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " files left, the first " << left.front();
+
+  env.ClearFaults();
+  Result<BackupSummary> again = (*store)->maintenance().Backup("/out/a/b");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  store->reset();
+  Options ro;
+  ro.env = &env;
+  Result<BackupSummary> restored = RestoreStore("/out/a/b", "/restored", ro);
+  EXPECT_TRUE(restored.ok()) << restored.status().ToString();
 }
 
 // A backup whose files are intact but whose records do not check (a key of
