@@ -32,6 +32,13 @@ Status RefuseNonEmpty(leveldb::Env* env, const std::string& dir) {
   return Status::OK();
 }
 
+// kInvalidArgument when `dir` lies within another store's directory.
+Status RefuseNested(const std::string& what, const std::string& dir, leveldb::Env* env) {
+  const std::string outer = EnclosingStore(env, dir);
+  if (outer.empty()) return Status::OK();
+  return Status::InvalidArgument(what + " " + dir + ": it lies within the store at " + outer);
+}
+
 Status FilesIntact(const std::string& dir, leveldb::Env* env, const std::string& what) {
   std::string first;
   Result<FileCheckSummary> files = CheckFiles(dir, env, [&](const FileDamage& d) {
@@ -143,6 +150,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     st = Status::InvalidArgument("restoring " + backup + " into " + dir +
                                  ": one lies within the other");
   }
+  if (st.ok()) st = RefuseNested("restoring into", dir, env);
   if (st.ok()) st = RefuseNonEmpty(env, dir);
   if (!st.ok()) return st;
   if (!env->FileExists(backup + "/CURRENT")) {
@@ -215,6 +223,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
     st = Status::InvalidArgument("backup into " + out + ": it lies within the store it copies (" +
                                  path_ + ")");
   }
+  if (st.ok()) st = RefuseNested("backup into", out, env);
   if (st.ok()) st = RefuseNonEmpty(env, out);
   const bool out_existed = env->FileExists(out);
   std::vector<std::string> created;

@@ -86,6 +86,25 @@ inline bool IsWithin(const std::string& inner, const std::string& outer) {
   return true;
 }
 
+// The nearest directory above `path` that holds a store (LevelDB's CURRENT
+// and LOCK files; a store's quarantine counts), or "" when none does. A backup or a
+// restore must not nest a store inside another: a store's directory is its
+// own (a restore from a store with one nested in it fails on the nested
+// directory, and whoever removes or copies the outer one takes it along).
+inline std::string EnclosingStore(leveldb::Env* env, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return "";
+  while (p.has_relative_path()) {
+    p = p.parent_path();
+    if (env->FileExists((p / "CURRENT").string()) && env->FileExists((p / "LOCK").string())) {
+      return p.string();
+    }
+  }
+  return "";
+}
+
 // LevelDB creates a store's own directory but not its parents: these create
 // them too, so that `Open("data/webhooks")`, a backup into `bk/today` and a
 // restore into `data/new` work on a fresh machine. The directories made are

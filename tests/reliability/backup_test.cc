@@ -166,6 +166,25 @@ TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
   EXPECT_FALSE(std::filesystem::exists(backup.path() + "/sub"));
   EXPECT_TRUE(RestoreStore(backup.path(), "", Options()).status().IsInvalidArgument());
   EXPECT_TRUE(RestoreStore("", live.path() + "-x", Options()).status().IsInvalidArgument());
+
+  // Nor inside another store (its quarantine included): that store's own
+  // backups, restores and destroy would take the nested one along.
+  for (const std::string& nested : {live.path() + "/restored", live.path() + "/quarantine/r"}) {
+    Result<BackupSummary> n = RestoreStore(backup.path(), nested, Options());
+    ASSERT_FALSE(n.ok()) << nested;
+    EXPECT_TRUE(n.status().IsInvalidArgument()) << n.status().ToString();
+    EXPECT_NE(n.status().message().find("lies within the store at"), std::string::npos)
+        << n.status().ToString();
+    EXPECT_FALSE(std::filesystem::exists(nested));
+  }
+  ScratchDir other("other");
+  std::unique_ptr<Store> second = Open(other.path(), &clock);
+  ASSERT_TRUE(second);
+  Result<BackupSummary> b = second->maintenance().Backup(live.path() + "/copy");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("lies within the store at"), std::string::npos)
+      << b.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(live.path() + "/copy"));
 }
 
 // A restore that fails after copying (here: the backup lost a table, which
