@@ -82,6 +82,16 @@ std::string UserKey(const std::string& internal_key) {
   return InternalKeyOrder::UserKey(internal_key).ToString();
 }
 
+// Opens `path` for random reads and gets its size.
+leveldb::Status OpenForReading(leveldb::Env* env, const std::string& path, uint64_t* size,
+                               std::unique_ptr<leveldb::RandomAccessFile>* file) {
+  leveldb::RandomAccessFile* raw = nullptr;
+  leveldb::Status s = env->GetFileSize(path, size);
+  if (s.ok()) s = env->NewRandomAccessFile(path, &raw);
+  file->reset(raw);
+  return s;
+}
+
 using EntryFn = std::function<void(const leveldb::Slice& key, const leveldb::Slice& value)>;
 // Called per run of unreadable blocks with the (internal) keys of the last
 // entry before and the first after it ("" at either end of the table).
@@ -196,12 +206,9 @@ class DirChecker {
   // which repair mends by rebuilding it from every table.
   void CheckUnlistedTable(const std::string& name, const std::string& manifest,
                           uint64_t oldest_logged) {
-    const std::string path = dir_ + "/" + name;
     uint64_t size = 0;
-    leveldb::RandomAccessFile* raw = nullptr;
-    leveldb::Status s = env_->GetFileSize(path, &size);
-    if (s.ok()) s = env_->NewRandomAccessFile(path, &raw);
-    std::unique_ptr<leveldb::RandomAccessFile> file(raw);
+    std::unique_ptr<leveldb::RandomAccessFile> file;
+    leveldb::Status s = OpenForReading(env_, dir_ + "/" + name, &size, &file);
     leveldb::Options lo;
     lo.comparator = &order_;
     leveldb::Table* raw_table = nullptr;
@@ -325,12 +332,9 @@ class DirChecker {
 
   void CheckTable(const std::string& name, const LiveTable* live) {
     ++summary_.tables;
-    const std::string path = dir_ + "/" + name;
     uint64_t size = 0;
-    leveldb::RandomAccessFile* raw = nullptr;
-    leveldb::Status s = env_->GetFileSize(path, &size);
-    if (s.ok()) s = env_->NewRandomAccessFile(path, &raw);
-    std::unique_ptr<leveldb::RandomAccessFile> file(raw);
+    std::unique_ptr<leveldb::RandomAccessFile> file;
+    leveldb::Status s = OpenForReading(env_, dir_ + "/" + name, &size, &file);
     if (!s.ok()) return Damage(name, 0, 0, "cannot read: " + s.ToString());
     const std::string first = live ? live->smallest : "", last = live ? live->largest : "";
     if (live && live->size != size) {
@@ -618,10 +622,8 @@ Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string&
   env = env ? env : leveldb::Env::Default();
   const std::string path = dir + "/" + name, temp = path + ".salvage";
   uint64_t size = 0;
-  leveldb::RandomAccessFile* raw = nullptr;
-  leveldb::Status s = env->GetFileSize(path, &size);
-  if (s.ok()) s = env->NewRandomAccessFile(path, &raw);
-  std::unique_ptr<leveldb::RandomAccessFile> file(raw);
+  std::unique_ptr<leveldb::RandomAccessFile> file;
+  leveldb::Status s = OpenForReading(env, path, &size, &file);
   InternalKeyOrder order;
   leveldb::Options lo;
   lo.comparator = &order;
