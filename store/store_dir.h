@@ -87,10 +87,11 @@ inline bool IsWithin(const std::string& inner, const std::string& outer) {
 }
 
 // The nearest directory above `path` that holds a store (LevelDB's CURRENT
-// and LOCK files; a store's quarantine counts), or "" when none does. A backup or a
-// restore must not nest a store inside another: a store's directory is its
-// own (a restore from a store with one nested in it fails on the nested
-// directory, and whoever removes or copies the outer one takes it along).
+// and LOCK files; a store's quarantine counts), or "" when none does. A
+// backup or a restore must not nest a store inside another: a store's
+// directory is its own (a restore from a store with one nested in it fails
+// on the nested directory, and whoever removes or copies the outer one
+// takes it along).
 inline std::string EnclosingStore(leveldb::Env* env, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
