@@ -1,5 +1,7 @@
 // eventfold ingest --data DIR [--profile FILE] [FILE|-]
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -220,7 +222,7 @@ int Run(const IngestArgs& args) {
     }
     file.open(input, std::ios::binary);
     if (!file) {
-      std::cerr << "eventfold: cannot read " << input << "\n";
+      std::cerr << "eventfold: cannot read " << input << ": " << std::strerror(errno) << "\n";
       return kExitError;
     }
     in = &file;

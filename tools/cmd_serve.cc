@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -67,7 +69,8 @@ Result<std::string> AdminToken(const ServeArgs& a) {
   if (!a.admin_token_file.empty()) {
     std::ifstream in(a.admin_token_file);
     if (!in) {
-      return Status::InvalidArgument("--admin-token-file: cannot read " + a.admin_token_file);
+      return Status::InvalidArgument("--admin-token-file: cannot read " + a.admin_token_file +
+                                     ": " + std::strerror(errno));
     }
     std::getline(in, token);
     while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {

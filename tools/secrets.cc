@@ -1,6 +1,8 @@
 #include "tools/secrets.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -11,7 +13,8 @@ Result<std::vector<std::string>> CollectSecrets(const std::vector<std::string>& 
   std::vector<std::string> secrets = flags;
   for (const std::string& path : files) {
     std::ifstream in(path);
-    if (!in) return Status::IOError("cannot read secret file " + path);
+    if (!in)
+      return Status::IOError("cannot read secret file " + path + ": " + std::strerror(errno));
     std::string line;
     while (std::getline(in, line)) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();

@@ -389,7 +389,7 @@ TEST_F(cli_ux, NotFoundIsExitOneInEveryCommand) {
 // Output that does not reach its file is a failure (exit 2, named), not a
 // success with less output; an empty --data is a usage error, never the
 // root directory; `demo --fresh` deletes only the store's own files; and
-// an input that is a directory is named as such.
+// an input that is a directory, or that cannot be opened, is named as such.
 TEST_F(cli_ux, LostOutputEmptyPathsAndForeignFilesAreRefused) {
   IngestReceipts();
   for (const std::vector<std::string>& args : {std::vector<std::string>{"list", "--data", data_},
@@ -412,6 +412,11 @@ TEST_F(cli_ux, LostOutputEmptyPathsAndForeignFilesAreRefused) {
   CliResult dir_input = Run({"ingest", "--data", data_, root_});
   EXPECT_EQ(dir_input.exit_code, 2) << dir_input.out;
   EXPECT_TRUE(Contains(dir_input.err, "is a directory")) << dir_input.err;
+  // A file that cannot be opened is named with the system's reason.
+  CliResult missing = Run({"ingest", "--data", data_, root_ + "/no-such.ndjson"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_TRUE(Contains(missing.err, "cannot read " + root_ + "/no-such.ndjson: No such file"))
+      << missing.err;
 
   WriteFile(data_ + "/notes.txt", "mine");
   CliResult fresh = Run({"demo", "--data", data_, "--fresh", "--receipts", "3", "--products", "1"});
