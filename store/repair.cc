@@ -177,9 +177,14 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   summary.journal = (*journal)->path();
   summary.resumed = earlier->journals.size();
   // Each loss is in the journal before the caller hears of it, and on disk
-  // before the write that drops what it names (sync_journal).
+  // before the write that drops what it names (sync_journal). Counted here,
+  // once each, whoever found it: this repair's salvage, or an earlier
+  // repair whose journal this one takes over.
   const LostDataFn report = [&](const LostData& l) {
-    if ((*journal)->AddLost(l)) on_lost(l);
+    if (!(*journal)->AddLost(l)) return;
+    on_lost(l);
+    if (l.kind == LostData::Kind::kEvent) ++summary.lost_events;
+    if (l.kind == LostData::Kind::kWindow) ++summary.lost_windows;
   };
   const std::function<Status()> sync_journal = [&] { return (*journal)->Sync(); };
   {

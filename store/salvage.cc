@@ -201,7 +201,6 @@ class Salvage {
         if (!identity || identity->event_id == id) continue;
       }
       batch.Delete(key);
-      ++sum_->lost_events;
       // Since format 6 a stored event's dedup entry holds its digest and
       // route, not its type and time: its entity's log entry has them.
       if (!d->has_identity) IdentityFromLog(id, &*d);
@@ -427,7 +426,6 @@ class Salvage {
                  " and before " + (hi != UINT64_MAX ? "a/" + std::to_string(hi) : "the last") +
                  " may be lost (" + d.message + ")";
     }
-    ++sum_->lost_windows;
     Lost(std::move(l));
   }
 

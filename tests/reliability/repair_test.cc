@@ -173,6 +173,7 @@ TEST_F(RepairTest, ARepairStoppedHalfwayIsResumedFromItsJournal) {
   EXPECT_EQ(resumed.problems_left, 0u);
   EXPECT_EQ(resumed.resumed, 1u);
   ASSERT_EQ(second.size(), 1u) << "listed again from the journal, and once";
+  EXPECT_EQ(resumed.lost_events, 1u) << "and counted in the summary";
   EXPECT_EQ(second[0].kind, LostData::Kind::kEvent);
   EXPECT_EQ(second[0].event_id, event_id);
   EXPECT_EQ(second[0].type, first[0].type);
