@@ -13,8 +13,11 @@ Result<std::vector<std::string>> CollectSecrets(const std::vector<std::string>& 
   std::vector<std::string> secrets = flags;
   for (const std::string& path : files) {
     std::ifstream in(path);
-    if (!in)
+    if (!in) {
+      // The stream's open() left errno saying why (libstdc++ opens with
+      // open(2)); read at start-up, before any thread could change it.
       return Status::IOError("cannot read secret file " + path + ": " + std::strerror(errno));
+    }
     std::string line;
     while (std::getline(in, line)) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
