@@ -146,6 +146,17 @@ inline Status SyncStoreDirEntries(leveldb::Env* env, const std::string& dir) {
 // restore), and also the name of `dir` in its parent and the name of each
 // parent made for it (`created`, from CreateParentDirs): a backup or a
 // restore that said it was done is still there after a power cut.
+inline Status SyncNewStoreDir(leveldb::Env* env, const std::string& dir,
+                              const std::vector<std::string>& created) {
+  if (Status st = SyncStoreDirEntries(env, dir); !st.ok()) return st;
+  std::vector<std::string> parents = {storage::ParentDir(dir)};
+  for (const std::string& c : created) parents.push_back(storage::ParentDir(c));
+  for (const std::string& p : parents) {
+    if (Status st = storage::SyncDir(env, p); !st.ok()) return st;
+  }
+  return Status::OK();
+}
+
 // Makes the removals at or under `path` durable: syncs `path` when it is
 // still there, else the nearest directory above it that is (where the name
 // of the highest directory removed was). Until then a power cut can bring
@@ -158,17 +169,6 @@ inline Status SyncAfterRemovals(leveldb::Env* env, const std::string& path) {
     left = std::move(up);
   }
   return storage::SyncDir(env, left);
-}
-
-inline Status SyncNewStoreDir(leveldb::Env* env, const std::string& dir,
-                              const std::vector<std::string>& created) {
-  if (Status st = SyncStoreDirEntries(env, dir); !st.ok()) return st;
-  std::vector<std::string> parents = {storage::ParentDir(dir)};
-  for (const std::string& c : created) parents.push_back(storage::ParentDir(c));
-  for (const std::string& p : parents) {
-    if (Status st = storage::SyncDir(env, p); !st.ok()) return st;
-  }
-  return Status::OK();
 }
 
 class DirLock {
