@@ -16,12 +16,18 @@
 #include "store/quarantine_log.h"
 #include "store/store_dir.h"
 #include "store/store_impl.h"
+#include "store/unfinished_copy.h"
 
 namespace eventfold {
 namespace {
 
-// A backup or restore goes only into a new or empty directory.
+// A backup or restore goes only into a new or empty directory. One that
+// holds a copy that did not finish is named as such (still the caller's to
+// mend: kInvalidArgument, as any target that is not empty).
 Status RefuseNonEmpty(leveldb::Env* env, const std::string& dir) {
+  if (Status st = RefuseUnfinishedCopy(env, dir); !st.ok()) {
+    return Status::InvalidArgument(st.message());
+  }
   std::vector<std::string> names;
   if (!env->GetChildren(dir, &names).ok()) return Status::OK();  // does not exist
   for (const std::string& n : names) {
@@ -53,12 +59,14 @@ Status FilesIntact(const std::string& dir, leveldb::Env* env, const std::string&
 }
 
 // Opens the store at `dir` and runs its integrity check: OK when clean.
+// The copy's mark is still there (it goes once the check passed), so the
+// store is opened past Store::Open's refusal of it.
 Status CheckStoreAt(const std::string& dir, const Options& options, const std::string& what) {
   Options o = options;
   o.create_if_missing = false;
   o.error_if_exists = false;
   o.gc_interval_micros = 0;
-  Result<std::unique_ptr<Store>> store = Store::Open(dir, o);
+  Result<std::unique_ptr<Store>> store = storage::StoreImpl::Open(dir, o);
   if (!store.ok()) return store.status();
   std::string first;
   Result<CheckSummary> check = (*store)->maintenance().Check([&](const CheckProblem& p) {
@@ -153,6 +161,8 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   if (st.ok()) st = RefuseNested("restoring into", dir, env);
   if (st.ok()) st = RefuseNonEmpty(env, dir);
   if (!st.ok()) return st;
+  st = RefuseUnfinishedCopy(env, backup);
+  if (!st.ok()) return st.WithContext("restoring from " + backup);
   if (!env->FileExists(backup + "/CURRENT")) {
     return Status::NotFound("no backup at " + backup);
   }
@@ -182,6 +192,9 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   // (storage/background_env.h).
   storage::BackgroundEnv background(lock.env());
   if (st.ok()) st = background.Start();
+  // Durable before the first file is copied, gone once all is verified and
+  // durable: a restore stopped in between is never opened as a store.
+  if (st.ok()) st = MarkUnfinishedCopy(env, dir, "a restore of " + backup);
   if (st.ok()) st = CopyDir(env, backup, dir, &summary.bytes);
   // Before the store is opened below, which would create an empty one.
   if (st.ok() && has_quarantine) {
@@ -192,6 +205,18 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     o.env = lock.env();
     st = CheckStoreAt(dir, o, "the restored store");
   }
+  if (st.ok()) {
+    Result<DbDigest> digest = DigestDatabase(dir, &background);
+    if (digest.ok()) summary.records += digest->records;
+    st = digest.status();
+  }
+  if (st.ok() && has_quarantine) {
+    Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), &background);
+    if (q.ok()) summary.records += q->records;
+    st = q.status();
+  }
+  if (st.ok()) st = SyncNewStoreDir(env, dir, created);
+  if (st.ok()) st = ClearUnfinishedCopy(env, dir);
   if (!st.ok()) {
     // `dir` was empty: while it is locked, all in it is this restore's, and
     // a half-restored store must neither be opened by mistake nor block a
@@ -199,16 +224,6 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     RemoveCopied(env, dir, lock.held(), dir_existed, created);
     return st.WithContext("restoring " + backup + " (nothing is left of it in " + dir + ")");
   }
-  Result<DbDigest> digest = DigestDatabase(dir, &background);
-  if (!digest.ok()) return digest.status();
-  summary.records += digest->records;
-  if (has_quarantine) {
-    Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), &background);
-    if (!q.ok()) return q.status();
-    summary.records += q->records;
-  }
-  st = SyncNewStoreDir(env, dir, created);
-  if (!st.ok()) return st;
   summary.seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
   return summary;
 }
@@ -229,7 +244,15 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   std::vector<std::string> created;
   if (st.ok()) st = CreateParentDirs(env, out, &created);
   if (!st.ok()) return st;
-  Result<BackupSummary> summary = CopyTo(out, created);
+  if (!out_existed) st = FromLevelDb(env->CreateDir(out), "creating the backup directory " + out);
+  // Durable before the copy begins, gone once it is verified and durable: a
+  // backup stopped in between never passes for one (store/unfinished_copy.h).
+  if (st.ok()) st = MarkUnfinishedCopy(env, out, "a backup of " + path_);
+  Result<BackupSummary> summary = st.ok() ? CopyTo(out, created) : Result<BackupSummary>(st);
+  if (summary.ok()) {
+    st = ClearUnfinishedCopy(env, out);
+    if (!st.ok()) summary = st;
+  }
   if (!summary.ok()) {
     // `out` was empty: all in it is this backup's. A half-written copy must
     // neither pass for a backup nor block a retry, nor keep the space a full

@@ -12,6 +12,7 @@
 #include "storage/leveldb_status.h"
 #include "store/quarantine_log.h"
 #include "store/store_dir.h"
+#include "store/unfinished_copy.h"
 
 namespace eventfold {
 
@@ -23,7 +24,8 @@ Status DestroyStore(const std::string& path, const Options& options) {
   Status listed = storage::FromLevelDb(env->GetChildren(path, &children), "listing " + path);
   if (!listed.ok()) return listed;  // e.g. no permission: nothing deleted
   if (children.empty()) return Status::OK();
-  if (std::none_of(children.begin(), children.end(), IsLevelDbFileName)) {
+  const bool unfinished_copy = HoldsUnfinishedCopy(env, path);
+  if (!unfinished_copy && std::none_of(children.begin(), children.end(), IsLevelDbFileName)) {
     return Status::InvalidArgument(path + " holds no eventfold store; nothing deleted");
   }
   // The store's lock first, held to the end: while a Store has it open
@@ -43,6 +45,14 @@ Status DestroyStore(const std::string& path, const Options& options) {
   lo.env = lock.env();
   st = storage::FromLevelDb(leveldb::DestroyDB(path, lo), "deleting " + path);
   if (!st.ok()) return st;
+  if (unfinished_copy) {
+    // Last, so that a destroy stopped halfway leaves the copy refused still;
+    // then the directory, which DestroyDB left for the mark.
+    st =
+        storage::FromLevelDb(env->RemoveFile(path + "/" + kUnfinishedCopyFile), "deleting " + path);
+    if (!st.ok()) return st;
+    (void)env->RemoveDir(path);  // fails, as DestroyDB's does, when other files keep it
+  }
   // Without this a power cut could bring the deleted store back: the store
   // directory is synced when other files kept it, else its parent.
   st = SyncAfterRemovals(env, path);

@@ -24,6 +24,7 @@
 #include "store/repair_journal.h"
 #include "store/salvage.h"
 #include "store/store_dir.h"
+#include "store/unfinished_copy.h"
 
 namespace eventfold {
 namespace {
@@ -117,6 +118,13 @@ Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& 
   DirLock lock(EnvOf(options));
   Status st = lock.Lock(dir);
   if (!st.ok()) return st;
+  // A copy cut short is no store, and its files were never whole: no
+  // damage of theirs is reported.
+  if (std::string copy = UnfinishedCopyOf(EnvOf(options), dir); !copy.empty()) {
+    FileCheckSummary unfinished;
+    unfinished.unfinished_copy = std::move(copy);
+    return unfinished;
+  }
   Result<FileCheckSummary> sum = CheckFiles(dir, EnvOf(options), on_damage);
   if (!sum.ok()) return sum;
   Result<UnfinishedRepairs> unfinished = RepairJournal::Unfinished(EnvOf(options), dir);
@@ -150,6 +158,9 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   Clock* clock = options.clock ? options.clock : SystemClock();
   const int64_t start = clock->NowMicros();
   if (Status st = CheckStorePath("repairing a store", dir); !st.ok()) return st;
+  // A copy that did not finish lacks what was not copied yet; nothing in it
+  // needs saving (its source has it all), and a repair would make it look whole.
+  if (Status st = RefuseUnfinishedCopy(env, dir); !st.ok()) return st;
   // A damaged store may have lost CURRENT, but some file of LevelDB's is
   // left: without one this is no store, and repair would make one there.
   if (!HoldsLevelDbFiles(env, dir)) return Status::NotFound("no store at " + dir);

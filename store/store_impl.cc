@@ -26,6 +26,7 @@
 #include "storage/projection_read.h"
 #include "store/ingest_txn.h"
 #include "store/store_dir.h"
+#include "store/unfinished_copy.h"
 
 namespace eventfold {
 
@@ -35,6 +36,8 @@ IngestResult Store::Ingest(std::string_view body) {
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const Options& options) {
   if (Status st = CheckStorePath("opening a store", path); !st.ok()) return st;
+  // Before LevelDB opens (or creates) anything there.
+  if (Status st = RefuseUnfinishedCopy(EnvOf(options), path); !st.ok()) return st;
   return storage::StoreImpl::Open(path, options);
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 
+#include "eventfold/backup.h"
 #include "tools/read_views.h"
 #include "tools/store_waits.h"
 
@@ -23,7 +24,10 @@ void AddDataOption(CLI::App* cmd, std::string* dir) {
 
 bool HasStore(const std::string& dir) {
   std::error_code ec;
-  return std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec);
+  const std::filesystem::path d(dir);
+  // A backup or restore that did not finish, too: opening it says so.
+  return std::filesystem::exists(d / "CURRENT", ec) ||
+         std::filesystem::exists(d / kUnfinishedCopyFile, ec);
 }
 
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,

@@ -52,8 +52,9 @@ class ProgressLine {
 // Adds `--data DIR` to `cmd`, bound to `dir`.
 void AddDataOption(CLI::App* cmd, std::string* dir);
 
-// Whether `dir` holds a store (its CURRENT file); false too when that
-// cannot be told (no permission): opening it then says why.
+// Whether `dir` holds a store (its CURRENT file) or a backup or restore that
+// did not finish (kUnfinishedCopyFile: opening it says so); false too when
+// that cannot be told (no permission): opening it then says why.
 bool HasStore(const std::string& dir);
 
 // Opens the store at `dir`; prints the reason to stderr on failure.

@@ -177,9 +177,11 @@ void PrintMend(const std::string& dir, bool damaged_files) {
 // Checks the store at `dir` (files, then records), problems to stderr each
 // prefixed with `label`; adds its summaries to the totals. kExitOk,
 // kExitRefused (a problem, or too damaged to open) or kExitError (the check
-// could not run).
+// could not run). `*mendable` says whether repair or replay can mend what
+// it found: not a backup or restore that did not finish.
 int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary* files_total,
-             CheckSummary* total) {
+             CheckSummary* total, bool* mendable) {
+  *mendable = true;
   Options options;
   options.create_if_missing = false;
   Result<FileCheckSummary> files =
@@ -189,6 +191,15 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
     return kExitError;
   }
   Accumulate(*files, files_total);
+  if (!files->unfinished_copy.empty()) {
+    // Its damage, if any, is a copy cut short; what it lacks, its source has.
+    std::cerr << "eventfold: check: " << label << dir << " holds " << files->unfinished_copy
+              << " that did not finish (it was stopped before its copy was whole and "
+                 "verified): it is not a whole store. Remove it and run the copy again\n";
+    ++total->problems;
+    *mendable = false;
+    return kExitRefused;
+  }
   for (const std::string& journal : files->unfinished_repairs) {
     std::cerr << "eventfold: check: " << label << "lost/" << journal
               << ": a repair started and did not finish; running `eventfold repair` again "
@@ -267,8 +278,9 @@ int CheckCmd(const std::string& dir) {
         worker_dir ? std::filesystem::path(d).filename().string() + ": " : std::string();
     const uint64_t damaged_before = files.damaged;
     const size_t unfinished_before = files.unfinished_repairs.size();
-    const int one = CheckOne(d, label, &files, &total);
-    if (one == kExitRefused) {
+    bool mendable = true;
+    const int one = CheckOne(d, label, &files, &total, &mendable);
+    if (one == kExitRefused && mendable) {
       // Only repair mends damaged files, or finishes a repair.
       to_mend.emplace_back(
           d, files.damaged > damaged_before || files.unfinished_repairs.size() > unfinished_before);

@@ -10,6 +10,11 @@
 // against what was copied, and the store's own integrity check on it. Its
 // names are synced too (its files, its directory in its parent, each parent
 // made for it), so a backup or restore reported done survives a power cut.
+// Until then the target holds a mark, written and synced before the first
+// file is copied and removed last: a backup or a restore stopped midway
+// (killed, a power cut) leaves a directory that Store::Open, repair and a
+// restore from it refuse (kCorruption, naming it and the way out: remove it
+// and run the copy again), never one that passes for a whole store.
 // Thread-safety: as Store; RestoreStore may run for different directories
 // at once.
 
@@ -24,6 +29,11 @@
 
 namespace eventfold {
 
+// The mark's file in a backup's or a restore's target, there from before
+// the first file is copied until the copy is verified and durable. Not a
+// name LevelDB gives its files.
+inline constexpr char kUnfinishedCopyFile[] = "UNFINISHED-COPY";
+
 // What a backup or a restore wrote.
 struct BackupSummary {
   uint64_t records = 0;  // LevelDB records copied
@@ -35,7 +45,8 @@ struct BackupSummary {
 // `dir`, which must not exist or be empty (its missing parents are
 // created): refuses a non-empty `dir`, an empty path, or a `dir` and
 // `backup` of which one lies within the other, with kInvalidArgument naming
-// it, and kNotFound when `backup` holds no backup. Verifies the backup's
+// it, kNotFound when `backup` holds no backup, and kCorruption when it
+// holds a backup that did not finish. Verifies the backup's
 // files first (a damaged backup is refused with kCorruption), copies them
 // synced through options.env, then opens the restored store and runs its
 // integrity check, all under LevelDB's lock on `dir` (a Store opening `dir`

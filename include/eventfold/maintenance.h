@@ -243,8 +243,11 @@ class Maintenance {
   // Writes an online, consistent backup (eventfold/backup.h) to the new
   // directory `out` while ingest goes on: a fresh LevelDB from one snapshot,
   // synced, then verified. Refuses an `out` that exists and is not empty
-  // (kInvalidArgument); kCorruption when the copy fails verification, or the
-  // error that stopped it. A failed backup leaves `out` to be removed.
+  // (naming a backup that did not finish, when it holds one), or that lies
+  // within a store (kInvalidArgument); kCorruption when the copy
+  // fails verification, or the error that stopped it. A failed backup
+  // removes what it wrote; one stopped midway (killed, a power cut) leaves
+  // `out` marked unfinished, which Store::Open and RestoreStore refuse.
   virtual Result<BackupSummary> Backup(const std::string& out) = 0;
 
   // Calls `fn` for each stored event that `profile` (nullptr: the store's

@@ -51,6 +51,11 @@ struct FileCheckSummary {
   // Journals (in dir/lost/) of repairs that stopped before their end: the
   // next RepairStore finishes the work and reports their losses again.
   std::vector<std::string> unfinished_repairs;
+  // Not empty when `dir` is a backup or a restore that was stopped before
+  // it finished: what it was copying ("a backup of S"). Such a directory is
+  // no store (Store::Open refuses it) and nothing in it needs saving: remove
+  // it and run the copy again.
+  std::string unfinished_copy;
 };
 
 using FileDamageFn = std::function<void(const FileDamage&)>;
@@ -60,7 +65,9 @@ using FileDamageFn = std::function<void(const FileDamage&)>;
 // meta index and filter blocks and footer, every log file and the MANIFEST
 // record by record, CURRENT. Calls `on_damage` per damaged place and goes
 // on past it. Also lists the journals of repairs that did not finish
-// (FileCheckSummary::unfinished_repairs). Fails with kBusy while a Store
+// (FileCheckSummary::unfinished_repairs). A backup or a restore that did not
+// finish is reported as such (FileCheckSummary::unfinished_copy) and its
+// files are not read: they were never whole. Fails with kBusy while a Store
 // holds `dir`, kIOError when the directory or a repair's journal cannot be
 // read. Uses options.env; reads only.
 Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& options,
@@ -118,8 +125,10 @@ using LostDataFn = std::function<void(const LostData&)>;
 // Maintenance::Check: problems_left counts what they still found. A store in an
 // older format is upgraded to this build's on the way (as by
 // Options::upgrade_format). Fails with kInvalidArgument for an empty path,
-// kNotFound when `dir` holds no file of LevelDB's, kBusy while a Store
-// holds `dir`, or with the error that stopped it.
+// kNotFound when `dir` holds no file of LevelDB's, kCorruption when it is a
+// backup or a restore that did not finish (eventfold/backup.h: there is
+// nothing to salvage, its source holds it all), kBusy while a Store holds
+// `dir`, or with the error that stopped it.
 //
 // Each repair keeps a journal in dir/lost/ (RepairSummary::journal): the
 // damage the file check found, on disk before anything is changed, and

@@ -92,7 +92,9 @@ class Store {
   // path, a missing store without create_if_missing, an existing one with
   // error_if_exists, a store in an older format without
   // Options::upgrade_format, or one in a format this build does not know;
-  // kUnavailable when the system refuses one of its threads. An existing
+  // kCorruption for a directory a backup or a restore was writing when it
+  // was stopped (eventfold/backup.h); kUnavailable when the system refuses
+  // one of its threads. An existing
   // store keeps its own profile; when options.profile differs, Stats()
   // reports it as stale.
   static Result<std::unique_ptr<Store>> Open(const std::string& path, const Options& options);
@@ -187,7 +189,9 @@ class Store {
 // nothing at `path`. Fails with kBusy, deleting nothing, while a Store (in
 // this process or another) has it open; with kInvalidArgument when `path`
 // holds files but no store; with kIOError when `path` cannot be listed or a
-// file cannot be deleted. The store's lock is held throughout, so a Store
+// file cannot be deleted. A backup or restore that did not finish
+// (eventfold/backup.h) is deleted whole, its mark last. The store's lock is
+// held throughout, so a Store
 // opening `path` meanwhile fails with kBusy. On OK the deletion is durable:
 // the directory that held the names removed is synced, so a power cut does
 // not bring the store back.

@@ -27,6 +27,7 @@
 #include "eventfold/maintenance.h"
 #include "eventfold/repair.h"
 #include "eventfold/store.h"
+#include "store/unfinished_copy.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
 #include "tests/reliability/file_damage_util.h"
@@ -249,6 +250,53 @@ TEST(DirSync, ABackupAndARestoreLeaveNoNameAPowerCutCouldTake) {
   EXPECT_EQ(Join(env.Unsynced(scratch.path() + "/also")), "")
       << "names the restore wrote that a power cut could take";
   EXPECT_GT(env.dir_syncs(), after_backup);
+}
+
+// A backup's and a restore's mark of a copy under way (store/unfinished_copy.h)
+// is durable before any other change in the target, and goes only once every
+// name the copy wrote is durable: after a power cut at any point the target
+// is either marked unfinished or a whole store.
+TEST(DirSync, ACopyIsMarkedUnfinishedUntilItsLastNameIsDurable) {
+  ScratchDir scratch("dir-sync");
+  DirEntryEnv env;
+  Options o;
+  o.env = &env;
+  const std::string store = scratch.path() + "/store";
+  FillStore(store, o);
+  const std::string backup = scratch.path() + "/made/backup";
+  const std::string restored = scratch.path() + "/made/restored";
+  for (const std::string& target : {backup, restored}) {
+    SCOPED_TRACE(target);
+    const std::string mark = target + "/" + kUnfinishedCopyFile;
+    int changes = 0;
+    bool cleared = false;
+    env.Watch(target, [&](const std::string& change) {
+      if (change == mark && !env.FileExists(mark)) return;  // the mark itself is made
+      if (change == mark) {  // and removed: all else is durable by now
+        cleared = true;
+        EXPECT_EQ(Join(env.Unsynced(scratch.path() + "/made")), "");
+        return;
+      }
+      ++changes;
+      EXPECT_FALSE(cleared) << change << " after the mark went";
+      EXPECT_TRUE(env.FileExists(mark)) << change << " before the mark";
+      EXPECT_EQ(Join(env.Unsynced(mark)), "") << change << " before the mark's name is durable";
+    });
+    if (target == backup) {
+      Result<std::unique_ptr<Store>> s = Store::Open(store, o);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      Result<BackupSummary> b = (*s)->maintenance().Backup(backup);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+    } else {
+      Result<BackupSummary> r = RestoreStore(backup, restored, o);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
+    env.Watch("", nullptr);
+    EXPECT_TRUE(cleared);
+    EXPECT_GT(changes, 3);
+    EXPECT_FALSE(env.FileExists(mark));
+    EXPECT_EQ(Join(env.UnsyncedRemovals(target)), "") << "the mark's removal";
+  }
 }
 
 // A destroyed store stays destroyed: every removal, its quarantine's and
