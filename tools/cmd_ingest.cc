@@ -1,6 +1,7 @@
 // eventfold ingest --data DIR [--profile FILE] [FILE|-]
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -311,6 +312,14 @@ int Run(const IngestArgs& args) {
               << "a batch (" << tally.first_storage_error << "); no line after it was stored. "
               << "Once the disk is fixed, run the same command again: the lines already stored "
               << "are answered duplicate.\n";
+    // The read-ahead may be waiting for lines that have not come, from a
+    // pipe whose writer keeps it open, and a read of an istream cannot be
+    // interrupted; this run reads no more. So, once the store is closed and
+    // the output flushed, the process ends without waiting for it.
+    store.reset();
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(kExitError);
   }
   if (tally.storage_error > 0) return kExitError;
   return tally.conflict + tally.invalid + tally.unauthorized > 0 ? kExitRefused : kExitOk;

@@ -1,12 +1,18 @@
 // End-to-end tests of the `eventfold` command (docs/SPEC.md §5) through the real
 // binary: exit codes, stdout JSON byte for byte, stderr diagnostics.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -15,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/signature.h"
@@ -121,6 +128,22 @@ class CliTest : public ::testing::Test {
     const std::string path = root_ + "/" + name;
     WriteFile(path, text);
     return path;
+  }
+
+  // How much write-ahead log the first 1000 of `lines` (one batch) make,
+  // measured on a store of their own (one log file: far below a write
+  // buffer).
+  uintmax_t FirstBatchLogBytes(const std::vector<std::string>& lines) {
+    const std::string first =
+        File("first-batch.ndjson",
+             {lines.begin(), lines.begin() + std::min<size_t>(1000, lines.size())});
+    const std::string sizing = root_ + "/sizing";
+    EXPECT_EQ(Run({"ingest", "--data", sizing, first}).exit_code, 0);
+    uintmax_t bytes = 0;
+    for (const auto& entry : fs::directory_iterator(sizing)) {
+      if (entry.path().extension() == ".log") bytes += entry.file_size();
+    }
+    return bytes;
   }
 
   // Ingests the docs/SPEC.md §5.4 example and a few others; every line is good.
@@ -559,6 +582,57 @@ TEST_F(cli_e2e, UsageErrorsExit2) {
   EXPECT_EQ(ingest_missing_file.exit_code, 2) << ingest_missing_file.err;
 }
 
+// While alive, the commands the test runs fail every sync of the
+// write-ahead log of the store at `dir` once it holds more than `above`
+// bytes (the preloaded shim, tests/common/fail_sync_shim.cc).
+class FailingLogSyncs {
+ public:
+  FailingLogSyncs(const std::string& dir, uintmax_t above) {
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    had_asan_ = asan != nullptr;
+    asan_before_ = asan ? asan : "";
+    // The shim is loaded ahead of a sanitizer's runtime, which then must not
+    // insist on coming first.
+    setenv("ASAN_OPTIONS", (asan_before_ + ":verify_asan_link_order=0").c_str(), 1);
+    setenv("LD_PRELOAD", EVENTFOLD_FAIL_SYNC_SHIM, 1);
+    setenv("EVENTFOLD_FAIL_SYNC_DIR", dir.c_str(), 1);
+    setenv("EVENTFOLD_FAIL_SYNC_ABOVE", std::to_string(above).c_str(), 1);
+  }
+  ~FailingLogSyncs() {
+    unsetenv("LD_PRELOAD");
+    unsetenv("EVENTFOLD_FAIL_SYNC_DIR");
+    unsetenv("EVENTFOLD_FAIL_SYNC_ABOVE");
+    if (had_asan_) {
+      setenv("ASAN_OPTIONS", asan_before_.c_str(), 1);
+    } else {
+      unsetenv("ASAN_OPTIONS");
+    }
+  }
+  FailingLogSyncs(const FailingLogSyncs&) = delete;
+  FailingLogSyncs& operator=(const FailingLogSyncs&) = delete;
+
+ private:
+  bool had_asan_ = false;
+  std::string asan_before_;
+};
+
+// `n` lines, each a new receipt's issue.
+std::vector<std::string> NewReceiptLines(size_t n) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string id = std::to_string(i);
+    lines.push_back(Body("evt_" + id, "receipt.issued", "2026-11-29T10:00:00Z",
+                         R"({"receipt_id":"rcp_)" + id + R"("})"));
+  }
+  return lines;
+}
+
+// The value of `"key":N` in a command's JSON summary; 0 when absent.
+size_t SummaryCount(const std::string& summary, const std::string& key) {
+  const size_t at = summary.find("\"" + key + "\":");
+  return at == std::string::npos ? 0 : std::stoul(summary.substr(at + key.size() + 3));
+}
+
 // A disk that stops syncing mid-file: once the write-ahead log holds more
 // than the first batch, every log sync fails (a preloaded shim), so no sync
 // can make the second batch durable. The first batch is reported accepted
@@ -568,46 +642,18 @@ TEST_F(cli_e2e, UsageErrorsExit2) {
 // store: every line accepted or a duplicate, and every receipt listed.
 TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrorsAndStops) {
   constexpr size_t kLines = 6500;  // seven batches of at most 1000
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < kLines; ++i) {
-    const std::string n = std::to_string(i);
-    lines.push_back(Body("evt_" + n, "receipt.issued", "2026-11-29T10:00:00Z",
-                         R"({"receipt_id":"rcp_)" + n + R"("})"));
-  }
+  const std::vector<std::string> lines = NewReceiptLines(kLines);
   const std::string f = File("sync-fails.ndjson", lines);
-  // How much log the first batch alone makes, measured on a store of its
-  // own (one log file: far below a write buffer).
-  const std::string first = File("first-batch.ndjson", {lines.begin(), lines.begin() + 1000});
-  const std::string sizing = root_ + "/sizing";
-  ASSERT_EQ(Run({"ingest", "--data", sizing, first}).exit_code, 0);
-  uintmax_t first_batch_log = 0;
-  for (const auto& entry : fs::directory_iterator(sizing)) {
-    if (entry.path().extension() == ".log") first_batch_log += entry.file_size();
-  }
+  const uintmax_t first_batch_log = FirstBatchLogBytes(lines);
   ASSERT_GT(first_batch_log, 1000u * 100);
   const std::string dir = fs::weakly_canonical(data_).string();
   fs::create_directories(dir);
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  const std::string asan_before = asan ? asan : "";
-  // The shim is loaded ahead of a sanitizer's runtime, which then must not
-  // insist on coming first.
-  setenv("ASAN_OPTIONS", (asan_before + ":verify_asan_link_order=0").c_str(), 1);
-  setenv("LD_PRELOAD", EVENTFOLD_FAIL_SYNC_SHIM, 1);
-  setenv("EVENTFOLD_FAIL_SYNC_DIR", dir.c_str(), 1);
-  setenv("EVENTFOLD_FAIL_SYNC_ABOVE", std::to_string(first_batch_log * 3 / 2).c_str(), 1);
-  CliResult failing = Run({"ingest", "--data", dir, f});
-  unsetenv("LD_PRELOAD");
-  unsetenv("EVENTFOLD_FAIL_SYNC_DIR");
-  unsetenv("EVENTFOLD_FAIL_SYNC_ABOVE");
-  if (asan) {
-    setenv("ASAN_OPTIONS", asan_before.c_str(), 1);
-  } else {
-    unsetenv("ASAN_OPTIONS");
+  CliResult failing;
+  {
+    FailingLogSyncs syncs(dir, first_batch_log * 3 / 2);
+    failing = Run({"ingest", "--data", dir, f});
   }
-  const auto count = [](const std::string& summary, const std::string& key) -> size_t {
-    const size_t at = summary.find("\"" + key + "\":");
-    return at == std::string::npos ? 0 : std::stoul(summary.substr(at + key.size() + 3));
-  };
+  const auto count = SummaryCount;
   EXPECT_EQ(failing.exit_code, 2) << failing.err.substr(0, 2000);
   const size_t accepted = count(failing.out, "accepted");
   // At most the first batch: the second's lines, though written, are never
@@ -647,6 +693,62 @@ TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrorsAndStops) {
   CliResult listed = Run({"list", "--data", dir, "receipt"});
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_EQ(Lines(listed.out).size(), kLines);
+}
+
+// The same disk, the lines coming through a pipe whose writer keeps it
+// open with half a batch still to come: the first batch's sync fails, the
+// run stops and exits 2 at once. It used to print its summary and then
+// wait for the read-ahead's batch, which the open pipe never ended.
+TEST_F(cli_e2e, IngestStoppedByAStorageErrorExitsThoughItsPipeStaysOpen) {
+  const std::vector<std::string> lines = NewReceiptLines(2500);  // 2.5 batches
+  const uintmax_t first_batch_log = FirstBatchLogBytes(lines);
+  ASSERT_GT(first_batch_log, 1000u * 100);
+  const std::string dir = fs::weakly_canonical(data_).string();
+  fs::create_directories(dir);
+  const std::string fifo = root_ + "/lines.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  // Written whole, then held open until the command has ended. A write to
+  // a pipe its reader closed fails with EPIPE, not the signal.
+  struct sigaction ignore = {}, before = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &before), 0);
+  int writer_fd = -1;
+  std::thread writer([&] {
+    writer_fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // waits for the command
+    for (size_t at = 0; writer_fd >= 0 && at < text.size();) {
+      const ssize_t n = ::write(writer_fd, text.data() + at, text.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+  });
+  const std::string out = root_ + "/pipe.out", err = root_ + "/pipe.err";
+  pid_t pid = -1;
+  {
+    FailingLogSyncs syncs(dir, first_batch_log / 2);
+    // Bounded: before the fix it waited for the pipe for good.
+    pid = eventfold::test_util::SpawnCli(
+        "/usr/bin/timeout", {"-k", "5", "120", EVENTFOLD_CLI, "ingest", "--data", dir, "-"}, fifo,
+        out, err);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  writer.join();
+  if (writer_fd >= 0) ::close(writer_fd);
+  ::sigaction(SIGPIPE, &before, nullptr);
+  ASSERT_TRUE(WIFEXITED(status));
+  const std::string summary = ReadFile(out), errors = ReadFile(err);
+  ASSERT_NE(WEXITSTATUS(status), 124) << "still waiting for its input after 120 s\n"
+                                      << summary << errors.substr(0, 2000);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << errors.substr(0, 2000);
+  EXPECT_EQ(SummaryCount(summary, "accepted"), 0u) << summary;
+  EXPECT_EQ(SummaryCount(summary, "stopped_after_line"), 2000u) << summary;
+  EXPECT_EQ(SummaryCount(summary, "storage_error"), 2000u) << summary;
+  EXPECT_NE(errors.find("eventfold: stopped after line 2000"), std::string::npos)
+      << errors.substr(0, 2000);
 }
 
 }  // namespace
