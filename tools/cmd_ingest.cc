@@ -33,7 +33,38 @@ struct Tally {
   std::string first_storage_error;  // the reason of the first of them
 };
 
-void Report(size_t line_no, const IngestResult& r, Tally* t) {
+// Storage errors of consecutive lines with the same reason, printed as one
+// range: a full disk fails a whole batch of 1,000 lines alike.
+class StorageErrorRun {
+ public:
+  // Adds `line_no`'s error; prints the run before it when it cannot join.
+  void Add(size_t line_no, const IngestResult& r) {
+    if (count_ > 0 && (line_no != last_ + 1 || r.message != message_)) Flush();
+    if (count_ == 0) {
+      first_ = line_no;
+      status_ = r.http_status();
+      message_ = r.message;
+    }
+    last_ = line_no;
+    ++count_;
+  }
+  void Flush() {
+    if (count_ == 0) return;
+    std::cerr << (count_ == 1 ? "line " + std::to_string(first_)
+                              : "lines " + std::to_string(first_) + "-" + std::to_string(last_))
+              << ": " << OutcomeName(Outcome::kStorageError) << " (" << status_ << "): " << message_
+              << "\n";
+    count_ = 0;
+  }
+
+ private:
+  size_t first_ = 0, last_ = 0, count_ = 0;
+  int status_ = 0;
+  std::string message_;
+};
+
+void Report(size_t line_no, const IngestResult& r, Tally* t, StorageErrorRun* run) {
+  if (r.outcome != Outcome::kStorageError) run->Flush();
   switch (r.outcome) {
     case Outcome::kAccepted:
       ++t->accepted;
@@ -49,7 +80,7 @@ void Report(size_t line_no, const IngestResult& r, Tally* t) {
       break;
     case Outcome::kStorageError:
       if (t->storage_error++ == 0) t->first_storage_error = r.message;
-      break;
+      return run->Add(line_no, r);
     default:
       ++t->invalid;
       break;  // invalid, too large
@@ -181,8 +212,9 @@ bool AnyStorageError(const std::vector<IngestResult>& results) {
 void Settle(WrittenBatch& b, Store& store, Tally* tally) {
   const Status synced = b.synced.valid() ? b.synced.get() : Status::OK();
   if (b.sync_thread.joinable()) b.sync_thread.join();
+  StorageErrorRun run;
   for (LineRefusal& r : b.lines.refusals) {
-    Report(r.line_no, r.result, tally);
+    Report(r.line_no, r.result, tally, &run);
     if (r.quarantine) (void)store.quarantine().Add(std::move(*r.quarantine));
   }
   for (size_t i = 0; i < b.results.size(); ++i) {
@@ -192,8 +224,9 @@ void Settle(WrittenBatch& b, Store& store, Tally* tally) {
       r.outcome = Outcome::kStorageError;
       r.message = "storage: " + synced.message();
     }
-    Report(b.lines.line_numbers[i], r, tally);
+    Report(b.lines.line_numbers[i], r, tally, &run);
   }
+  run.Flush();
 }
 
 int Run(const IngestArgs& args) {

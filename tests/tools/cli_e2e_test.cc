@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -669,15 +670,30 @@ TEST_F(cli_e2e, IngestReportsLinesWhoseSyncFailedAsStorageErrorsAndStops) {
   const size_t stopped = count(failing.out, "stopped_after_line");
   EXPECT_GT(stopped, accepted) << failing.out;
   EXPECT_LE(stopped, accepted + 2000) << failing.out;
-  size_t storage_errors = 0;
+  // Consecutive lines with the same storage error come as one range
+  // ("lines A-B: ..."): a batch's lines fail alike.
+  std::set<size_t> storage_errors;
+  size_t reports = 0;
   for (const std::string& line : Lines(failing.err)) {
-    if (!line.starts_with("line ")) continue;
-    EXPECT_GT(std::stoul(line.substr(5)), accepted) << line;
-    EXPECT_LE(std::stoul(line.substr(5)), stopped) << line;
+    size_t first = 0, last = 0;
+    if (line.starts_with("line ")) {
+      first = last = std::stoul(line.substr(5));
+    } else if (line.starts_with("lines ")) {
+      first = std::stoul(line.substr(6));
+      last = std::stoul(line.substr(line.find('-') + 1));
+    } else {
+      continue;
+    }
+    ++reports;
+    EXPECT_GT(first, accepted) << line;
+    EXPECT_LE(last, stopped) << line;
     EXPECT_NE(line.find(": storage_error (503): storage: "), std::string::npos) << line;
-    ++storage_errors;
+    for (size_t n = first; n <= last; ++n) {
+      EXPECT_TRUE(storage_errors.insert(n).second) << "line " << n << " reported twice";
+    }
   }
-  EXPECT_EQ(storage_errors, stopped - accepted) << failing.err.substr(0, 2000);
+  EXPECT_EQ(storage_errors.size(), stopped - accepted) << failing.err.substr(0, 2000);
+  EXPECT_LE(reports, 4u) << "one range a batch, one reason each: " << failing.err.substr(0, 2000);
   EXPECT_EQ(count(failing.out, "storage_error"), stopped - accepted) << failing.out;
   EXPECT_NE(failing.err.find("eventfold: stopped after line " + std::to_string(stopped) +
                              ": the store could not store a batch (storage: "),
