@@ -65,12 +65,13 @@ enum Refusal : size_t {
   kConnectionLimit,
   kQueueFull,
   kBodyMemoryFull,
+  kHeaderMemoryFull,
   kRefusalCount
 };
 constexpr const char* kRefusalNames[kRefusalCount] = {
-    "header_too_large",  "too_many_header_fields", "url_too_long",  "bad_framing",
-    "body_too_large",    "header_timeout",         "body_too_slow", "connection_limit",
-    "worker_queue_full", "body_memory_full"};
+    "header_too_large",  "too_many_header_fields", "url_too_long",      "bad_framing",
+    "body_too_large",    "header_timeout",         "body_too_slow",     "connection_limit",
+    "worker_queue_full", "body_memory_full",       "header_memory_full"};
 
 // After an answer that closes the connection, unread request bytes would
 // turn our close into a reset that can destroy the answer in flight; read
@@ -78,6 +79,13 @@ constexpr const char* kRefusalNames[kRefusalCount] = {
 // (A client that sends its whole body before reading, like most, then still
 // gets the 413; the bytes are dropped into a fixed buffer, never held.)
 constexpr size_t kLingerBytes = 8 << 20;
+
+// A header's bytes up to this are not counted against max_header_memory;
+// past it, a connection holds HeaderShare() of it.
+constexpr size_t kUncountedHeaderBytes = 4096;
+// The most a connection's header holds: its read buffer (the limit plus a
+// margin) and the parser's copy of the fields.
+inline size_t HeaderShare(const HttpServerOptions& o) { return 2 * o.max_header_bytes + 8 * 1024; }
 constexpr std::chrono::milliseconds kLingerTime{2000};
 
 // Sent (non-blocking, best effort) on a connection over max_connections;
@@ -111,8 +119,18 @@ class HttpServer::Impl {
   // together, against max_body_memory: TakeBodyMemory() adds `bytes` when
   // they fit (false, nothing taken, when not); ReturnBodyMemory() gives
   // them back.
-  [[nodiscard]] bool TakeBodyMemory(size_t bytes);
+  [[nodiscard]] bool TakeBodyMemory(size_t bytes) {
+    return Take(&body_memory_, opt_.max_body_memory, bytes);
+  }
   void ReturnBodyMemory(size_t bytes) { body_memory_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // The same for headers past their first kUncountedHeaderBytes, against
+  // max_header_memory.
+  [[nodiscard]] bool TakeHeaderMemory(size_t bytes) {
+    return Take(&header_memory_, opt_.max_header_memory, bytes);
+  }
+  void ReturnHeaderMemory(size_t bytes) {
+    header_memory_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
   void CountHangUp() { hung_up_.fetch_add(1, std::memory_order_relaxed); }
   void Register(const std::shared_ptr<Session>& s);
   void Unregister(Session* s);
@@ -136,6 +154,8 @@ class HttpServer::Impl {
   int port_ = 0;
 
  private:
+  // Adds `bytes` to `*budget` when the sum stays within `limit`.
+  static bool Take(std::atomic<size_t>* budget, size_t limit, size_t bytes);
   void Accept();
   void OnAccept(beast::error_code ec, tcp::socket socket);
   // Posts `fn` to every open session's loop.
@@ -147,8 +167,9 @@ class HttpServer::Impl {
   std::array<std::atomic<uint64_t>, kRefusalCount> refused_{};
   std::atomic<uint64_t> hung_up_{0};  // connections closed by close_on_hang_up
   std::atomic<size_t> connections_{0};
-  std::atomic<size_t> body_memory_{0};  // see TakeBodyMemory
-  Mutex log_mu_;                        // serializes writes to opt_.access_log
+  std::atomic<size_t> body_memory_{0};    // see TakeBodyMemory
+  std::atomic<size_t> header_memory_{0};  // see TakeHeaderMemory
+  Mutex log_mu_;                          // serializes writes to opt_.access_log
   Mutex mu_;
   std::condition_variable cv_;  // with mu_: sessions_ or answers_owed_ reached zero
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions_ GUARDED_BY(mu_);
@@ -179,6 +200,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   ~Session() {
     ReleaseBody();
+    ReleaseHeader();
     s_.Unregister(this);
   }
 
@@ -227,6 +249,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void WaitForRequest() {
     if (s_.stopping_) return Close();
     ReleaseBody();
+    ReleaseHeader();
     parser_.reset();
     if (buffer_.size() > 0) return ReadHeader();
     buffer_.shrink_to_fit();
@@ -307,6 +330,14 @@ class Session : public std::enable_shared_from_this<Session> {
     // limit plus a margin.
     if (request_line_bytes_ + buffer_.size() > s_.opt_.max_header_bytes) {
       return OnHeader(bhttp::error::header_limit);
+    }
+    // Past its first bytes a header counts against the server's budget for
+    // headers, before it may grow the buffer.
+    if (header_held_ == 0 && request_line_bytes_ + buffer_.size() >= kUncountedHeaderBytes) {
+      if (!s_.TakeHeaderMemory(HeaderShare(s_.opt_))) {
+        return Refuse(kHeaderMemoryFull, 503, "too many large request headers being read, retry");
+      }
+      header_held_ = HeaderShare(s_.opt_);
     }
     const size_t room = std::min<size_t>(4096, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
@@ -627,6 +658,10 @@ class Session : public std::enable_shared_from_this<Session> {
     s_.ReturnBodyMemory(body_held_);
     body_held_ = 0;
   }
+  void ReleaseHeader() {
+    s_.ReturnHeaderMemory(header_held_);
+    header_held_ = 0;
+  }
   void BodyMemoryFull() {
     Refuse(kBodyMemoryFull, 503, "too many request bodies being read, retry");
   }
@@ -716,6 +751,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // Nothing of the request is needed any more.
     ReleaseBody();
     parser_.reset();
+    ReleaseHeader();  // the buffer is cleared for the bytes dropped below
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
@@ -759,6 +795,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // of the server's budget (HoldBody).
   std::string target_;
   size_t body_held_ = 0;
+  size_t header_held_ = 0;  // of the server's budget for headers (ParseHeader)
   size_t lingered_ = 0;
   bool head_ = false;  // the request being answered is a HEAD
   // The request's own header fields (those after them came in a trailer),
@@ -785,6 +822,12 @@ Status HttpServer::ValidateOptions(const HttpServerOptions& o) {
     return Status::InvalidArgument("workers: must be >= 1, got " + std::to_string(o.workers));
   }
   if (o.max_connections < 1) return Status::InvalidArgument("max_connections: must be >= 1");
+  if (o.max_header_memory < HeaderShare(o)) {
+    return Status::InvalidArgument(
+        "max_header_memory: must be at least one connection's share, "
+        "2 * max_header_bytes + 8 KiB (" +
+        std::to_string(HeaderShare(o)) + "), got " + std::to_string(o.max_header_memory));
+  }
   if (o.max_body_memory < o.max_body_bytes) {
     return Status::InvalidArgument("max_body_memory: must be at least max_body_bytes (" +
                                    std::to_string(o.max_body_bytes) + "), got " +
@@ -928,11 +971,11 @@ void HttpServer::Impl::ForEachSession(void (Session::*fn)()) {
   }
 }
 
-bool HttpServer::Impl::TakeBodyMemory(size_t bytes) {
-  size_t held = body_memory_.load(std::memory_order_relaxed);
+bool HttpServer::Impl::Take(std::atomic<size_t>* budget, size_t limit, size_t bytes) {
+  size_t held = budget->load(std::memory_order_relaxed);
   do {
-    if (bytes > opt_.max_body_memory - held) return false;
-  } while (!body_memory_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+    if (bytes > limit - held) return false;
+  } while (!budget->compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
   return true;
 }
 
@@ -1007,6 +1050,14 @@ std::string HttpServer::Impl::MetricsText() const {
     out += "eventfold_http_refused_total{reason=\"" + std::string(kRefusalNames[i]) + "\"} " +
            std::to_string(refused_[i].load(std::memory_order_relaxed)) + "\n";
   }
+  out +=
+      "# HELP eventfold_http_request_memory_bytes Memory held by request headers and bodies "
+      "being read or served, as counted against max_header_memory and max_body_memory.\n"
+      "# TYPE eventfold_http_request_memory_bytes gauge\n"
+      "eventfold_http_request_memory_bytes{kind=\"header\"} " +
+      std::to_string(header_memory_.load(std::memory_order_relaxed)) +
+      "\neventfold_http_request_memory_bytes{kind=\"body\"} " +
+      std::to_string(body_memory_.load(std::memory_order_relaxed)) + "\n";
   if (opt_.close_on_hang_up) {
     out +=
         "# HELP eventfold_http_hung_up_total Connections closed because the client hung up while "

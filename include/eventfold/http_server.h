@@ -83,9 +83,16 @@ struct HttpServerOptions {
   // together: a body's buffer counts from its header (a declared length
   // whole) until its answer is written. A request whose body would pass
   // this is answered 503 with Retry-After and closed, and none of its body
-  // is read. At least max_body_bytes. (A connection's header buffer is
-  // bounded by max_header_bytes and max_connections.)
+  // is read. At least max_body_bytes.
   size_t max_body_memory = 64 << 20;
+  // The same for request headers, all connections together: a connection
+  // whose request line and header fields outgrow 4 KiB (a webhook's are far
+  // smaller) holds 2 * max_header_bytes + 8 KiB of this (its read buffer and
+  // the parser's copy of the fields, at most) until it is between requests
+  // again or closed. One that would pass this is answered 503 with
+  // Retry-After and closed. The first 4 KiB of each header are not counted:
+  // they are bounded by max_connections. At least one connection's share.
+  size_t max_header_memory = 32 << 20;
 
   // A request's header must arrive whole within this (408 and close).
   std::chrono::milliseconds header_timeout{10000};

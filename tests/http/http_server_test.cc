@@ -626,6 +626,66 @@ TEST_F(HttpServerTest, BodiesOfAllConnectionsTogetherAreBoundedWhileRead) {
       << m.received();
 }
 
+// Headers past their first 4 KiB hold a share of the budget for all
+// connections' headers (2 * 16 KiB + 8 KiB each here, room for two) while
+// they are read: a third connection whose header outgrows 4 KiB is answered
+// 503 with Retry-After and closed; a share comes back when its connection
+// closes or is between requests. Small headers count for nothing.
+TEST_F(HttpServerTest, LargeHeadersOfAllConnectionsTogetherAreBoundedWhileRead) {
+  HttpServerOptions o = TestOptions();
+  o.max_header_bytes = 16 * 1024;
+  const size_t share = 2 * o.max_header_bytes + 8 * 1024;
+  o.max_header_memory = 2 * share;
+  o.header_timeout = std::chrono::seconds(60);  // the unfinished headers wait
+  HttpServerOptions too_small = o;
+  too_small.max_header_memory = share - 1;
+  EXPECT_TRUE(HttpServer::ValidateOptions(too_small).IsInvalidArgument());
+  StartServer(o);
+  const auto held = [&](size_t bytes) {
+    const std::string line =
+        "eventfold_http_request_memory_bytes{kind=\"header\"} " + std::to_string(bytes) + "\n";
+    // Bounded: the reads are events on the server's loops, not timers.
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+    while (server_->MetricsText().find(line) == std::string::npos &&
+           SteadyClock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    return server_->MetricsText().find(line) != std::string::npos;
+  };
+  const std::string big_start =
+      "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(5000, 'p');
+  RawClient small(server_->port());
+  ASSERT_TRUE(small.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n"));  // unfinished, small
+  {
+    RawClient a(server_->port()), b(server_->port());
+    ASSERT_TRUE(a.Send(big_start));
+    ASSERT_TRUE(b.Send(big_start));
+    ASSERT_TRUE(held(2 * share)) << server_->MetricsText();
+
+    RawClient c(server_->port());
+    ASSERT_TRUE(c.Send(big_start));
+    EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{503}) << c.received();
+    EXPECT_NE(c.received().find("Retry-After: 1"), std::string::npos) << c.received();
+    EXPECT_TRUE(c.WaitForClose());
+
+    // b's header ends and is answered: between requests it holds nothing.
+    ASSERT_TRUE(b.Send("\r\n\r\n"));
+    EXPECT_EQ(b.ReadAnswers(1), std::vector<int>{200}) << b.received();
+    ASSERT_TRUE(held(share)) << server_->MetricsText();
+  }  // a hangs up
+  ASSERT_TRUE(held(0)) << server_->MetricsText();
+  RawClient d(server_->port());
+  ASSERT_TRUE(d.Send(big_start + "\r\n\r\n"));
+  EXPECT_EQ(d.ReadAnswers(1), std::vector<int>{200}) << d.received();
+  ASSERT_TRUE(small.Send("\r\n"));
+  EXPECT_EQ(small.ReadAnswers(1), std::vector<int>{200}) << small.received();
+  EXPECT_NE(server_->MetricsText().find(
+                "eventfold_http_refused_total{reason=\"header_memory_full\"} 1\n"),
+            std::string::npos)
+      << server_->MetricsText();
+  EXPECT_TRUE(held(0)) << server_->MetricsText();
+}
+
 TEST_F(HttpServerTest, ConnectionsOverTheCapGet503AndAClose) {
   HttpServerOptions o = TestOptions();
   o.max_connections = 2;
