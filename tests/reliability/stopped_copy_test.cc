@@ -175,50 +175,46 @@ class StoppedCopy : public ::testing::Test {
     ASSERT_TRUE((*s)->maintenance().Backup(live_ + "-backup").ok());
   }
 
+  // Kills `copy` ("a backup of ..." or "a restore of ...", as `what`)
+  // before each of its changes in `target` in turn, checking what each kill
+  // left; then lets it finish, and the store it made opens.
+  void KillAtEveryStep(const std::string& target, const std::string& what,
+                       const std::function<Status(leveldb::Env*)>& copy) {
+    int k = 1;
+    for (; k < 400; ++k) {
+      if (!CopyKilledAt(target, k, copy)) break;
+      ExpectRefusedUntilRemoved(target, what, k, live_, scratch_.path());
+      if (HasFatalFailure()) return;
+    }
+    std::printf("%s killed before each of its first %d changes\n", what.c_str(), k - 1);
+    ASSERT_LT(k, 400) << "the copy never finished";
+    EXPECT_GT(k, 10) << "too few steps to have killed it mid-copy";
+    Result<std::unique_ptr<Store>> whole = Store::Open(target, Options());
+    EXPECT_TRUE(whole.ok()) << whole.status().ToString();
+  }
+
   ScratchDir scratch_{"stopped-copy"};
   const std::string live_ = scratch_.path() + "/live";
 };
 
 TEST_F(StoppedCopy, ABackupKilledAtAnyStepIsRefusedUntilRemoved) {
   const std::string target = scratch_.path() + "/made/backup";
-  int k = 1;
-  for (; k < 400; ++k) {
-    const bool killed = CopyKilledAt(target, k, [&](leveldb::Env* env) {
-      Options o;
-      o.env = env;
-      Result<std::unique_ptr<Store>> s = Store::Open(live_, o);
-      return s.ok() ? (*s)->maintenance().Backup(target).status() : s.status();
-    });
-    if (!killed) break;
-    ExpectRefusedUntilRemoved(target, "a backup of " + live_, k, live_, scratch_.path());
-    if (HasFatalFailure()) return;
-  }
-  std::printf("a backup killed before each of its first %d changes\n", k - 1);
-  ASSERT_LT(k, 400) << "the backup never finished";
-  EXPECT_GT(k, 10) << "too few steps to have killed it mid-copy";
-  Result<std::unique_ptr<Store>> whole = Store::Open(target, Options());
-  EXPECT_TRUE(whole.ok()) << whole.status().ToString();
+  KillAtEveryStep(target, "a backup of " + live_, [&](leveldb::Env* env) {
+    Options o;
+    o.env = env;
+    Result<std::unique_ptr<Store>> s = Store::Open(live_, o);
+    return s.ok() ? (*s)->maintenance().Backup(target).status() : s.status();
+  });
 }
 
 TEST_F(StoppedCopy, ARestoreKilledAtAnyStepIsRefusedUntilRemoved) {
   const std::string target = scratch_.path() + "/made/restored";
   const std::string backup = live_ + "-backup";
-  int k = 1;
-  for (; k < 400; ++k) {
-    const bool killed = CopyKilledAt(target, k, [&](leveldb::Env* env) {
-      Options o;
-      o.env = env;
-      return RestoreStore(backup, target, o).status();
-    });
-    if (!killed) break;
-    ExpectRefusedUntilRemoved(target, "a restore of " + backup, k, live_, scratch_.path());
-    if (HasFatalFailure()) return;
-  }
-  std::printf("a restore killed before each of its first %d changes\n", k - 1);
-  ASSERT_LT(k, 400) << "the restore never finished";
-  EXPECT_GT(k, 10) << "too few steps to have killed it mid-copy";
-  Result<std::unique_ptr<Store>> whole = Store::Open(target, Options());
-  EXPECT_TRUE(whole.ok()) << whole.status().ToString();
+  KillAtEveryStep(target, "a restore of " + backup, [&](leveldb::Env* env) {
+    Options o;
+    o.env = env;
+    return RestoreStore(backup, target, o).status();
+  });
 }
 
 }  // namespace
