@@ -79,6 +79,7 @@ constexpr const char* kRefusalNames[kRefusalCount] = {
 // (A client that sends its whole body before reading, like most, then still
 // gets the 413; the bytes are dropped into a fixed buffer, never held.)
 constexpr size_t kLingerBytes = 8 << 20;
+constexpr std::chrono::milliseconds kLingerTime{2000};
 
 // A header's bytes up to this are not counted against max_header_memory;
 // past it, a connection holds HeaderShare() of it.
@@ -86,7 +87,6 @@ constexpr size_t kUncountedHeaderBytes = 4096;
 // The most a connection's header holds: its read buffer (the limit plus a
 // margin) and the parser's copy of the fields.
 inline size_t HeaderShare(const HttpServerOptions& o) { return 2 * o.max_header_bytes + 8 * 1024; }
-constexpr std::chrono::milliseconds kLingerTime{2000};
 
 // Sent (non-blocking, best effort) on a connection over max_connections;
 // made once per server, with its Server field.
