@@ -195,7 +195,8 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
     // Its damage, if any, is a copy cut short; what it lacks, its source has.
     std::cerr << "eventfold: check: " << label << dir << " holds " << files->unfinished_copy
               << " that did not finish (it was stopped before its copy was whole and "
-                 "verified): it is not a whole store. Remove it and run the copy again\n";
+                 "verified): it is not a whole store. Remove "
+              << dir << " and run it again\n";
     ++total->problems;
     *mendable = false;
     return kExitRefused;
