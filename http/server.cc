@@ -315,6 +315,11 @@ class Session : public std::enable_shared_from_this<Session> {
           if (request_line_bytes_ + used > s_.opt_.max_header_bytes) {
             return OnHeader(bhttp::error::header_limit);
           }
+          // A header that came whole with earlier bytes (pipelined behind a
+          // body) was read without the check below; the parser holds it now.
+          if (request_line_bytes_ + used >= kUncountedHeaderBytes && !HoldHeader()) {
+            return HeaderMemoryFull();
+          }
           buffer_.consume(used);
         }
         return OnHeader(ec);
@@ -333,11 +338,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // Past its first bytes a header counts against the server's budget for
     // headers, before it may grow the buffer.
-    if (header_held_ == 0 && request_line_bytes_ + buffer_.size() >= kUncountedHeaderBytes) {
-      if (!s_.TakeHeaderMemory(HeaderShare(s_.opt_))) {
-        return Refuse(kHeaderMemoryFull, 503, "too many large request headers being read, retry");
-      }
-      header_held_ = HeaderShare(s_.opt_);
+    if (request_line_bytes_ + buffer_.size() >= kUncountedHeaderBytes && !HoldHeader()) {
+      return HeaderMemoryFull();
     }
     const size_t room = std::min<size_t>(4096, buffer_.max_size() - buffer_.size());
     stream_.async_read_some(buffer_.prepare(room),
@@ -658,9 +660,21 @@ class Session : public std::enable_shared_from_this<Session> {
     s_.ReturnBodyMemory(body_held_);
     body_held_ = 0;
   }
+  // Takes this connection's share of the server's budget for headers, once
+  // per request. False when it does not fit.
+  [[nodiscard]] bool HoldHeader() {
+    if (header_held_ > 0) return true;
+    if (!s_.TakeHeaderMemory(HeaderShare(s_.opt_))) return false;
+    header_held_ = HeaderShare(s_.opt_);
+    return true;
+  }
   void ReleaseHeader() {
     s_.ReturnHeaderMemory(header_held_);
     header_held_ = 0;
+  }
+  void HeaderMemoryFull() {
+    started_ = SteadyClock::now();  // OnHeader's, for the access log's latency
+    Refuse(kHeaderMemoryFull, 503, "too many large request headers being read, retry");
   }
   void BodyMemoryFull() {
     Refuse(kBodyMemoryFull, 503, "too many request bodies being read, retry");
@@ -795,7 +809,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // of the server's budget (HoldBody).
   std::string target_;
   size_t body_held_ = 0;
-  size_t header_held_ = 0;  // of the server's budget for headers (ParseHeader)
+  size_t header_held_ = 0;  // of the server's budget for headers (HoldHeader)
   size_t lingered_ = 0;
   bool head_ = false;  // the request being answered is a HEAD
   // The request's own header fields (those after them came in a trailer),
