@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "eventfold/maintenance.h"
-#include "eventfold/projection.h"
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
 #include "storage/record_codec.h"
@@ -40,7 +39,9 @@
 #include "tests/common/own_thread_env.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
+#include "tests/reliability/reliability_util.h"
 #include "tests/storage/legacy_records.h"
+#include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
 
 namespace eventfold::reliability {
@@ -96,36 +97,10 @@ class LogAppendKillEnv : public leveldb::EnvWrapper {
   std::atomic<uint64_t> appends_{0};
 };
 
-std::string ListAll(Store* store) {
-  std::string out;
-  EXPECT_TRUE(store
-                  ->List("",
-                         [&](const Projection& p) {
-                           out += ProjectionToJson(p) + "\n";
-                           return true;
-                         })
-                  .ok());
-  return out;
-}
-
-std::string FeedText(Store* store) {
-  std::string out;
-  EXPECT_TRUE(store->feed()
-                  .Read(0, SIZE_MAX,
-                        [&](const Change& c) {
-                          out += std::to_string(c.seq) + " " + c.entity + "/" + c.id + " " +
-                                 c.previous_state + ">" + c.state;
-                          for (const std::string& e : c.event_ids) out += " " + e;
-                          out += "\n";
-                          return true;
-                        })
-                  .ok());
-  return out;
-}
-
 // What the store answered before it was put back into format 7.
 struct Expected {
-  std::string projections, feed;
+  std::vector<std::string> projections;
+  std::vector<Change> feed;
   std::vector<Delivery> sample;  // stored deliveries: each a duplicate now
 };
 
@@ -219,8 +194,8 @@ bool ExpectWholeAfterKill(const std::string& dir, const Expected& expected) {
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   if (!s.ok()) return finished;
   Store* store = s->get();
-  EXPECT_EQ(ListAll(store), expected.projections);
-  EXPECT_EQ(FeedText(store), expected.feed);
+  EXPECT_EQ(storage_test::ListAll(store), expected.projections);
+  EXPECT_EQ(AllChanges(store), expected.feed);
   for (const Delivery& d : expected.sample) {
     EXPECT_EQ(store->Ingest(d).outcome, Outcome::kDuplicate) << d.body.substr(0, 120);
   }
@@ -252,15 +227,15 @@ TEST(MigrateCrash, AnUpgradeKilledAtAnyAppendIsFinishedByTheNextOne) {
           std::vector<Delivery>(h.deliveries.begin() + i, h.deliveries.begin() + end));
     }
     ASSERT_TRUE((*s)->Sync().ok());
-    expected.projections = ListAll(s->get());
-    expected.feed = FeedText(s->get());
+    expected.projections = storage_test::ListAll(s->get());
+    expected.feed = AllChanges(s->get());
     for (size_t i = 0; i < h.deliveries.size(); i += h.deliveries.size() / 40) {
       if ((*s)->Ingest(h.deliveries[i]).outcome == Outcome::kDuplicate) {
         expected.sample.push_back(h.deliveries[i]);
       }
     }
-    std::printf("%zu deliveries, %zu projection bytes, %zu kept to send again\n",
-                h.deliveries.size(), expected.projections.size(), expected.sample.size());
+    std::printf("%zu deliveries, %zu projections, %zu kept to send again\n", h.deliveries.size(),
+                expected.projections.size(), expected.sample.size());
   }
   ASSERT_GT(expected.sample.size(), 20u);
   const uint64_t moved = BackToFormat7(original);

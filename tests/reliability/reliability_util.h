@@ -92,6 +92,15 @@ inline size_t ExpectStoredOnce(const std::string& dir, const Acked& acked,
   return ids.size();
 }
 
+// Every change of `store`'s feed, oldest first (a failed read fails the
+// test).
+inline std::vector<Change> AllChanges(Store* store) {
+  std::vector<Change> out;
+  Status st = store->feed().Read(0, SIZE_MAX, AppendTo<Change>(&out));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
 // The feed from 0: seqs 1..LastChangeSeq, consecutive.
 inline void ExpectFeedWithoutGap(Store* store) {
   std::vector<Change> feed;
