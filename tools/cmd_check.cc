@@ -191,16 +191,10 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
     return kExitError;
   }
   Accumulate(*files, files_total);
-  if (!files->unfinished_copy.empty()) {
-    // Its damage, if any, is a copy cut short; what it lacks, its source has.
-    std::cerr << "eventfold: check: " << label << dir << " holds " << files->unfinished_copy
-              << " that did not finish (it was stopped before its copy was whole and "
-                 "verified): it is not a whole store. Remove "
-              << dir << " and run it again\n";
-    ++total->problems;
-    *mendable = false;
-    return kExitRefused;
-  }
+  // A copy cut short: what it lacks, its source has. Opening it below is
+  // refused with the library's own reason, a problem like a store too
+  // damaged to open, and nothing to repair.
+  *mendable = files->unfinished_copy.empty();
   for (const std::string& journal : files->unfinished_repairs) {
     std::cerr << "eventfold: check: " << label << "lost/" << journal
               << ": a repair started and did not finish; running `eventfold repair` again "
