@@ -181,6 +181,17 @@ Result<IngestTxn::EntityState*> IngestTxn::LoadEntity(const EntityRef& ref) {
   return &entities_.emplace(ref, std::move(loaded)).first->second;
 }
 
+IngestTxn::IngestTxn(StoreImpl* store, const Generations& gens, uint32_t routing_epoch,
+                     const Profile* profile, bool record_changes)
+    : store_(store),
+      gens_(gens),
+      routing_epoch_(routing_epoch),
+      profile_(profile),
+      record_changes_(record_changes),
+      batch_(store->batch_pool_.Take()) {}
+
+IngestTxn::~IngestTxn() { store_->batch_pool_.Give(std::move(batch_)); }
+
 Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
                         std::string_view body_digest, const std::optional<AbsentDedup>& absent,
                         IngestResult* result) {
@@ -223,7 +234,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
                Describe(first.type, first.occurred_at, first.entity) + "; this delivery has " +
                Describe(ev.type, ev.occurred_at, ref);
     c.body = delivery.body;
-    batch_.Put(ConflictKey(store_->next_seq_.fetch_add(1)), EncodeConflict(c));
+    batch_->Put(ConflictKey(store_->next_seq_.fetch_add(1)), EncodeConflict(c));
     result->outcome = Outcome::kConflict;
     result->message = "event_id: " + c.reason + " (the first one wins)";
     return Status::OK();
@@ -231,7 +242,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
 
   const uint64_t seq = store_->next_seq_.fetch_add(1);
   // The record is the arrival time and the body: the rest is the body's.
-  batch_.Put(EventKey(seq), EncodeEventRecord(now, delivery.body));
+  batch_->Put(EventKey(seq), EncodeEventRecord(now, delivery.body));
 
   DedupEntry dedup{seq,
                    ev.type,
@@ -240,7 +251,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
                    routing_epoch_,
                    /*expires_at=*/0,
                    std::string(digest)};
-  batch_.Put(DedupKey(ev.event_id), EncodeDedup(dedup));
+  batch_->Put(DedupKey(ev.event_id), EncodeDedup(dedup));
   dedup_.emplace(ev.event_id, std::move(dedup));
   result->outcome = Outcome::kAccepted;
 
@@ -254,7 +265,7 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
 Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq) {
   if (!logs_hold_from_) {
     const FoldKey key = KeyOf(ranked.event, ranked.rank);
-    batch_.Put(LogKey(gens_.logs, ref, key), EncodeLeanLog(seq));
+    batch_->Put(LogKey(gens_.logs, ref, key), EncodeLeanLog(seq));
   }
 
   Result<EntityState*> entity = LoadEntity(ref);
@@ -280,7 +291,7 @@ Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq
 }
 
 void IngestTxn::MarkUnrouted(uint64_t seq) {
-  if (!logs_hold_from_) batch_.Put(UnroutedKey(gens_.logs, seq), "");
+  if (!logs_hold_from_) batch_->Put(UnroutedKey(gens_.logs, seq), "");
   ++unrouted_;
 }
 
@@ -308,18 +319,18 @@ Status IngestTxn::Commit(bool sync) {
       const std::string from = SnapshotKey(gen, ref, *e.stale_after);
       std::unique_ptr<leveldb::Iterator> it(store_->db_->NewIterator(leveldb::ReadOptions()));
       for (it->Seek(from); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-        if (View(it->key()) != from) batch_.Delete(it->key());
+        if (View(it->key()) != from) batch_->Delete(it->key());
       }
       if (!it->status().ok()) return FromLevelDb(it->status(), "reading snapshots");
     }
     for (const auto& [at, snapshot] : e.snapshots) {
-      batch_.Put(SnapshotKey(gen, ref, at), EncodeProjection(snapshot));
+      batch_->Put(SnapshotKey(gen, ref, at), EncodeProjection(snapshot));
     }
     // The cursor only: a read folds the fields (storage/projection_read.h).
-    batch_.Put(e.key, EncodeProjectionCursor(e.state));
+    batch_->Put(e.key, EncodeProjectionCursor(e.state));
   }
-  if (batch_.ApproximateSize() <= kEmptyBatchBytes) return Status::OK();  // all duplicates
-  return store_->commit_queue_->Commit(&batch_, &changes, sync);
+  if (batch_->ApproximateSize() <= kEmptyBatchBytes) return Status::OK();  // all duplicates
+  return store_->commit_queue_->Commit(batch_.get(), &changes, sync);
 }
 
 }  // namespace eventfold::storage

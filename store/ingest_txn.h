@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,13 +47,12 @@ class IngestTxn {
   // lock; Project does not use it); with `record_changes`, each entity whose
   // projection changes gets a change feed record (a rebuild's catch-up
   // re-derives projections and records none).
+  // Its batch comes from the store's BatchPool, and goes back to it.
   IngestTxn(StoreImpl* store, const Generations& gens, uint32_t routing_epoch,
-            const Profile* profile, bool record_changes)
-      : store_(store),
-        gens_(gens),
-        routing_epoch_(routing_epoch),
-        profile_(profile),
-        record_changes_(record_changes) {}
+            const Profile* profile, bool record_changes);
+  ~IngestTxn();
+  IngestTxn(const IngestTxn&) = delete;
+  IngestTxn& operator=(const IngestTxn&) = delete;
 
   // For a rebuild's catch-up into a projection generation that shares the
   // live logs: the events from `seq` on are already in those logs (and in
@@ -141,7 +141,7 @@ class IngestTxn {
   const Profile* profile_;
   bool record_changes_;
   bool use_key_filters_ = false;
-  leveldb::WriteBatch batch_;
+  std::unique_ptr<leveldb::WriteBatch> batch_;  // the store's pool's
   std::map<std::string, DedupEntry, std::less<>> dedup_;
   std::map<EntityRef, EntityState> entities_;
   uint64_t unrouted_ = 0;

@@ -43,6 +43,7 @@
 #include "core/thread_annotations.h"
 #include "eventfold/store.h"
 #include "storage/background_env.h"
+#include "storage/batch_pool.h"
 #include "storage/dir_sync.h"
 #include "storage/guarded_db.h"
 #include "storage/key_codec.h"
@@ -295,6 +296,7 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   std::unique_ptr<BackgroundEnv> env_;
   std::unique_ptr<GuardedDb> db_;
   std::unique_ptr<CommitQueue> commit_queue_;
+  BatchPool batch_pool_;  // the write batches of IngestTxns
   // Rebuilds take it with WriterLock; an ingest waits for a waiting rebuild
   // first (SharedMutex::WaitForWaitingWriters), so a steady ingest load
   // cannot starve the switch.
