@@ -42,6 +42,11 @@ void GuardedDb::Fail() {
   if (on_failure_) on_failure_();
 }
 
+void GuardedDb::StopWrites() {
+  MutexLock lock(&write_mu_);
+  Fail();
+}
+
 leveldb::Status GuardedDb::Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
                                const leveldb::Slice& value) {
   leveldb::WriteBatch batch;

@@ -59,6 +59,11 @@ class GuardedDb final : public leveldb::DB {
   // succeeds.
   bool closed() const { return inner_.load() == nullptr; }
 
+  // Stops writes as a failed write does (failed() until a Reopen) and tells
+  // the listener: for a caller that finds the database it reopened unfit to
+  // write to.
+  void StopWrites() EXCLUDES(write_mu_);
+
   // Called after each write that fails (with the write path's lock held, so
   // it must not write); set before the database is shared.
   void SetFailureListener(std::function<void()> listener) { on_failure_ = std::move(listener); }

@@ -125,7 +125,15 @@ bool StoreImpl::TryRecover() {
   for (Status (StoreImpl::*step)() :
        {&StoreImpl::LoadOrCreateMeta, &StoreImpl::AbandonInterruptedRebuild,
         &StoreImpl::RecoverSequence, &StoreImpl::RecoverFeed, &StoreImpl::LoadUnroutedIndex}) {
-    if (!(this->*step)().ok()) return false;  // a failed write stops writes again
+    if (!(this->*step)().ok()) {
+      // A failed write has stopped writes already; a failed read has not,
+      // and the reopen cleared failed(): the next attempt would then count
+      // the store recovered without this re-derivation, and go on with a
+      // sequence and a feed that may be behind what the log holds. So
+      // writes stop here, and the next attempt reopens and reads again.
+      db_->StopWrites();
+      return false;
+    }
   }
   return true;
 }

@@ -15,6 +15,7 @@
 //  - a full disk: after `bytes` more appended bytes, Append writes what still
 //    fits and fails with IOError "...: No space left on device", like the
 //    posix Env on ENOSPC; creating files still works;
+//  - unreadable files: opening a named table for reads fails;
 //  - a power cut: PowerCut() (now) or CutPowerAfter(n) (at the n-th append
 //    or sync) makes every later mutation fail and change nothing (the
 //    machine is off) until Revive(); DropUnsyncedData() then loses what was
@@ -34,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,12 +73,18 @@ class FaultEnv final : public leveldb::EnvWrapper {
   void SetFaultPrefix(std::string prefix) {
     Locked([&] { fault_prefix_ = std::move(prefix); });
   }
+  // Opening any of `names` for random reads (LevelDB's tables) fails, as
+  // for a file on a bad sector; {} (or ClearFaults): every file readable.
+  void SetUnreadable(std::set<std::string> names) {
+    Locked([&] { unreadable_ = std::move(names); });
+  }
   // Every switch off (a power cut stays until Revive).
   void ClearFaults() {
     Locked([&] {
       append_error_ = sync_error_ = close_error_ = partial_writes_ = false;
       append_countdown_ = 0;
       space_left_.reset();
+      unreadable_.clear();
     });
   }
 
@@ -158,6 +166,18 @@ class FaultEnv final : public leveldb::EnvWrapper {
     it->second.size = size;
     *result = new File(this, fname, base);
     return s;
+  }
+
+  leveldb::Status NewRandomAccessFile(const std::string& fname,
+                                      leveldb::RandomAccessFile** result) override {
+    {
+      std::lock_guard lock(mu_);
+      if (unreadable_.contains(fname)) {
+        ++faults_;
+        return leveldb::Status::IOError(fname, "Input/output error (injected read fault)");
+      }
+    }
+    return target()->NewRandomAccessFile(fname, result);
   }
 
   leveldb::Status RemoveFile(const std::string& fname) override {
@@ -308,6 +328,7 @@ class FaultEnv final : public leveldb::EnvWrapper {
   bool dead_ = false;
   uint64_t ops_until_cut_ = 0;  // 0: no cut scheduled
   std::optional<uint64_t> space_left_;
+  std::set<std::string> unreadable_;
   std::string fault_prefix_;
   std::atomic<uint64_t> faults_{0};
 };

@@ -482,6 +482,65 @@ TEST(StoreFaultRecovery, ReadsServedWhenTheReopenFails) {
   ExpectConsistent(o, &env, acked);
 }
 
+// The disk takes writes again and the reopen works, but a table the reopen
+// did not need cannot be read (a bad sector), so re-deriving the store's
+// sequence and feed from it fails. That is no recovery: writes stay
+// refused, each later attempt reopens and reads again, and only once the
+// table reads do ingests go on, with nothing acknowledged lost and the feed
+// without a gap.
+TEST(StoreFaultRecovery, AReadFailingAfterTheReopenKeepsWritesRefused) {
+  FaultEnv env;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  Acked acked;
+  {
+    std::unique_ptr<Store> store = MustOpen(o);
+    ASSERT_TRUE(store);
+    for (int i = 0; i < 20; ++i) {
+      const std::string n = std::to_string(i);
+      const IngestResult r = store->Ingest(Issued("evt_" + n, "rcp_" + n));
+      ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+      acked[r.event_id] = r.entity;
+    }
+    // Everything so far, the store's meta records too, into tables.
+    ASSERT_TRUE(store->maintenance().Compact().ok());
+    std::vector<std::string> children;
+    ASSERT_TRUE(env.GetChildren(kPath, &children).ok());
+    std::set<std::string> tables;
+    for (const std::string& c : children) {
+      if (c.ends_with(".ldb")) tables.insert(std::string(kPath) + "/" + c);
+    }
+    ASSERT_FALSE(tables.empty());
+
+    env.FailNthAppend(1);
+    EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
+    env.ClearFaults();
+    env.SetUnreadable(tables);
+    storage::StoreImpl* hook = Hook(store.get());
+    uint64_t attempts = 0, recovered = 0;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const uint64_t faults = env.faults_injected();
+      clock.Advance(kPastAnyRecoveryDelay);
+      const uint64_t got = hook->WaitForRecoveryAttempt(attempts, 60LL * 1000 * 1000, &recovered);
+      ASSERT_GT(got, attempts) << "no recovery attempt";
+      attempts = got;
+      EXPECT_GT(env.faults_injected(), faults) << "attempt " << attempt << " read no table";
+      ASSERT_EQ(recovered, 0u) << "attempt " << attempt << " counted as a recovery";
+      EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
+    }
+    env.ClearFaults();
+    clock.Advance(kPastAnyRecoveryDelay);
+    ASSERT_GT(hook->WaitForRecoveryAttempt(attempts, 60LL * 1000 * 1000, &recovered), attempts);
+    EXPECT_EQ(recovered, 1u);
+    const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
+    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+    acked[r.event_id] = r.entity;
+    ExpectFeedWithoutGap(store.get());
+    ExpectVerifyClean(store.get());
+  }
+  ExpectConsistent(o, &env, acked);
+}
+
 // A disk that keeps failing and recovering (append, partial append, sync
 // errors, a full disk, and reopens that fail too) under 4 ingesting threads
 // that retry every 503 like the sender, and 2 threads reading all the
