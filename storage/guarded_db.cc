@@ -2,6 +2,8 @@
 
 #include <leveldb/iterator.h>
 
+#include "storage/read_only_env.h"
+
 namespace eventfold::storage {
 namespace {
 
@@ -11,6 +13,12 @@ leveldb::Status Closed() {
 }
 
 }  // namespace
+
+GuardedDb::GuardedDb(leveldb::DB* inner, const leveldb::Options& options, std::string path)
+    : inner_(inner),
+      reopen_(ReopenWith{options, std::move(path)}),
+      read_only_env_(
+          std::make_unique<ReadOnlyEnv>(options.env ? options.env : leveldb::Env::Default())) {}
 
 GuardedDb::~GuardedDb() { delete inner_.exchange(nullptr); }
 
@@ -171,7 +179,11 @@ leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
       // while the log's memtable fits, so this open serves reads. Writes
       // stay refused: appending behind a torn log record would lose what
       // follows it on the next open, and the next Reopen starts afresh.
+      // LevelDB's own writes are refused too, by the Env: a compaction
+      // appending behind a torn MANIFEST record would lose the tables it
+      // replaced (storage/read_only_env.h).
       options.reuse_logs = true;
+      options.env = read_only_env_.get();
       failed_.store(true, std::memory_order_release);
       if (leveldb::DB::Open(options, reopen_->path, &db).ok()) inner_.store(db);
     }

@@ -14,8 +14,9 @@
 // It waits until no call, iterator or snapshot uses the database — every one
 // is counted — and new ones wait meanwhile. When the disk fails the reopen,
 // the database is opened again for reading only (reusing its log and
-// manifest, which writes nothing), so reads keep working while writes stay
-// refused until a later Reopen succeeds.
+// manifest, through an Env that refuses every change: storage/
+// read_only_env.h), so reads keep working while writes stay refused until
+// a later Reopen succeeds.
 //
 // Thread-safe, as leveldb::DB is. Writes are serialized here (the store's
 // commit queue issues them one at a time anyway), so none can slip in behind
@@ -48,8 +49,7 @@ class GuardedDb final : public leveldb::DB {
   explicit GuardedDb(leveldb::DB* inner) : inner_(inner) {}
   // Guards `inner`, opened at `path` with `options` (whose pointees must
   // outlive this object), so that Reopen() can open it again.
-  GuardedDb(leveldb::DB* inner, const leveldb::Options& options, std::string path)
-      : inner_(inner), reopen_(ReopenWith{options, std::move(path)}) {}
+  GuardedDb(leveldb::DB* inner, const leveldb::Options& options, std::string path);
   ~GuardedDb() override;
 
   // True once a write has failed; every write is refused until a Reopen.
@@ -114,6 +114,9 @@ class GuardedDb final : public leveldb::DB {
 
   std::atomic<leveldb::DB*> inner_;  // owned
   const std::optional<ReopenWith> reopen_;
+  // The Env of a database opened for reads only after a failed reopen;
+  // outlives it (the destructor closes the database first).
+  std::unique_ptr<leveldb::Env> read_only_env_;
 
   // One write at a time, so the failure flag is exact; Reopen holds it
   // while it takes gate_mu_. The failure listener takes its own locks

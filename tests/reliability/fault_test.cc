@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -403,6 +404,18 @@ TEST(StoreFaultRecovery, ThrowingListCallbackDoesNotBlockTheReopen) {
 
 storage::StoreImpl* Hook(Store* store) { return static_cast<storage::StoreImpl*>(store); }
 
+// The name and size of every file of the store's database.
+std::map<std::string, uint64_t> FileSizes(FaultEnv* env) {
+  std::vector<std::string> children;
+  EXPECT_TRUE(env->GetChildren(kPath, &children).ok());
+  std::map<std::string, uint64_t> sizes;
+  for (const std::string& c : children) {
+    uint64_t size = 0;
+    if (env->GetFileSize(std::string(kPath) + "/" + c, &size).ok()) sizes[c] = size;
+  }
+  return sizes;
+}
+
 // Past any recovery delay (the backoff stops doubling at 30 s).
 constexpr int64_t kPastAnyRecoveryDelay = 31LL * 1000 * 1000;
 
@@ -466,6 +479,12 @@ TEST(StoreFaultRecovery, ReadsServedWhenTheReopenFails) {
     EXPECT_TRUE(st.ok()) << st.ToString();
     EXPECT_EQ(feed.size(), 20u);
     EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
+    // The database open for reads changes no file, not even asked to compact.
+    const std::map<std::string, uint64_t> files = FileSizes(&env);
+    (void)store->maintenance().Compact();
+    EXPECT_EQ(FileSizes(&env), files) << "the read-only database changed a file";
+    p = store->Get("receipt", "rcp_7");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
     // The next attempt waits twice as long.
     env.ClearFaults();
     clock.Advance(kPastRecoveryBackoff);
@@ -532,6 +551,64 @@ TEST(StoreFaultRecovery, AReadFailingAfterTheReopenKeepsWritesRefused) {
     clock.Advance(kPastAnyRecoveryDelay);
     ASSERT_GT(hook->WaitForRecoveryAttempt(attempts, 60LL * 1000 * 1000, &recovered), attempts);
     EXPECT_EQ(recovered, 1u);
+    const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
+    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+    acked[r.event_id] = r.entity;
+    ExpectFeedWithoutGap(store.get());
+    ExpectVerifyClean(store.get());
+  }
+  ExpectConsistent(o, &env, acked);
+}
+
+// A manifest append torn halfway (a short write, then an error) leaves a
+// partial record at the end of LevelDB's MANIFEST, which an open reads as
+// its end. When the reopen then fails too, the database is opened for
+// reads only, reusing that MANIFEST: an edit LevelDB appended to it there
+// (a level-0 table of the replayed log, a compaction) would follow the
+// partial record, never be read, and the tables it replaced would be gone.
+// That fallback must write nothing, even asked to compact (here it cannot
+// open without writing, so reads are refused until the disk works), and
+// the next reopen finds every acknowledged event.
+TEST(StoreFaultRecovery, TheReadOnlyFallbackWritesNothingBehindATornManifest) {
+  FaultEnv env;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  Acked acked;
+  {
+    std::unique_ptr<Store> store = MustOpen(o);
+    ASSERT_TRUE(store);
+    for (int i = 0; i < 20; ++i) {
+      const std::string n = std::to_string(i);
+      const IngestResult r = store->Ingest(Issued("evt_" + n, "rcp_" + n));
+      ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+      acked[r.event_id] = r.entity;
+    }
+    env.SetFaultPrefix(std::string(kPath) + "/MANIFEST");
+    env.SetPartialWrites(true);
+    env.SetAppendError(true);
+    const uint64_t before = env.faults_injected();
+    (void)store->maintenance().Compact();  // its edit's append is torn
+    ASSERT_GT(env.faults_injected(), before) << "no manifest append was torn";
+    env.ClearFaults();
+    env.SetFaultPrefix("");
+    EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
+
+    // The reopen fails (the probe's append is the first, the reopen's own
+    // the second), so the database is opened for reads.
+    env.FailNthAppend(2);
+    clock.Advance(kPastRecoveryBackoff);
+    storage::StoreImpl* hook = Hook(store.get());
+    uint64_t recovered = 0;
+    ASSERT_EQ(hook->WaitForRecoveryAttempt(0, 60LL * 1000 * 1000, &recovered), 1u);
+    ASSERT_EQ(recovered, 0u);
+    env.ClearFaults();
+    const std::map<std::string, uint64_t> files = FileSizes(&env);
+    (void)store->maintenance().Compact();  // asked of the read-only database
+    EXPECT_EQ(FileSizes(&env), files) << "the read-only database changed a file";
+
+    clock.Advance(kPastAnyRecoveryDelay);
+    ASSERT_GE(hook->WaitForRecoveryAttempt(1, 60LL * 1000 * 1000, &recovered), 2u);
+    ASSERT_EQ(recovered, 1u) << "the reopen after the read-only fallback failed";
     const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
     ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
     acked[r.event_id] = r.entity;
