@@ -13,9 +13,13 @@
 // them too (RefoldInPlace), or write another generation (a rebuild's): a
 // projection filter answers only for the generation it was built for, and a
 // switch of generation has it rebuilt. A write that failed leaves its key in
-// the filter, which costs a read, not an answer; recovery's reopen keeps the
-// filters, as the reopened database holds no key that was not written
-// through them.
+// the filter, which costs a read, not an answer. A recovery's reopen drops
+// every filter, and every build running then (DropKeyFilters): a write
+// whose sync failed is in LevelDB's log but invisible until the reopen
+// replays it, so a scan made in between missed its key, and when the write
+// came before any filter existed, nothing noted it either. Such a filter
+// said "absent" for an event stored by the failed write, and its retry was
+// stored a second time.
 
 #include <algorithm>
 #include <memory>
@@ -122,16 +126,19 @@ void StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
   // at most, and at most one projection per event, or twice the entities
   // the previous filter held (its count, not its room, as the generation
   // may have changed).
-  const AbsentFilter* previous = slot->live.load(std::memory_order_acquire);
-  const size_t estimate = projections && previous != nullptr
-                              ? previous->added()
-                              : static_cast<size_t>(next_seq_.load());
-  const size_t most = options_.key_filter_max_bytes * 8 / AbsentFilter::kBitsPerKey;
-  const size_t capacity = std::min(most, std::max(kMinFilterCapacity, 2 * estimate));
   std::unique_ptr<AbsentFilter> next;
   std::string prefix;
+  uint64_t epoch = 0;
   {
     WriterLock guard(&rebuild_mu_);  // the barrier (see the top of this file)
+    // Read under the lock: a reopen's DropKeyFilters frees the live filter.
+    const AbsentFilter* previous = slot->live.load(std::memory_order_acquire);
+    const size_t estimate = projections && previous != nullptr
+                                ? previous->added()
+                                : static_cast<size_t>(next_seq_.load());
+    const size_t most = options_.key_filter_max_bytes * 8 / AbsentFilter::kBitsPerKey;
+    const size_t capacity = std::min(most, std::max(kMinFilterCapacity, 2 * estimate));
+    epoch = key_filters_epoch_;
     const uint32_t gen = gens_.projections;
     next = std::make_unique<AbsentFilter>(capacity, projections ? gen : 0);
     prefix = projections ? ProjectionScanPrefix(gen, "") : std::string(kDedupPrefix);
@@ -153,12 +160,23 @@ void StoreImpl::BuildKeyFilter(KeyFilter* slot, bool projections) {
   std::unique_ptr<AbsentFilter> old;
   {
     WriterLock guard(&rebuild_mu_);  // nobody holds a read of either pointer
-    slot->building.store(nullptr, std::memory_order_release);
-    if (complete) {
+    if (slot->building.load(std::memory_order_relaxed) == next.get()) {
+      slot->building.store(nullptr, std::memory_order_release);
+    }
+    if (complete && epoch == key_filters_epoch_) {  // no reopen since the scan began
       slot->live.store(next.get(), std::memory_order_release);
       old = std::move(slot->owned);
       slot->owned = std::move(next);
     }
+  }
+}
+
+void StoreImpl::DropKeyFilters() {
+  ++key_filters_epoch_;
+  for (KeyFilter* slot : {&dedup_filter_, &projection_filter_}) {
+    slot->live.store(nullptr, std::memory_order_release);
+    slot->building.store(nullptr, std::memory_order_release);  // its build's to free
+    slot->owned.reset();  // nobody holds a read of it: rebuild_mu_ is held exclusively
   }
 }
 
@@ -191,6 +209,7 @@ StoreImpl::KeyFilterSizes StoreImpl::AwaitKeyFiltersForTesting() {
     }
   }
   KeyFilterSizes sizes;
+  ReaderLock guard(&rebuild_mu_);  // a reopen's DropKeyFilters frees them
   if (const AbsentFilter* f = dedup_filter_.live.load(std::memory_order_acquire)) {
     sizes.dedup = f->capacity();
   }

@@ -119,7 +119,11 @@ bool StoreImpl::TryRecover() {
   // readers (iterators, snapshots) to finish.
   WriterLock guard(&rebuild_mu_);
   recent_.Clear();  // remembered from before the failure: ask the reopened database
-  if (!db_->Reopen(kReopenWait).ok()) return false;
+  const bool reopened = db_->Reopen(kReopenWait).ok();
+  // Whether or not it opened for writing, the database may now hold writes
+  // that failed their sync but reached the log, keys no filter has seen.
+  DropKeyFilters();
+  if (!reopened) return false;
   // Re-derive everything from what the reopened database holds, as Open
   // does: a write that failed may or may not have reached the log.
   for (Status (StoreImpl::*step)() :

@@ -262,6 +262,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // Builds one filter and makes it live, unless stopped or the scan failed.
   void BuildKeyFilter(KeyFilter* slot, bool projections) EXCLUDES(key_filters_mu_);
   void StopKeyFilters() EXCLUDES(key_filters_mu_);
+  // Forgets every filter, and every build running now: for a reopen, after
+  // which the database may hold keys no filter saw (key_filters.cc). The
+  // next ingest asks for new ones.
+  void DropKeyFilters() REQUIRES(rebuild_mu_);
 
  public:
   // Tests: waits until no filter build is pending or running, and returns
@@ -312,6 +316,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // lock is held (atomics: IngestTxn reads them too).
   KeyFilter dedup_filter_;
   KeyFilter projection_filter_;
+  // Counts DropKeyFilters: a build publishes its filter only if no drop
+  // came after its scan began.
+  uint64_t key_filters_epoch_ GUARDED_BY(rebuild_mu_) = 0;
   Mutex key_filters_mu_;
   std::condition_variable key_filters_cv_;
   unsigned key_filters_wanted_ GUARDED_BY(key_filters_mu_) = 0;  // which to build

@@ -501,6 +501,44 @@ TEST(StoreFaultRecovery, ReadsServedWhenTheReopenFails) {
   ExpectConsistent(o, &env, acked);
 }
 
+// A write that fails its sync is in LevelDB's log, invisible until the
+// reopen replays it. The store's filter of stored event ids, built from a
+// scan in between (here the first ingest of a new store asks for it), never
+// saw it. The reopen must drop that filter: with it, the filter answered
+// "absent" for the replayed event, and its retry was stored a second time.
+TEST(StoreFaultRecovery, ARetryOfAWriteWhoseSyncFailedIsADuplicateAfterTheReopen) {
+  FaultEnv env;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  Acked acked;
+  {
+    std::unique_ptr<Store> store = MustOpen(o);
+    ASSERT_TRUE(store);
+    env.SetSyncError(true);
+    EXPECT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kStorageError);
+    env.ClearFaults();
+    storage::StoreImpl* hook = Hook(store.get());
+    ASSERT_GT(hook->AwaitKeyFiltersForTesting().dedup, 0u) << "no filter was built meanwhile";
+    clock.Advance(kPastRecoveryBackoff);
+    uint64_t recovered = 0;
+    ASSERT_EQ(hook->WaitForRecoveryAttempt(0, 60LL * 1000 * 1000, &recovered), 1u);
+    ASSERT_EQ(recovered, 1u);
+    // The reopen replayed the write: the retry is its duplicate.
+    const IngestResult r = store->Ingest(Issued("evt_1", "rcp_1"));
+    EXPECT_EQ(r.outcome, Outcome::kDuplicate) << r.message;
+    if (Acknowledged(r.outcome)) acked[r.event_id] = r.entity;
+    // And a new event after it is stored once, with the filter built anew.
+    const IngestResult next = store->Ingest(Issued("evt_2", "rcp_2"));
+    ASSERT_EQ(next.outcome, Outcome::kAccepted) << next.message;
+    acked[next.event_id] = next.entity;
+    EXPECT_GT(hook->AwaitKeyFiltersForTesting().dedup, 0u);
+    EXPECT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kDuplicate);
+    ExpectFeedWithoutGap(store.get());
+    ExpectVerifyClean(store.get());
+  }
+  ExpectConsistent(o, &env, acked);
+}
+
 // The disk takes writes again and the reopen works, but a table the reopen
 // did not need cannot be read (a bad sector), so re-deriving the store's
 // sequence and feed from it fails. That is no recovery: writes stay
