@@ -170,6 +170,7 @@ leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
     options.error_if_exists = false;
     leveldb::DB* db = nullptr;
     s = leveldb::DB::Open(options, reopen_->path, &db);
+    read_only_.store(false, std::memory_order_release);
     if (s.ok()) {
       inner_.store(db);
       failed_.store(false, std::memory_order_release);
@@ -185,7 +186,10 @@ leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
       options.reuse_logs = true;
       options.env = read_only_env_.get();
       failed_.store(true, std::memory_order_release);
-      if (leveldb::DB::Open(options, reopen_->path, &db).ok()) inner_.store(db);
+      if (leveldb::DB::Open(options, reopen_->path, &db).ok()) {
+        inner_.store(db);
+        read_only_.store(true, std::memory_order_release);
+      }
     }
   }
   reopening_.store(false);

@@ -58,6 +58,10 @@ class GuardedDb final : public leveldb::DB {
   // for writing nor for reading: every call fails until a later Reopen
   // succeeds.
   bool closed() const { return inner_.load() == nullptr; }
+  // True while the database is the one opened for reads after a failed
+  // reopen. Its open replayed the whole log, writes whose sync failed
+  // included: what it reads may not be durable.
+  bool read_only() const { return read_only_.load(std::memory_order_acquire); }
 
   // Stops writes as a failed write does (failed() until a Reopen) and tells
   // the listener: for a caller that finds the database it reopened unfit to
@@ -123,6 +127,7 @@ class GuardedDb final : public leveldb::DB {
   // (the store's recover_mu_) after it.
   Mutex write_mu_ ACQUIRED_BEFORE(gate_mu_);
   std::atomic<bool> failed_{false};
+  std::atomic<bool> read_only_{false};
   std::function<void()> on_failure_;
 
   std::atomic<int64_t> active_{0};      // uses of inner_ in progress

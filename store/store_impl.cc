@@ -484,6 +484,13 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   // The profile may only change under rebuild_mu_, so decode under it too.
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
+  // Not while the database is the one opened for reads after a failed
+  // reopen (it changes only under rebuild_mu_ held exclusively): that open
+  // replayed writes whose sync failed, so a stored event it shows may not
+  // be durable, and a duplicate of it must not be answered 200. Every
+  // duplicate answers 503 meanwhile; the sender's retry comes after the
+  // next reopen, which makes what it replays durable.
+  const bool read_only = db_->read_only();
   uint64_t known_duplicates = 0;
   std::vector<FastPathFacts> learned(n);  // each body's SHA-256 and key, once
   // Each body's key among the recent events, and a request for the table's
@@ -500,7 +507,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   for (size_t i = 0; i < n; ++i) {
     ask(i + kLookAhead);
     DecodedEvent decoded;
-    if (KnownDuplicate(*deliveries[i], keys[i], &learned[i], &results[i])) {
+    if (!read_only && KnownDuplicate(*deliveries[i], keys[i], &learned[i], &results[i])) {
       ++known_duplicates;
     } else if (Precheck(*deliveries[i], &decoded, &results[i])) {
       if (items.empty()) items.reserve(n - i);  // none for a known duplicate
@@ -552,10 +559,18 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
     late = txn.late();
     refolded = txn.refolded();
   }
-  const std::string failure = st.ok() ? std::string() : StorageErrorText(st, path_);
+  std::string failure;
+  if (!st.ok()) {
+    failure = StorageErrorText(st, path_);
+  } else if (read_only) {
+    failure =
+        "storage: the store's database is open for reads only after a failed reopen: "
+        "a duplicate is not answered until it reopens";
+  }
   for (const auto& [i, decoded] : items) {
     IngestResult& r = results[i];
-    if (!st.ok() && r.outcome != Outcome::kDuplicate) {
+    if ((!st.ok() && r.outcome != Outcome::kDuplicate) ||
+        (read_only && r.outcome == Outcome::kDuplicate)) {
       r.outcome = Outcome::kStorageError;
       r.message = failure;
     }

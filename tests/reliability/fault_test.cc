@@ -539,6 +539,57 @@ TEST(StoreFaultRecovery, ARetryOfAWriteWhoseSyncFailedIsADuplicateAfterTheReopen
   ExpectConsistent(o, &env, acked);
 }
 
+// The database opened for reads after a failed reopen replays the whole
+// log, a write whose sync failed included: its event shows as stored but
+// may not be on disk. So while that database serves reads, no delivery is
+// answered duplicate (200) from it; once a reopen works (and makes what it
+// replays durable), the retry is a duplicate.
+TEST(StoreFaultRecovery, NoDuplicateIsAnsweredFromTheReadOnlyDatabase) {
+  FaultEnv env;
+  ManualClock clock(1795000000LL * 1000000);
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
+  Acked acked;
+  {
+    std::unique_ptr<Store> store = MustOpen(o);
+    ASSERT_TRUE(store);
+    const IngestResult first = store->Ingest(Issued("evt_0", "rcp_0"));
+    ASSERT_EQ(first.outcome, Outcome::kAccepted) << first.message;
+    acked[first.event_id] = first.entity;
+    env.SetSyncError(true);
+    EXPECT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kStorageError);
+    env.ClearFaults();
+    env.FailNthAppend(2);  // the probe's append passes, the reopen's fails
+    clock.Advance(kPastRecoveryBackoff);
+    storage::StoreImpl* hook = Hook(store.get());
+    uint64_t recovered = 0;
+    ASSERT_EQ(hook->WaitForRecoveryAttempt(0, 60LL * 1000 * 1000, &recovered), 1u);
+    ASSERT_EQ(recovered, 0u);
+    env.ClearFaults();
+    // The read-only database shows the write whose sync failed.
+    Result<Projection> p = store->Get("receipt", "rcp_1");
+    ASSERT_TRUE(p.ok()) << "the read-only open did not replay the write: " << p.status().ToString();
+    for (const char* id : {"evt_1", "evt_0"}) {
+      const IngestResult r = store->Ingest(Issued(id, std::string("rcp_") + (id + 4)));
+      EXPECT_EQ(r.outcome, Outcome::kStorageError) << id << ": " << r.message;
+      std::vector<Delivery> one(1);
+      one[0].body = Issued(id, std::string("rcp_") + (id + 4));
+      const std::vector<IngestResult> batch = store->IngestBatch(one);
+      EXPECT_EQ(batch[0].outcome, Outcome::kStorageError) << id << " in a batch";
+    }
+    clock.Advance(kPastAnyRecoveryDelay);
+    ASSERT_GE(hook->WaitForRecoveryAttempt(1, 60LL * 1000 * 1000, &recovered), 2u);
+    ASSERT_EQ(recovered, 1u);
+    for (const char* id : {"evt_1", "evt_0"}) {
+      const IngestResult r = store->Ingest(Issued(id, std::string("rcp_") + (id + 4)));
+      EXPECT_EQ(r.outcome, Outcome::kDuplicate) << id << ": " << r.message;
+      if (Acknowledged(r.outcome)) acked[r.event_id] = r.entity;
+    }
+    ExpectFeedWithoutGap(store.get());
+    ExpectVerifyClean(store.get());
+  }
+  ExpectConsistent(o, &env, acked);
+}
+
 // The disk takes writes again and the reopen works, but a table the reopen
 // did not need cannot be read (a bad sector), so re-deriving the store's
 // sequence and feed from it fails. That is no recovery: writes stay
