@@ -22,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
@@ -718,9 +719,7 @@ TEST(StoreFaultRecovery, TheReadOnlyFallbackWritesNothingBehindATornManifest) {
 // goes on, stays until a write has met it (a 503), goes off, and the
 // test's clock moves past the recovery backoff until a recovery attempt
 // reopens the store; only then do refused writers retry.
-TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
-  const uint64_t seed =
-      TestSeed("StoreFaultRecovery.FlappingDiskUnderConcurrentIngestAndReads", 7200);
+void FlappingDisk(uint64_t seed) {
   FaultEnv env;
   ManualClock clock(1795000000LL * 1000000);
   const Options o = FaultOptions(&env, Durability::kSync, &clock);
@@ -872,6 +871,28 @@ TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
       acked.size(), reads.load());
   EXPECT_GE(rounds, 8u);
   EXPECT_GT(answers_503, 0u);
+}
+
+// Four schedules a run (one when EVENTFOLD_TEST_SEED names one): a single
+// seed hid for many runs a fault that seeds 62, 70, 94 and 101 each showed
+// about one run in six (a retry stored twice after a reopen). Under TSan,
+// which looks for races, not schedules, one: a schedule takes ~35 s there.
+#if defined(__SANITIZE_THREAD__)
+constexpr uint64_t kFlappingSchedules = 1;
+#else
+constexpr uint64_t kFlappingSchedules = 4;
+#endif
+
+TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
+  const uint64_t seed =
+      TestSeed("StoreFaultRecovery.FlappingDiskUnderConcurrentIngestAndReads", 7200);
+  const bool chosen = std::getenv("EVENTFOLD_TEST_SEED") != nullptr;
+  for (uint64_t k = 0; k < (chosen ? 1 : kFlappingSchedules); ++k) {
+    SCOPED_TRACE("seed " + std::to_string(seed + k));
+    std::printf("flapping disk: seed %llu\n", static_cast<unsigned long long>(seed + k));
+    FlappingDisk(seed + k);
+    if (HasFatalFailure()) return;
+  }
 }
 
 // ---- Power cuts ----------------------------------------------------------------
