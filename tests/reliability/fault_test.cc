@@ -405,6 +405,27 @@ TEST(StoreFaultRecovery, ThrowingListCallbackDoesNotBlockTheReopen) {
 
 storage::StoreImpl* Hook(Store* store) { return static_cast<storage::StoreImpl*>(store); }
 
+// Ingests evt_0 .. evt_<n-1> (receipts rcp_0 ..), each accepted, into
+// `acked`.
+void IngestReceipts(Store* store, int n, Acked* acked) {
+  for (int i = 0; i < n; ++i) {
+    const std::string id = std::to_string(i);
+    const IngestResult r = store->Ingest(Issued("evt_" + id, "rcp_" + id));
+    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+    (*acked)[r.event_id] = r.entity;
+  }
+}
+
+// After a recovery: evt_x is accepted, the feed has no gap and a verify
+// is clean.
+void AcceptEvtXAndCheck(Store* store, Acked* acked) {
+  const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
+  ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
+  (*acked)[r.event_id] = r.entity;
+  ExpectFeedWithoutGap(store);
+  ExpectVerifyClean(store);
+}
+
 // The name and size of every file of the store's database.
 std::map<std::string, uint64_t> FileSizes(FaultEnv* env) {
   std::vector<std::string> children;
@@ -454,12 +475,7 @@ TEST(StoreFaultRecovery, ReadsServedWhenTheReopenFails) {
   {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
-    for (int i = 0; i < 20; ++i) {
-      const std::string n = std::to_string(i);
-      const IngestResult r = store->Ingest(Issued("evt_" + n, "rcp_" + n));
-      ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-      acked[r.event_id] = r.entity;
-    }
+    ASSERT_NO_FATAL_FAILURE(IngestReceipts(store.get(), 20, &acked));
     env.FailNthAppend(1);
     EXPECT_EQ(store->Ingest(Issued("evt_x", "rcp_x")).outcome, Outcome::kStorageError);
     // The probe's append is the first; the reopen's table write the second.
@@ -493,11 +509,7 @@ TEST(StoreFaultRecovery, ReadsServedWhenTheReopenFails) {
     clock.Advance(kPastRecoveryBackoff);
     ASSERT_EQ(Hook(store.get())->WaitForRecoveryAttempt(1, 60LL * 1000 * 1000, &recovered), 2u);
     EXPECT_EQ(recovered, 1u);
-    const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
-    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-    acked[r.event_id] = r.entity;
-    ExpectFeedWithoutGap(store.get());
-    ExpectVerifyClean(store.get());
+    ASSERT_NO_FATAL_FAILURE(AcceptEvtXAndCheck(store.get(), &acked));
   }
   ExpectConsistent(o, &env, acked);
 }
@@ -605,12 +617,7 @@ TEST(StoreFaultRecovery, AReadFailingAfterTheReopenKeepsWritesRefused) {
   {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
-    for (int i = 0; i < 20; ++i) {
-      const std::string n = std::to_string(i);
-      const IngestResult r = store->Ingest(Issued("evt_" + n, "rcp_" + n));
-      ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-      acked[r.event_id] = r.entity;
-    }
+    ASSERT_NO_FATAL_FAILURE(IngestReceipts(store.get(), 20, &acked));
     // Everything so far, the store's meta records too, into tables.
     ASSERT_TRUE(store->maintenance().Compact().ok());
     std::vector<std::string> children;
@@ -641,11 +648,7 @@ TEST(StoreFaultRecovery, AReadFailingAfterTheReopenKeepsWritesRefused) {
     clock.Advance(kPastAnyRecoveryDelay);
     ASSERT_GT(hook->WaitForRecoveryAttempt(attempts, 60LL * 1000 * 1000, &recovered), attempts);
     EXPECT_EQ(recovered, 1u);
-    const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
-    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-    acked[r.event_id] = r.entity;
-    ExpectFeedWithoutGap(store.get());
-    ExpectVerifyClean(store.get());
+    ASSERT_NO_FATAL_FAILURE(AcceptEvtXAndCheck(store.get(), &acked));
   }
   ExpectConsistent(o, &env, acked);
 }
@@ -667,12 +670,7 @@ TEST(StoreFaultRecovery, TheReadOnlyFallbackWritesNothingBehindATornManifest) {
   {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
-    for (int i = 0; i < 20; ++i) {
-      const std::string n = std::to_string(i);
-      const IngestResult r = store->Ingest(Issued("evt_" + n, "rcp_" + n));
-      ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-      acked[r.event_id] = r.entity;
-    }
+    ASSERT_NO_FATAL_FAILURE(IngestReceipts(store.get(), 20, &acked));
     env.SetFaultPrefix(std::string(kPath) + "/MANIFEST");
     env.SetPartialWrites(true);
     env.SetAppendError(true);
@@ -699,11 +697,7 @@ TEST(StoreFaultRecovery, TheReadOnlyFallbackWritesNothingBehindATornManifest) {
     clock.Advance(kPastAnyRecoveryDelay);
     ASSERT_GE(hook->WaitForRecoveryAttempt(1, 60LL * 1000 * 1000, &recovered), 2u);
     ASSERT_EQ(recovered, 1u) << "the reopen after the read-only fallback failed";
-    const IngestResult r = store->Ingest(Issued("evt_x", "rcp_x"));
-    ASSERT_EQ(r.outcome, Outcome::kAccepted) << r.message;
-    acked[r.event_id] = r.entity;
-    ExpectFeedWithoutGap(store.get());
-    ExpectVerifyClean(store.get());
+    ASSERT_NO_FATAL_FAILURE(AcceptEvtXAndCheck(store.get(), &acked));
   }
   ExpectConsistent(o, &env, acked);
 }
