@@ -484,12 +484,12 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
   // The profile may only change under rebuild_mu_, so decode under it too.
   rebuild_mu_.WaitForWaitingWriters();
   ReaderLock rebuild_guard(&rebuild_mu_);
-  // Not while the database is the one opened for reads after a failed
-  // reopen (it changes only under rebuild_mu_ held exclusively): that open
-  // replayed writes whose sync failed, so a stored event it shows may not
-  // be durable, and a duplicate of it must not be answered 200. Every
-  // duplicate answers 503 meanwhile; the sender's retry comes after the
-  // next reopen, which makes what it replays durable.
+  // No duplicate is answered while the database is the one opened for
+  // reads after a failed reopen (it changes only under rebuild_mu_ held
+  // exclusively): that open replayed writes whose sync failed, so a stored
+  // event it shows may not be durable, and a duplicate of it must not be
+  // answered 200. Every duplicate answers 503 meanwhile; the sender's retry
+  // comes after the next reopen, which makes what it replays durable.
   const bool read_only = db_->read_only();
   uint64_t known_duplicates = 0;
   std::vector<FastPathFacts> learned(n);  // each body's SHA-256 and key, once
