@@ -25,6 +25,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/system/system_error.hpp>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -66,12 +68,14 @@ enum Refusal : size_t {
   kQueueFull,
   kBodyMemoryFull,
   kHeaderMemoryFull,
+  kBadVersion,
   kRefusalCount
 };
 constexpr const char* kRefusalNames[kRefusalCount] = {
-    "header_too_large",  "too_many_header_fields", "url_too_long",      "bad_framing",
-    "body_too_large",    "header_timeout",         "body_too_slow",     "connection_limit",
-    "worker_queue_full", "body_memory_full",       "header_memory_full"};
+    "header_too_large", "too_many_header_fields", "url_too_long",
+    "bad_framing",      "body_too_large",         "header_timeout",
+    "body_too_slow",    "connection_limit",       "worker_queue_full",
+    "body_memory_full", "header_memory_full",     "http_version_not_supported"};
 
 // After an answer that closes the connection, unread request bytes would
 // turn our close into a reset that can destroy the answer in flight; read
@@ -287,17 +291,47 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadHeader() {
     phase_ = Phase::kHeader;
     head_ = false;
+    NewParser();
+    request_line_bytes_ = 0;
+    Arm(s_.opt_.header_timeout);
+    ParseHeader();
+  }
+
+  void NewParser() {
     parser_.emplace();
     parser_->eager(false);
     parser_->header_limit(static_cast<std::uint32_t>(s_.opt_.max_header_bytes));
-    request_line_bytes_ = 0;
     // No body limit while the header is read: Beast would turn a declared
     // length over it into an error, and its "no limit" (boost::none) compares
     // below every length. OnHeader() answers that 413 itself and sets the
     // limit for the body.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    Arm(s_.opt_.header_timeout);
-    ParseHeader();
+  }
+
+  // RFC 9112 §2.3: a request of a higher minor version within HTTP/1 is
+  // served as the highest one we implement, 1.1. Beast refuses every
+  // version but 1.0 and 1.1, so such a request line (whole at the front of
+  // the buffer when Beast refuses it) is rewritten to say 1.1 and parsed
+  // again. Returns the version the line names (10 * major + minor), or -1
+  // when it does not end in a well-formed HTTP-version.
+  int ServeHigherMinorAs11() {
+    auto* data = static_cast<char*>(buffer_.data().data());
+    const std::string_view seen(data, buffer_.size());
+    const size_t end = seen.find("\r\n");
+    constexpr std::string_view kName = " HTTP/";
+    if (end == std::string_view::npos || end < kName.size() + 3) return -1;
+    char* version = data + end - 3;  // "D.D" before the CRLF
+    if (seen.substr(end - 3 - kName.size(), kName.size()) != kName || version[1] != '.' ||
+        !std::isdigit(static_cast<unsigned char>(version[0])) ||
+        !std::isdigit(static_cast<unsigned char>(version[2]))) {
+      return -1;
+    }
+    const int named = 10 * (version[0] - '0') + (version[2] - '0');
+    if (named > 11 && named < 20) {
+      version[2] = '1';
+      NewParser();
+    }
+    return named;
   }
 
   void ParseHeader() {
@@ -307,6 +341,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (buffer_.size() > 0 && !AwaitingEmptyLineEnd()) {
       beast::error_code ec;
       const size_t used = parser_->put(buffer_.data(), ec);
+      if (ec == bhttp::error::bad_version) {
+        const int named = ServeHigherMinorAs11();
+        if (named > 11 && named < 20) return ParseHeader();
+        if (named >= 0 && named / 10 != 1) return VersionNotSupported();
+      }
       if (ec != bhttp::error::need_more) {
         if (!ec) {
           // Beast's own header limit leaves out bytes it took earlier; this
@@ -637,6 +676,7 @@ class Session : public std::enable_shared_from_this<Session> {
                        : status == 414 ? "uri_too_long"
                        : status == 431 ? "header_too_large"
                        : status == 503 ? "overloaded"
+                       : status == 505 ? "http_version_not_supported"
                                        : "bad_request";
     Respond(
         HttpResponse{status, "application/json",
@@ -675,6 +715,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void HeaderMemoryFull() {
     started_ = SteadyClock::now();  // OnHeader's, for the access log's latency
     Refuse(kHeaderMemoryFull, 503, "too many large request headers being read, retry");
+  }
+  void VersionNotSupported() {
+    started_ = SteadyClock::now();  // OnHeader's, for the access log's latency
+    Refuse(kBadVersion, 505, "HTTP version not supported: only HTTP/1.x is served");
   }
   void BodyMemoryFull() {
     Refuse(kBodyMemoryFull, 503, "too many request bodies being read, retry");

@@ -251,6 +251,42 @@ TEST_F(HttpServerTest, HostEmptyLinesAndHttp10Expectations) {
   EXPECT_EQ(old.ReadAnswers(1), std::vector<int>{200}) << old.received();
 }
 
+// RFC 9112 §2.3: a higher minor version of HTTP/1 is served as HTTP/1.1
+// (kept alive, answered "HTTP/1.1"); another major version is 505 and
+// close; a version that is not DIGIT "." DIGIT is malformed, 400.
+TEST_F(HttpServerTest, HigherMinorVersionsAreServedAsHttp11AndOtherMajorsAre505) {
+  StartServer();
+  const std::string body = Issued("evt_v12", "r_v12");
+  RawClient c(server_->port());
+  ASSERT_TRUE(
+      c.Send("GET /healthz HTTP/1.2\r\nHost: t\r\n\r\n"
+             "POST /hooks HTTP/1.9\r\nHost: t\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body +
+             "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(c.ReadAnswers(3), (std::vector<int>{200, 200, 200})) << c.received();
+  EXPECT_NE(c.received().find("accepted"), std::string::npos) << c.received();
+  EXPECT_EQ(c.received().rfind("HTTP/1.1 200", 0), 0u) << c.received();
+  EXPECT_FALSE(c.closed());
+
+  for (const char* version : {"HTTP/2.0", "HTTP/0.9", "HTTP/3.1"}) {
+    EXPECT_EQ(AnswerAndClose(std::string("GET /healthz ") + version + "\r\nHost: t\r\n\r\n"),
+              std::make_pair(505, true))
+        << version;
+  }
+  for (const char* version : {"HTTP/1.10", "HTTP/1", "HTTP/1.x", "HTTQ/1.2"}) {
+    EXPECT_EQ(AnswerAndClose(std::string("GET /healthz ") + version + "\r\nHost: t\r\n\r\n"),
+              std::make_pair(400, true))
+        << version;
+  }
+  RawClient m(server_->port());
+  ASSERT_TRUE(m.Send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"));
+  m.ReadAnswers(1);
+  EXPECT_NE(
+      m.received().find("eventfold_http_refused_total{reason=\"http_version_not_supported\"} 3"),
+      std::string::npos)
+      << m.received();
+}
+
 // RFC 9112 §3.2: a Host that is not host[:port] is 400; a target is a path
 // or an absolute URI, which a server must accept (§3.2.2) and which is
 // served as its path; anything else, a fragment or a byte outside ASCII
