@@ -38,7 +38,14 @@ using eventfold::StableHash;
 
 class LockTable {
  public:
-  static constexpr size_t kStripes = 1024;
+  // An ingest holds its stripes (its entity's and its event id's) until its
+  // commit is synced, so at 64 producers about 128 stripes are held at any
+  // time. With 1024 stripes about one ingest in four found one of its
+  // stripes held for an unrelated key and waited a whole sync; with 16384,
+  // one in sixteen does, same entities included (measured with 64
+  // producers: context switches an event 2.2 → 1.9). The table takes
+  // 16384 × 48 B = 768 KiB a store.
+  static constexpr size_t kStripes = 16384;
 
   // Holds a set of stripes until destroyed.
   class Guard {
