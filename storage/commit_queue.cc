@@ -15,9 +15,8 @@ constexpr size_t kMaxGroupBytes = 1 << 20;
 }  // namespace
 
 void CommitQueue::Wake(Writer* w, Writer::State to) {
-  MutexLock lock(&w->mu);
-  w->state = to;
-  w->cv.notify_one();
+  w->state.store(to, std::memory_order_release);
+  sem_post(&w->woken);
 }
 
 Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* changes, bool sync) {
@@ -29,9 +28,10 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
     leading = writers_.front() == &w;
   }
   if (!leading) {
-    MutexLock lock(&w.mu);
-    while (w.state == Writer::State::kWaiting) w.cv.wait(lock.native());
-    if (w.state == Writer::State::kDone) return w.status;
+    while (sem_wait(&w.woken) != 0) {
+      // EINTR: a signal handler ran; wait on.
+    }
+    if (w.state.load(std::memory_order_acquire) == Writer::State::kDone) return w.status;
   }
 
   // Leader: take a group from the front of the queue. A non-syncing leader

@@ -9,15 +9,16 @@
 // that sees seq N has seen every seq below it. This is LevelDB's own writer
 // queue, one level up, where the feed numbers are known.
 //
-// Thread-safe. Lock order: the queue's `mu_` is never held while a writer's
-// own `mu` is taken (Wake runs unlocked), so the two never nest.
+// Thread-safe. The queue's `mu_` is never held while a writer is woken.
 
 #ifndef EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
 #define EVENTFOLD_STORAGE_COMMIT_QUEUE_H_
 
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
+#include <semaphore.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,23 +55,33 @@ class CommitQueue {
   uint64_t WaitBeyond(uint64_t after, int64_t timeout_micros) const;
 
  private:
-  // A queued commit. Each waits on its own mutex and condition variable, so
-  // that waking one (to lead, or because its group was written) contends
-  // with nobody else; the waker signals while holding `mu`, so the waiter
-  // cannot return and destroy it before the signal is done.
+  // A queued commit. Each waits on a semaphore of its own, posted once: to
+  // lead, or because its group was written. Not a mutex and condition
+  // variable: the waker would signal while holding the mutex (so that the
+  // waiter cannot return and destroy it first), and the woken thread would
+  // then block again on that mutex, a second sleep and wake-up for every
+  // commit. glibc's sem_post touches the semaphore only by its atomic add
+  // and the futex wake on its address, so the waiter may return and destroy
+  // it as soon as the count is up (POSIX allows sem_destroy then; a wake-up
+  // landing on reused memory is a spurious one, which futex waiters allow).
   struct Writer {
     enum class State { kWaiting, kLeading, kDone };
-    Writer(leveldb::WriteBatch* b, std::vector<Change>* c, bool s)
-        : batch(b), changes(c), sync(s) {}
+    Writer(leveldb::WriteBatch* b, std::vector<Change>* c, bool s) : batch(b), changes(c), sync(s) {
+      sem_init(&woken, /*pshared=*/0, /*value=*/0);
+    }
+    ~Writer() { sem_destroy(&woken); }
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+
     leveldb::WriteBatch* batch;
     std::vector<Change>* changes;
     bool sync;
     Status status;  // set before kDone, read after it
-    Mutex mu;
-    std::condition_variable cv;
-    State state GUARDED_BY(mu) = State::kWaiting;
+    std::atomic<State> state{State::kWaiting};
+    sem_t woken;  // posted once, after `state` left kWaiting
   };
 
+  // Sets `w`'s state and posts it; `w` may be gone once this returns.
   static void Wake(Writer* w, Writer::State to);
 
   leveldb::DB* db_;
