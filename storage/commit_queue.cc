@@ -72,8 +72,11 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
     writers_.erase(writers_.begin(), writers_.begin() + static_cast<std::ptrdiff_t>(group.size()));
     if (!writers_.empty()) next = writers_.front();
   }
-  // The next leader first: it gathers and writes while this group wakes.
-  if (next) Wake(next, Writer::State::kLeading);
+  // The group first, then the next leader. Woken first, the group's members
+  // stage their next commits while the next leader is still asleep, and join
+  // its group: at 64 producers on two cores, groups grew from 28 events to 41
+  // this way (with the next leader first, it often preempted this thread,
+  // and gathered its group before this one's members had run again).
   for (Writer* member : group) {
     if (!st.ok()) {
       for (Change& c : *member->changes) c.seq = 0;
@@ -82,6 +85,7 @@ Status CommitQueue::Commit(leveldb::WriteBatch* batch, std::vector<Change>* chan
     member->status = st;
     Wake(member, Writer::State::kDone);
   }
+  if (next) Wake(next, Writer::State::kLeading);
   return st;
 }
 
