@@ -317,9 +317,12 @@ class Session : public std::enable_shared_from_this<Session> {
   int ServeHigherMinorAs11() {
     auto* data = static_cast<char*>(buffer_.data().data());
     const std::string_view seen(data, buffer_.size());
-    const size_t end = seen.find("\r\n");
+    // The request line's own end: a bare LF there is malformed (400).
+    const size_t lf = seen.find('\n');
+    if (lf == std::string_view::npos || lf == 0 || seen[lf - 1] != '\r') return -1;
+    const size_t end = lf - 1;
     constexpr std::string_view kName = " HTTP/";
-    if (end == std::string_view::npos || end < kName.size() + 3) return -1;
+    if (end < kName.size() + 3) return -1;
     char* version = data + end - 3;  // "D.D" before the CRLF
     if (seen.substr(end - 3 - kName.size(), kName.size()) != kName || version[1] != '.' ||
         !std::isdigit(static_cast<unsigned char>(version[0])) ||

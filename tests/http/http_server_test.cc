@@ -269,8 +269,16 @@ TEST_F(HttpServerTest, HigherMinorVersionsAreServedAsHttp11AndOtherMajorsAre505)
   EXPECT_FALSE(c.closed());
 
   const std::pair<const char*, int> refused[] = {
-      {"HTTP/2.0", 505}, {"HTTP/0.9", 505}, {"HTTP/3.1", 505}, {"HTTP/1.10", 400},
-      {"HTTP/1", 400},   {"HTTP/1.x", 400}, {"HTTQ/1.2", 400},
+      {"HTTP/2.0", 505},
+      {"HTTP/0.9", 505},
+      {"HTTP/3.1", 505},
+      {"HTTP/1.10", 400},
+      {"HTTP/1", 400},
+      {"HTTP/1.x", 400},
+      {"HTTQ/1.2", 400},
+      // A bare LF ends the request line: the version a later line names is
+      // not the request's.
+      {"HTTP/1.2\nX: HTTP/1.2", 400},
   };
   for (const auto& [version, status] : refused) {
     EXPECT_EQ(AnswerAndClose(std::string("GET /healthz ") + version + "\r\nHost: t\r\n\r\n"),
