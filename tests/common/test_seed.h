@@ -13,11 +13,16 @@
 
 namespace eventfold::test_util {
 
+// Whether EVENTFOLD_TEST_SEED names a seed (set and not empty), so that a
+// test running several seeds runs that one alone.
+inline bool TestSeedChosen() {
+  const char* env = std::getenv("EVENTFOLD_TEST_SEED");
+  return env != nullptr && *env != '\0';
+}
+
 inline uint64_t TestSeed(const char* test_name, uint64_t fallback) {
   uint64_t seed = fallback;
-  if (const char* env = std::getenv("EVENTFOLD_TEST_SEED"); env && *env) {
-    seed = std::strtoull(env, nullptr, 10);
-  }
+  if (TestSeedChosen()) seed = std::strtoull(std::getenv("EVENTFOLD_TEST_SEED"), nullptr, 10);
   std::printf("%s: seed=%llu (set EVENTFOLD_TEST_SEED to replay)\n", test_name,
               static_cast<unsigned long long>(seed));
   std::fflush(stdout);

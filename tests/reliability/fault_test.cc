@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
@@ -50,6 +49,7 @@ namespace {
 using storage_test::Issued;
 using storage_test::Refunded;
 using storage_test::TestSeed;
+using test_util::TestSeedChosen;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr const char* kPath = "/fault/store";
@@ -878,8 +878,7 @@ constexpr uint64_t kFlappingSchedules = 4;
 TEST(StoreFaultRecovery, FlappingDiskUnderConcurrentIngestAndReads) {
   const uint64_t seed =
       TestSeed("StoreFaultRecovery.FlappingDiskUnderConcurrentIngestAndReads", 7200);
-  const bool chosen = std::getenv("EVENTFOLD_TEST_SEED") != nullptr;
-  for (uint64_t k = 0; k < (chosen ? 1 : kFlappingSchedules); ++k) {
+  for (uint64_t k = 0; k < (TestSeedChosen() ? 1 : kFlappingSchedules); ++k) {
     SCOPED_TRACE("seed " + std::to_string(seed + k));
     std::printf("flapping disk: seed %llu\n", static_cast<unsigned long long>(seed + k));
     FlappingDisk(seed + k);
