@@ -308,33 +308,41 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   }
 
+  // What the request line's HTTP-version asks for, once Beast refused it.
+  enum class RefusedVersion {
+    kServedAs11,  // HTTP/1.2 .. HTTP/1.9: rewritten to say 1.1
+    kOtherMajor,  // well formed, not HTTP/1.x: 505
+    kMalformed,   // not "HTTP/" DIGIT "." DIGIT before the line's CRLF: 400
+  };
+
   // RFC 9112 §2.3: a request of a higher minor version within HTTP/1 is
   // served as the highest one we implement, 1.1. Beast refuses every
   // version but 1.0 and 1.1, so such a request line (whole at the front of
-  // the buffer when Beast refuses it) is rewritten to say 1.1 and parsed
-  // again. Returns the version the line names (10 * major + minor), or -1
-  // when it does not end in a well-formed HTTP-version.
-  int ServeHigherMinorAs11() {
+  // the buffer when Beast refuses it) is rewritten to say 1.1, with a new
+  // parser to read it again.
+  RefusedVersion ServeHigherMinorAs11() {
     auto* data = static_cast<char*>(buffer_.data().data());
     const std::string_view seen(data, buffer_.size());
     // The request line's own end: a bare LF there is malformed (400).
     const size_t lf = seen.find('\n');
-    if (lf == std::string_view::npos || lf == 0 || seen[lf - 1] != '\r') return -1;
+    if (lf == std::string_view::npos || lf == 0 || seen[lf - 1] != '\r') {
+      return RefusedVersion::kMalformed;
+    }
     const size_t end = lf - 1;
     constexpr std::string_view kName = " HTTP/";
-    if (end < kName.size() + 3) return -1;
+    if (end < kName.size() + 3) return RefusedVersion::kMalformed;
     char* version = data + end - 3;  // "D.D" before the CRLF
     if (seen.substr(end - 3 - kName.size(), kName.size()) != kName || version[1] != '.' ||
         !std::isdigit(static_cast<unsigned char>(version[0])) ||
         !std::isdigit(static_cast<unsigned char>(version[2]))) {
-      return -1;
+      return RefusedVersion::kMalformed;
     }
-    const int named = 10 * (version[0] - '0') + (version[2] - '0');
-    if (named > 11 && named < 20) {
-      version[2] = '1';
-      NewParser();
-    }
-    return named;
+    // 1.0 and 1.1 are refused only when the line is otherwise malformed.
+    if (version[0] != '1') return RefusedVersion::kOtherMajor;
+    if (version[2] < '2') return RefusedVersion::kMalformed;
+    version[2] = '1';
+    NewParser();
+    return RefusedVersion::kServedAs11;
   }
 
   void ParseHeader() {
@@ -345,9 +353,14 @@ class Session : public std::enable_shared_from_this<Session> {
       beast::error_code ec;
       const size_t used = parser_->put(buffer_.data(), ec);
       if (ec == bhttp::error::bad_version) {
-        const int named = ServeHigherMinorAs11();
-        if (named > 11 && named < 20) return ParseHeader();
-        if (named >= 0 && named / 10 != 1) return VersionNotSupported();
+        switch (ServeHigherMinorAs11()) {
+          case RefusedVersion::kServedAs11:
+            return ParseHeader();
+          case RefusedVersion::kOtherMajor:
+            return VersionNotSupported();
+          case RefusedVersion::kMalformed:
+            break;  // 400, below
+        }
       }
       if (ec != bhttp::error::need_more) {
         if (!ec) {
