@@ -228,10 +228,18 @@ Status NotAnObject(std::string_view body) {
   return Refuse("body", "must be a JSON object");
 }
 
-// Splits the body into RawBody; refuses non-JSON and repeated fields. With
-// `keep`, only the data members it names are read (the others skipped).
-Status ReadBody(std::string_view body, RawBody* raw,
-                const std::vector<std::string>* keep = nullptr) {
+// Which members of `data` ReadBody keeps, and whether it checks the others.
+struct DataMembers {
+  const std::vector<std::string>* keep = nullptr;  // null: every member
+  // For the members not kept: read and checked as JSON (DecodeEvent's
+  // rules, no Field made), or skipped unread.
+  bool check_others = false;
+};
+
+// Splits the body into RawBody; refuses non-JSON and repeated fields, and
+// keeps the data members `members` says.
+Status ReadBody(std::string_view body, RawBody* raw, DataMembers members = {}) {
+  const std::vector<std::string>* keep = members.keep;
   od::document doc;
   if (auto e = ThreadJsonParser().iterate(ThreadPadded({}, body, {})).get(doc)) return NotJson(e);
   od::object root;
@@ -274,9 +282,15 @@ Status ReadBody(std::string_view body, RawBody* raw,
       for (auto member : obj) {
         std::string_view name;
         if (auto e = member.unescaped_key().get(name)) return NotJson(e);
-        if (keep && std::find(keep->begin(), keep->end(), name) == keep->end()) continue;
+        const bool kept = !keep || std::find(keep->begin(), keep->end(), name) != keep->end();
+        if (!kept && !members.check_others) continue;
         od::value mv;
         if (auto e = member.value().get(mv)) return NotJson(e);
+        if (!kept) {
+          scratch.clear();
+          if (auto e = WriteCompact(mv, 2, &scratch)) return NotJson(e);
+          continue;
+        }
         Field f{std::string(name), {}};
         if (auto e = WriteCompact(mv, 2, &f.json)) return NotJson(e);
         raw->data_fields.push_back(std::move(f));
@@ -421,9 +435,9 @@ bool IsValidEventId(std::string_view id) {
 
 namespace {
 
-Result<Event> DecodeFields(std::string_view body, const std::vector<std::string>* keep) {
+Result<Event> DecodeFields(std::string_view body, DataMembers members) {
   RawBody raw;
-  Status st = ReadBody(body, &raw, keep);
+  Status st = ReadBody(body, &raw, members);
   if (!st.ok()) return st;
 
   Event ev;
@@ -483,11 +497,28 @@ Result<DecodedEvent> RouteEvent(Result<Event> ev, const Profile& profile) {
 
 Result<Event> DecodeIdentity(std::string_view body) {
   static const std::vector<std::string> kNoMembers;
-  return DecodeFields(body, &kNoMembers);
+  return DecodeFields(body, {&kNoMembers});
 }
 
 Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) {
-  return RouteEvent(DecodeFields(body, nullptr), profile);
+  return RouteEvent(DecodeFields(body, {}), profile);
+}
+
+Result<DecodedEvent> DecodeEventWithoutData(std::string_view body, const Profile& profile,
+                                            const std::vector<std::string>& members) {
+  Result<DecodedEvent> d =
+      RouteEvent(DecodeFields(body, {&members, /*check_others=*/true}), profile);
+  if (d.ok()) {
+    d->event.data.clear();  // the route's members only
+    d->without_data = true;
+  }
+  return d;
+}
+
+Result<std::vector<Field>> DecodeData(std::string_view body) {
+  Result<Event> ev = DecodeFields(body, {});
+  if (!ev.ok()) return ev.status();
+  return std::move(ev->data);
 }
 
 std::vector<std::string> RouteMembers(const Profile& profile) {
@@ -503,7 +534,7 @@ std::vector<std::string> RouteMembers(const Profile& profile) {
 
 Result<DecodedEvent> DecodeEventRoute(std::string_view body, const Profile& profile,
                                       const std::vector<std::string>& members) {
-  Result<DecodedEvent> d = RouteEvent(DecodeFields(body, &members), profile);
+  Result<DecodedEvent> d = RouteEvent(DecodeFields(body, {&members}), profile);
   if (d.ok()) d->event.data.clear();  // only the route's members were read
   return d;
 }

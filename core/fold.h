@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "eventfold/event.h"
@@ -40,6 +41,11 @@ FoldKey KeyOf(const Event& event, uint32_t rank);
 struct RankedEvent {
   Event event;
   uint32_t rank = 0;
+  // Not empty: event.data was left out (DecodeEventWithoutData) and this is
+  // the body that holds it, which must outlive the event. Materialize
+  // applies such an event as a cursor-only one and reads its data
+  // (CompleteData) only for a snapshot or a re-fold.
+  std::string_view data_from;
 };
 
 // One entity's fold state: its projection, how many events it has folded

@@ -1,6 +1,9 @@
 #include "core/materializer.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "core/decode.h"
 
 namespace eventfold {
 
@@ -34,6 +37,15 @@ Status FoldOnto(const EntityType& type, const EntityRef& ref, std::span<const Ra
   return Status::OK();
 }
 
+Status CompleteData(RankedEvent* event) {
+  if (event->data_from.empty()) return Status::OK();
+  Result<std::vector<Field>> data = DecodeData(event->data_from);
+  if (!data.ok()) return data.status();
+  event->event.data = std::move(*data);
+  event->data_from = {};
+  return Status::OK();
+}
+
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  const RankedEvent& event, LogView& log, uint64_t snapshot_interval,
                                  ProjectionState* state) {
@@ -44,14 +56,24 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   // the whole state is folded first, as for a late event (about one
   // interval of events once per interval).
   const bool snapshot_due = snapshot_interval > 0 && (state->events + 1) % snapshot_interval == 0;
+  const bool without_data = !event.data_from.empty();
   if (in_order && !(state->cursor_only && snapshot_due)) {
     // A refused rank leaves `state` as it was (ApplyToState checks first).
     // The event itself, not a copy in a vector of one: it is most events.
+    // Without its data, the fields it sets are not in `state`, which is
+    // then cursor-only, unless a snapshot is taken now: that needs them.
+    std::optional<RankedEvent> whole;
+    if (without_data && snapshot_due) {
+      whole = event;
+      if (Status st = CompleteData(&*whole); !st.ok()) return st;
+    }
+    const RankedEvent& applied = whole ? *whole : event;
     if (Status st =
-            FoldOnto(type, ref, std::span(&event, 1), snapshot_interval, state, &out.snapshots);
+            FoldOnto(type, ref, std::span(&applied, 1), snapshot_interval, state, &out.snapshots);
         !st.ok()) {
       return st;
     }
+    if (without_data && !whole) state->cursor_only = true;
     out.events_folded = 1;
     return out;
   }
@@ -64,7 +86,10 @@ Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
   const FoldKey* after = *snapshot ? &(*snapshot)->last : nullptr;
   Status st = log.EventsAfter(after, &events);
   if (!st.ok()) return st;
-  events.insert(std::upper_bound(events.begin(), events.end(), event, FoldsBefore), event);
+  RankedEvent whole = event;
+  if (Status st2 = CompleteData(&whole); !st2.ok()) return st2;
+  const auto at = std::upper_bound(events.begin(), events.end(), whole, FoldsBefore);
+  events.insert(at, std::move(whole));
 
   ProjectionState resumed;
   if (*snapshot) {

@@ -55,10 +55,17 @@ void StartFromNone(const EntityRef& ref, ProjectionState* state);
                               std::span<const RankedEvent> sorted, uint64_t interval,
                               ProjectionState* state, std::vector<ProjectionState>* snapshots);
 
+// Reads the data of an event that was decoded without it (its data_from)
+// into event.data, and clears data_from; nothing for any other event.
+// Fails as DecodeEvent does, which for a body it once accepted it does not.
+[[nodiscard]] Status CompleteData(RankedEvent* event);
+
 // Adds `event` to `state` (state->events == 0 for an entity without events).
 // `state` may be cursor_only: it is then folded whole from the log before a
-// snapshot is taken from it (and whole after any re-fold).
-// `stale_after` is set only when the event was late.
+// snapshot is taken from it (and whole after any re-fold). An event without
+// its data (data_from) applied in order leaves `state` cursor_only; for a
+// snapshot or a re-fold its data is read first. `log` must give events with
+// their data. `stale_after` is set only when the event was late.
 Result<Materialized> Materialize(const EntityType& type, const EntityRef& ref,
                                  const RankedEvent& event, LogView& log, uint64_t snapshot_interval,
                                  ProjectionState* state);

@@ -171,7 +171,7 @@ Status RouteRange(leveldb::DB* db, const leveldb::Snapshot* snapshot, const Prof
       continue;
     }
     const EntityRef& ref = *decoded->entity;
-    storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank}, stored->seq,
+    storage::LogEntry entry{RankedEvent{std::move(decoded->event), decoded->rank, {}}, stored->seq,
                             stored->received_at};
     // The run holds the log record as the database will (without the
     // event's data): the fold reads data only where a snapshot needs it.

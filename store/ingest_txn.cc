@@ -91,7 +91,9 @@ class IngestTxn::OverlayView final : public LogView {
     // sorted on their own and merged in.
     const std::ptrdiff_t stored = out->end() - out->begin();
     for (const RankedEvent& e : entity_->staged) {
-      if (!after || *after < KeyOf(e.event, e.rank)) out->push_back(e);
+      if (after && !(*after < KeyOf(e.event, e.rank))) continue;
+      out->push_back(e);
+      if (Status st = CompleteData(&out->back()); !st.ok()) return st;
     }
     const auto middle = out->begin() + stored;
     std::sort(middle, out->end(), FoldsBefore);
@@ -259,7 +261,10 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
     MarkUnrouted(seq);
     return Status::OK();
   }
-  return Project(*ref, RankedEvent{std::move(decoded.event), decoded.rank}, seq);
+  // Without its data, the event is read from the body for a snapshot or a
+  // re-fold, and the body lives as long as this transaction.
+  const std::string_view data_from = decoded.without_data ? delivery.body : std::string_view();
+  return Project(*ref, RankedEvent{std::move(decoded.event), decoded.rank, data_from}, seq);
 }
 
 Status IngestTxn::Project(const EntityRef& ref, RankedEvent ranked, uint64_t seq) {

@@ -81,6 +81,7 @@ std::string RebuildMarker(uint32_t gen, const Profile& p) {
 StoreImpl::StoreImpl(const Options& options, Profile profile)
     : options_(options),
       profile_(std::make_shared<const Profile>(std::move(profile))),
+      route_members_(RouteMembers(*profile_)),
       clock_(options.clock ? options.clock : SystemClock()),
       recent_(options.recent_events) {}
 
@@ -101,6 +102,7 @@ std::shared_ptr<const Profile> StoreImpl::profile() const NO_THREAD_SAFETY_ANALY
 
 void StoreImpl::SetProfile(Profile profile) {
   auto next = std::make_shared<const Profile>(std::move(profile));
+  route_members_ = RouteMembers(*next);
   MutexLock lock(&profile_mu_);
   profile_ = std::move(next);
 }
@@ -387,7 +389,7 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
                       std::to_string(options_.max_body_bytes);
     return false;
   }
-  Result<DecodedEvent> decoded = DecodeEvent(d.body, *profile_);
+  Result<DecodedEvent> decoded = DecodeEventWithoutData(d.body, *profile_, route_members_);
   if (!decoded.ok()) {
     result->outcome = Outcome::kInvalid;
     result->message = decoded.status().message();
@@ -1018,8 +1020,8 @@ Status StoreImpl::CatchUp(uint64_t from_seq, uint64_t to_seq, const Generations&
       txn.MarkUnrouted(stored->seq);
       continue;
     }
-    Status st = txn.Project(*decoded->entity, RankedEvent{std::move(decoded->event), decoded->rank},
-                            stored->seq);
+    Status st = txn.Project(*decoded->entity,
+                            RankedEvent{std::move(decoded->event), decoded->rank, {}}, stored->seq);
     if (!st.ok()) return st;
   }
   if (!it->status().ok()) return FromLevelDb(it->status(), "catching up");

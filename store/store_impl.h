@@ -289,6 +289,8 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // `profile_mu_`, so that profile() can hand out a snapshot without
   // waiting for a running rebuild.
   std::shared_ptr<const Profile> profile_ GUARDED_BY(rebuild_mu_);
+  // RouteMembers(*profile_), for the ingest's decode; set with it.
+  std::vector<std::string> route_members_ GUARDED_BY(rebuild_mu_);
   mutable Mutex profile_mu_;
   Clock* clock_;
   std::unique_ptr<leveldb::Cache> cache_;

@@ -48,20 +48,41 @@ struct BodyParts {
   }
 };
 
+// DecodeEvent, checked against the ingest's decode of the same body: an
+// ingest decodes without keeping the data (DecodeEventWithoutData), so
+// every case here holds for it too. It refuses what DecodeEvent refuses,
+// with the same message, and accepts the rest with the same identity and
+// route; DecodeData then reads the data DecodeEvent gives.
 Result<DecodedEvent> Decode(const std::string& body,
                             const Profile& profile = Profile::ReceiptRoller()) {
-  return DecodeEvent(body, profile);
+  Result<DecodedEvent> whole = DecodeEvent(body, profile);
+  const Result<DecodedEvent> lean = DecodeEventWithoutData(body, profile, RouteMembers(profile));
+  EXPECT_EQ(lean.ok(), whole.ok()) << body;
+  if (!whole.ok() || !lean.ok()) {
+    EXPECT_EQ(lean.status().message(), whole.status().message()) << body;
+    return whole;
+  }
+  EXPECT_FALSE(whole->without_data);
+  EXPECT_TRUE(lean->without_data);
+  Event identity = whole->event;
+  identity.data.clear();
+  EXPECT_EQ(lean->event, identity) << body;
+  EXPECT_EQ(lean->entity, whole->entity) << body;
+  EXPECT_EQ(lean->rank, whole->rank) << body;
+  const Result<std::vector<Field>> data = DecodeData(body);
+  EXPECT_TRUE(data.ok() && *data == whole->event.data) << body;
+  return whole;
 }
 
 DecodedEvent DecodeOk(const std::string& body, const Profile& profile = Profile::ReceiptRoller()) {
-  Result<DecodedEvent> r = DecodeEvent(body, profile);
+  Result<DecodedEvent> r = Decode(body, profile);
   EXPECT_TRUE(r.ok()) << body << "\n-> " << r.status().message();
   return r.ok() ? *r : DecodedEvent{};
 }
 
 // Decoding must fail with kInvalidArgument and a message "<field>: ...".
 std::string Refusal(const std::string& body, const Profile& profile = Profile::ReceiptRoller()) {
-  Result<DecodedEvent> r = DecodeEvent(body, profile);
+  Result<DecodedEvent> r = Decode(body, profile);
   EXPECT_FALSE(r.ok()) << body << "\n-> decoded";
   if (r.ok()) return "<decoded>";
   EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
@@ -742,7 +763,7 @@ TEST(DecodeTest, RouteDecodeAgreesWithTheWholeDecode) {
     const std::vector<const Profile*> profiles = {&Profile::ReceiptRoller(), &*shop};
     for (const Profile* profile : profiles) {
       SCOPED_TRACE(body);
-      const Result<DecodedEvent> whole = DecodeEvent(body, *profile);
+      const Result<DecodedEvent> whole = Decode(body, *profile);
       const Result<DecodedEvent> route = DecodeEventRoute(body, *profile, RouteMembers(*profile));
       if (!whole.ok()) {
         // A refused key is refused the same way: its member is read.

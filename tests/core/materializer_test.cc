@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/rfc3339.h"
 #include "eventfold/profile.h"
 
 namespace eventfold {
@@ -409,6 +411,86 @@ TEST(Materializer, CursorOnlyStatesKeepWholeSnapshots) {
     }
   }
   EXPECT_GT(due, 100) << "too few in-order events were due a snapshot to test it";
+}
+
+// A body that holds `e` (its data as the members of "data").
+std::string BodyOf(const RankedEvent& e) {
+  std::string body = R"({"event_id":")" + e.event.event_id + R"(","type":")" + e.event.type +
+                     R"(","occurred_at":")" + FormatRfc3339(e.event.occurred_at) + "\"";
+  if (e.event.version) body += R"(,"version":)" + std::to_string(*e.event.version);
+  body += R"(,"data":{)";
+  for (size_t i = 0; i < e.event.data.size(); ++i) {
+    body += (i ? ",\"" : "\"") + e.event.data[i].name + "\":" + e.event.data[i].json;
+  }
+  return body + "}}";
+}
+
+// An ingest's events come without their data (DecodeEventWithoutData); the
+// log gives them whole. Fed random logs in random orders that way, the
+// state's cursor equals the full fold's after every step, and is whole (all
+// of it equal) unless an event without its data was applied to it since;
+// every snapshot kept is the whole fold up to it, whether taken in order or
+// in a re-fold; and an in-order event reads neither the log nor its body
+// unless a snapshot is due.
+TEST(Materializer, EventsWithoutTheirDataFoldAsWholeOnes) {
+  const char* kTypes[] = {"product.created", "product.updated", "product.deleted"};
+  int cursor_only = 0, due_in_order = 0, refolds = 0;
+  for (uint64_t seed = 1; seed <= 500; ++seed) {
+    std::mt19937_64 rng(seed);
+    const uint64_t interval = std::vector<uint64_t>{0, 1, 2, 3, 5}[seed % 5];
+    SCOPED_TRACE("seed " + std::to_string(seed) + ", interval " + std::to_string(interval));
+    const EntityType& type = TypeOf("product");
+    const EntityRef ref{"product", "p1"};
+    std::deque<std::string> bodies;  // data_from points into them
+    FakeLog log;
+    ProjectionState state;
+    const int n = 1 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < n; ++i) {
+      std::optional<int64_t> version;
+      if (rng() % 3) version = static_cast<int64_t>(rng() % 8);
+      const RankedEvent whole =
+          Ev("e" + std::to_string(i), kTypes[rng() % 3],
+             kT0 + static_cast<int64_t>(rng() % 6) * kSec, version,
+             {{"k" + std::to_string(rng() % 3), std::to_string(i)}, {"note", R"({"a":[1,"x"]})"}});
+      RankedEvent lean = whole;
+      lean.event.data.clear();
+      lean.data_from = bodies.emplace_back(BodyOf(whole));
+      const bool sorts_last = SortsLast(log, whole);
+      const bool snapshot_due = interval > 0 && (state.events + 1) % interval == 0;
+      const bool was_cursor_only = state.cursor_only;
+      const int reads = log.reads();
+      Result<Materialized> m = Materialize(type, ref, lean, log, interval, &state);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      log.events.push_back(whole);
+      if (m->stale_after) {
+        std::erase_if(log.snapshots, [&](const auto& kv) { return *m->stale_after < kv.first; });
+      }
+      for (const ProjectionState& s : m->snapshots) log.snapshots[s.last] = s;
+      if (sorts_last && !(was_cursor_only && snapshot_due)) {
+        EXPECT_EQ(log.reads(), reads) << "an in-order event read the log";
+        EXPECT_EQ(state.cursor_only, !snapshot_due || was_cursor_only)
+            << "applied without its data, a state is whole only at a snapshot";
+        if (snapshot_due) ++due_in_order;
+      } else {
+        ++refolds;
+        EXPECT_FALSE(state.cursor_only) << "a re-fold reads every event whole";
+      }
+      const ProjectionState want = FoldAll(type, ref, log.events);
+      if (state.cursor_only) {
+        ++cursor_only;
+        EXPECT_EQ(CursorOf(state).projection, CursorOf(want).projection);
+        EXPECT_EQ(state.events, want.events);
+        EXPECT_EQ(state.last, want.last);
+      } else {
+        ExpectSameState(state, want);
+      }
+      if (interval > 0) ExpectValidSnapshots(type, ref, log, interval);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  EXPECT_GT(cursor_only, 500);
+  EXPECT_GT(due_in_order, 100);
+  EXPECT_GT(refolds, 300);
 }
 
 }  // namespace

@@ -219,7 +219,7 @@ std::vector<Kind> Kinds() {
   out.push_back({"format 7 event", "a", EventKey(5), storage_test::EncodeFormat7Event(ev),
                  storage_test::EncodeFormat7Event(ev).size() - ev.body.size(),
                  StatusOf(DecodeStoredBody)});
-  LogEntry log{RankedEvent{SampleEvent(), 0}, 9, 10};
+  LogEntry log{RankedEvent{SampleEvent(), 0, {}}, 9, 10};
   const std::string log_key = LogKey(1, {"receipt", "rcp_1"}, KeyOf(log.ranked.event, 0));
   const auto decode_log = [](std::string_view k, std::string_view v) {
     return DecodeLog(k, v, Profile::ReceiptRoller());
@@ -327,7 +327,7 @@ TEST(storage_compact_record, Format6ValuesReadAsTheCompactOnesAndAreLarger) {
     EXPECT_EQ(d->received_at, ev.received_at);
   }
 
-  LogEntry log{RankedEvent{event, 0}, 41, ev.received_at};
+  LogEntry log{RankedEvent{event, 0, {}}, 41, ev.received_at};
   const std::string log_key = LogKey(3, ref, KeyOf(event, 0));
   for (bool with_data : {false, true}) {
     const std::string compact = with_data ? EncodeLogWithData(log) : EncodeLog(log);
@@ -428,7 +428,7 @@ TEST(storage_compact_record, Format7ValuesReadAsFormat8OnesAndAreLarger) {
   EXPECT_TRUE(DecodeStoredBody(ev_key, v7)->has_identity);
   EXPECT_FALSE(DecodeStoredBody(ev_key, v8)->has_identity);
 
-  const LogEntry log{RankedEvent{event, 0}, 41, ev.received_at};
+  const LogEntry log{RankedEvent{event, 0, {}}, 41, ev.received_at};
   const std::string log_key = LogKey(3, ref, KeyOf(event, 0));
   const std::string l8 = EncodeLog(log), l7 = storage_test::EncodeFormat7Log(log);
   EXPECT_LE(l8.size() + event.type.size() + 8, l7.size());

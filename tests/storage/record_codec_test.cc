@@ -362,7 +362,7 @@ std::vector<Family> Families() {
   ev.body = BodyOf(ev.event);
   out.push_back(
       {"event", EventKey(1), "", EncodeEvent(ev), Recode(DecodeStoredEvent, EncodeEvent)});
-  LogEntry log{RankedEvent{SampleEvent(), 1}, 9, 10};
+  LogEntry log{RankedEvent{SampleEvent(), 1, {}}, 9, 10};
   const auto decode_log = [](std::string_view k, std::string_view v) {
     return DecodeLog(k, v, Profile::ReceiptRoller());
   };
