@@ -389,7 +389,12 @@ bool StoreImpl::Precheck(const Delivery& d, DecodedEvent* out, IngestResult* res
                       std::to_string(options_.max_body_bytes);
     return false;
   }
-  Result<DecodedEvent> decoded = DecodeEventWithoutData(d.body, *profile_, route_members_);
+  // Without the data, unless every event takes a snapshot (interval 1):
+  // then each in-order event needs its data at once, and a decode without
+  // it would be followed by a whole one.
+  Result<DecodedEvent> decoded = options_.snapshot_interval == 1
+                                     ? DecodeEvent(d.body, *profile_)
+                                     : DecodeEventWithoutData(d.body, *profile_, route_members_);
   if (!decoded.ok()) {
     result->outcome = Outcome::kInvalid;
     result->message = decoded.status().message();
