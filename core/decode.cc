@@ -504,15 +504,26 @@ Result<DecodedEvent> DecodeEvent(std::string_view body, const Profile& profile) 
   return RouteEvent(DecodeFields(body, {}), profile);
 }
 
-Result<DecodedEvent> DecodeEventWithoutData(std::string_view body, const Profile& profile,
-                                            const std::vector<std::string>& members) {
-  Result<DecodedEvent> d =
-      RouteEvent(DecodeFields(body, {&members, /*check_others=*/true}), profile);
+namespace {
+
+// The identity and route of `body`, reading only the route's data members
+// (`members`) into Fields and dropping them after routing; the others are
+// checked as JSON when `check_others`, skipped otherwise.
+Result<DecodedEvent> RouteWithoutData(std::string_view body, const Profile& profile,
+                                      const std::vector<std::string>& members, bool check_others) {
+  Result<DecodedEvent> d = RouteEvent(DecodeFields(body, {&members, check_others}), profile);
   if (d.ok()) {
-    d->event.data.clear();  // the route's members only
+    d->event.data.clear();
     d->without_data = true;
   }
   return d;
+}
+
+}  // namespace
+
+Result<DecodedEvent> DecodeEventWithoutData(std::string_view body, const Profile& profile,
+                                            const std::vector<std::string>& members) {
+  return RouteWithoutData(body, profile, members, /*check_others=*/true);
 }
 
 Result<std::vector<Field>> DecodeData(std::string_view body) {
@@ -534,9 +545,7 @@ std::vector<std::string> RouteMembers(const Profile& profile) {
 
 Result<DecodedEvent> DecodeEventRoute(std::string_view body, const Profile& profile,
                                       const std::vector<std::string>& members) {
-  Result<DecodedEvent> d = RouteEvent(DecodeFields(body, {&members}), profile);
-  if (d.ok()) d->event.data.clear();  // only the route's members were read
-  return d;
+  return RouteWithoutData(body, profile, members, /*check_others=*/false);
 }
 
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {

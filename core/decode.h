@@ -30,7 +30,8 @@ struct DecodedEvent {
   Event event;
   std::optional<EntityRef> entity;  // absent: no entity knows the type
   uint32_t rank = 0;                // the type's rank within its entity
-  bool without_data = false;        // DecodeEventWithoutData left event.data out
+  // event.data left out: DecodeEventWithoutData, DecodeEventRoute.
+  bool without_data = false;
 };
 
 // Decodes `body` and routes it under `profile`. kInvalidArgument with
