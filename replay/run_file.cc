@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "storage/leveldb_status.h"
+#include "storage/scratch_space.h"
 
 namespace eventfold {
 namespace {
@@ -96,29 +97,12 @@ class FileCursor final : public RunCursor {
 
 }  // namespace
 
-ScratchDir::~ScratchDir() { (void)RemoveScratchDir(env_, path_); }
+ScratchDir::~ScratchDir() { (void)storage::ReleaseScratch(env_, path_); }
 
-Status ScratchDir::Reset() {
-  Status st = RemoveScratchDir(env_, path_);
-  if (!st.ok()) return st;
-  return FromLevelDb(env_->CreateDir(path_), "creating " + path_);
-}
+Status ScratchDir::Reset() { return storage::ClaimScratch(env_, path_); }
 
 std::string ScratchDir::NewFileName() {
   return path_ + "/run-" + std::to_string(next_.fetch_add(1)) + ".tmp";
-}
-
-Status RemoveScratchDir(leveldb::Env* env, const std::string& path) {
-  if (!env->FileExists(path)) return Status::OK();
-  std::vector<std::string> children;
-  leveldb::Status s = env->GetChildren(path, &children);
-  for (const std::string& child : children) {
-    if (!s.ok()) break;
-    if (child == "." || child == "..") continue;
-    s = env->RemoveFile(path + "/" + child);
-  }
-  if (s.ok()) s = env->RemoveDir(path);
-  return FromLevelDb(s, "removing " + path);
 }
 
 void RunBuffer::Reserve(size_t bytes) {

@@ -29,8 +29,9 @@
 
 namespace eventfold {
 
-// A directory of run files, created on demand and removed (with every file
-// in it) on destruction. Thread-safe.
+// A directory of run files, eventfold's scratch space (storage/
+// scratch_space.h): created, or emptied when a crash left it, by Reset(),
+// and removed with every file in it on destruction. Thread-safe.
 class ScratchDir {
  public:
   ScratchDir(leveldb::Env* env, std::string path) : env_(env), path_(std::move(path)) {}
@@ -38,7 +39,9 @@ class ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
 
-  // Empties the directory (leftovers of an interrupted rebuild) or creates it.
+  // Empties the directory (leftovers of an interrupted rebuild) or creates
+  // it; kInvalidArgument, touching nothing, when the path holds something
+  // that is not eventfold's scratch space.
   Status Reset();
   // A new file name in the directory.
   std::string NewFileName();
@@ -49,9 +52,6 @@ class ScratchDir {
   std::string path_;
   std::atomic<uint64_t> next_{0};
 };
-
-// Removes a scratch directory and its files; OK when there is none.
-Status RemoveScratchDir(leveldb::Env* env, const std::string& path);
 
 // Records in memory, in one arena.
 class RunBuffer {

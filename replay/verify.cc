@@ -10,6 +10,7 @@
 #include "storage/leveldb_util.h"
 #include "storage/projection_read.h"
 #include "storage/record_codec.h"
+#include "storage/scratch_space.h"
 
 namespace eventfold {
 namespace {
@@ -108,13 +109,19 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
   const int64_t start = clock->NowMicros();
   leveldb::Options lo;
   if (options.env) lo.env = options.env;
-  leveldb::DestroyDB(options.scratch_path, lo);  // leftovers of a crashed verify
+  // Empties what a crashed verify left, but never a directory of that name
+  // that is not eventfold's (storage/scratch_space.h).
+  Status st = storage::ClaimScratch(lo.env, options.scratch_path);
+  if (!st.ok()) return st;
   lo.create_if_missing = true;
   lo.error_if_exists = true;
   leveldb::DB* raw = nullptr;
-  Status st = FromLevelDb(leveldb::DB::Open(lo, options.scratch_path, &raw),
-                          "opening verify scratch store " + options.scratch_path);
-  if (!st.ok()) return st;
+  st = FromLevelDb(leveldb::DB::Open(lo, options.scratch_path, &raw),
+                   "opening verify scratch store " + options.scratch_path);
+  if (!st.ok()) {
+    (void)storage::ReleaseScratch(lo.env, options.scratch_path);
+    return st;
+  }
   std::unique_ptr<leveldb::DB> scratch(raw);
 
   Result<VerifySummary> result = [&]() -> Result<VerifySummary> {
@@ -138,7 +145,8 @@ Result<VerifySummary> VerifyAside(leveldb::DB* live, const VerifyOptions& option
   }();
 
   scratch.reset();
-  leveldb::DestroyDB(options.scratch_path, lo);
+  // Ours, marked above: an error here leaves only scratch files behind.
+  (void)storage::ReleaseScratch(lo.env, options.scratch_path);
   if (result.ok()) {
     result->seconds = static_cast<double>(clock->NowMicros() - start) / 1e6;
   }

@@ -22,7 +22,7 @@
 namespace eventfold {
 
 struct VerifyOptions {
-  std::string scratch_path;          // must hold nothing worth keeping
+  std::string scratch_path;          // eventfold's scratch space (storage/scratch_space.h)
   leveldb::Env* env = nullptr;       // nullptr: LevelDB's default
   const Profile* profile = nullptr;  // the rebuild's: the live one's to verify
   // The live generation's (its projections are folded under it on read);

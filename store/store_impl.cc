@@ -13,7 +13,6 @@
 #include "core/start_thread.h"
 #include "replay/check.h"
 #include "replay/rebuild.h"
-#include "replay/run_file.h"
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
 #include "storage/guarded_db.h"
@@ -24,6 +23,7 @@
 #include "storage/log_data.h"
 #include "storage/meta_text.h"
 #include "storage/projection_read.h"
+#include "storage/scratch_space.h"
 #include "store/ingest_txn.h"
 #include "store/store_dir.h"
 #include "store/unfinished_copy.h"
@@ -315,8 +315,13 @@ Status StoreImpl::AbandonInterruptedRebuild() {
     Status st = DropDeadFamilies(db_.get(), gen, gens_);
     if (!st.ok()) return st.WithContext("removing a generation left by an interrupted rebuild");
   }
-  Status st =
-      RemoveScratchDir(options_.env ? options_.env : leveldb::Env::Default(), path_ + ".rebuild");
+  // The run files of an interrupted rebuild; a directory of that name that
+  // is not eventfold's is left alone (the next rebuild refuses it).
+  leveldb::Env* const env = options_.env ? options_.env : leveldb::Env::Default();
+  Status st;
+  if (InspectScratch(env, path_ + ".rebuild") == ScratchState::kOurs) {
+    st = ReleaseScratch(env, path_ + ".rebuild");
+  }
   if (!st.ok()) return st.WithContext("removing the run files of an interrupted rebuild");
   if (!marked && !dropping) return Status::OK();
   leveldb::WriteBatch clear;

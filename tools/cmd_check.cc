@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "core/json_writer.h"
@@ -107,18 +106,12 @@ void PrintDamage(const std::string& label, const FileDamage& d) {
 // A scratch copy of `dir` to open for the logical pass, or "" with the
 // reason on stderr.
 std::string ScratchCopy(const std::string& dir) {
-  namespace fs = std::filesystem;
-  const fs::path copy = fs::path(dir).lexically_normal().string() + ".check-copy";
-  std::error_code ec;
-  fs::remove_all(copy, ec);
-  fs::copy(dir, copy, fs::copy_options::recursive, ec);
-  if (ec) {
-    std::cerr << "eventfold: check: cannot copy the store to " << copy << ": " << ec.message()
-              << "\n";
-    fs::remove_all(copy, ec);
+  Result<std::string> copy = CopyStoreAside(dir);
+  if (!copy.ok()) {
+    std::cerr << "eventfold: check: cannot copy the store: " << copy.status().ToString() << "\n";
     return "";
   }
-  return copy.string();
+  return *copy;
 }
 
 // Adds `s` to `total`. Each partition store has its own change feed: the
@@ -218,8 +211,7 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
   struct RemoveCopy {
     std::string path;
     ~RemoveCopy() {
-      std::error_code ec;
-      if (!path.empty()) std::filesystem::remove_all(path, ec);
+      if (!path.empty()) (void)RemoveStoreCopy(path);
     }
   } remove_copy{open_dir == dir ? "" : open_dir};
 

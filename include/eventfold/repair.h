@@ -73,6 +73,16 @@ using FileDamageFn = std::function<void(const FileDamage&)>;
 Result<FileCheckSummary> CheckStoreFiles(const std::string& dir, const Options& options,
                                          const FileDamageFn& on_damage);
 
+// A check opens a damaged store's copy, never the store: an open runs
+// LevelDB's recovery, which changes the files. CopyStoreAside copies `dir`
+// (subdirectories too) to DIR.check-copy, eventfold's scratch space beside
+// it, and returns that path; RemoveStoreCopy removes it. Both fail with
+// kInvalidArgument, touching nothing, when a directory of that name exists
+// that eventfold did not make (say, a backup kept there); CopyStoreAside
+// fails with kIOError, leaving no copy, when the copy cannot be made.
+Result<std::string> CopyStoreAside(const std::string& dir);
+Status RemoveStoreCopy(const std::string& copy);
+
 // What a repair could not save, as something the operator can act on.
 struct LostData {
   enum class Kind {
