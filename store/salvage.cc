@@ -303,9 +303,23 @@ class Salvage {
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       const std::string key = it->key().ToString();
       std::optional<uint64_t> seq = storage::ParseSeqKey(key, storage::kFeedPrefix);
-      if (!seq || !storage::DecodeChange(key, storage::View(it->value())).ok()) {
+      Result<Change> change = storage::DecodeChange(key, storage::View(it->value()));
+      if (!seq || !change.ok()) {
         batch.Delete(key);  // refilled below as part of its gap
         ++sum_->dropped;
+        continue;
+      }
+      if (last != 0 && *seq - last - 1 > kMaxFill) {
+        // Changes are numbered densely: a record this far past the one
+        // before it is not evidence of that many lost changes but a key the
+        // damage rewrote (LevelDB's repairer reads a damaged log without
+        // its checksums, and the seq is the key's alone). Its gap would not
+        // fit in one write; the record goes, listed with what it held.
+        Drop(&batch, key,
+             "a change numbered " + std::to_string(*seq - last - 1) +
+                 " past the one before it (seq " + std::to_string(last) +
+                 "), so its key is taken as damaged; it said " + change->entity + " " + change->id +
+                 ": " + change->previous_state + " -> " + change->state);
         continue;
       }
       if (last != 0 && *seq > last + 1) Fill(&batch, last + 1, *seq - 1);
@@ -322,8 +336,7 @@ class Salvage {
     // A checkpoint can be set to anything (SetCheckpoint): one far past
     // the feed is not evidence of changes, and filling up to it would not
     // fit in one write. Such a floor is reported, not filled.
-    constexpr uint64_t kMaxTailFill = 1'000'000;
-    if (floor > last && floor - last <= kMaxTailFill) {
+    if (floor > last && floor - last <= kMaxFill) {
       Fill(&batch, last + 1, floor);
     } else if (floor > last) {
       LostData l;
@@ -364,6 +377,9 @@ class Salvage {
     if (!it->status().ok()) return storage::FromLevelDb(it->status(), "reading checkpoints");
     return high;
   }
+
+  // The most placeholders one gap in the feed gets (they go in one write).
+  static constexpr uint64_t kMaxFill = 1'000'000;
 
   void Fill(leveldb::WriteBatch* batch, uint64_t first, uint64_t last) {
     for (uint64_t seq = first; seq <= last; ++seq) {

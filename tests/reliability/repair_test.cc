@@ -293,6 +293,38 @@ TEST_F(RepairTest, FeedGapIsFilledAndListed) {
   EXPECT_EQ(lost[1].first_seq, 9u);
 }
 
+// A change whose key the damage rewrote into a seq far past the feed
+// (LevelDB's repairer reads a damaged log without its checksums) is not a
+// gap of trillions of lost changes to fill: the record goes, listed with
+// what it said, and the feed goes on from the last real change.
+TEST_F(RepairTest, AChangeFarPastTheFeedIsADamagedKeyNotAGapToFill) {
+  uint64_t last = 0;
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    last = (*s)->feed().LastSeq();
+    ASSERT_GT(last, 20u);
+  }
+  const uint64_t garbled = 99344109406766;  // the seq such a key once read as
+  Raw([&](leveldb::DB* db) {
+    std::string value;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::FeedKey(last - 3), &value).ok());
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), storage::FeedKey(garbled), value).ok());
+  });
+  RepairSummary summary;
+  const std::vector<LostData> lost = Repair(&summary);
+  EXPECT_EQ(summary.feed_filled, 0u);
+  EXPECT_EQ(summary.problems_left, 0u);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].kind, LostData::Kind::kRecords);
+  EXPECT_NE(lost[0].detail.find("taken as damaged"), std::string::npos) << lost[0].detail;
+  EXPECT_NE(lost[0].detail.find("seq " + std::to_string(last)), std::string::npos)
+      << lost[0].detail;
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->feed().LastSeq(), last);
+}
+
 // The newest changes lost leave no gap to see, but a subscription read up
 // to its checkpoint: the feed goes on past it with placeholders, so no seq
 // is ever given out twice.
