@@ -98,6 +98,11 @@ Result<GcSummary> StoreImpl::Gc(const GcOptions& options) {
     return Status::InvalidArgument(
         "gc: tombstones must be kept at least 35 days (a sender's portal resends for 30)");
   }
+  if (options.tombstone_micros > GcOptions::kMaxTombstoneMicros) {
+    return Status::InvalidArgument(
+        "gc: tombstones are kept at most a thousand years (365000 days); " +
+        std::to_string(options.tombstone_micros) + " microseconds is more");
+  }
   if (options.compact_after_micros < 0) {
     return Status::InvalidArgument("gc: the compaction age must not be negative");
   }

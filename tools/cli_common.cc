@@ -13,6 +13,16 @@
 
 namespace eventfold::cli {
 
+CLI::Validator NotNegative() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        double d = 0;
+        if (!CLI::detail::lexical_cast(v, d)) return "not a number: " + v;
+        return d < 0 ? "must not be negative, got " + v : std::string();
+      },
+      "NOT NEGATIVE");
+}
+
 void AddDataOption(CLI::App* cmd, std::string* dir) {
   *dir = kDefaultDataDir;
   cmd->add_option("--data", *dir, "store directory")

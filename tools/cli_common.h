@@ -52,6 +52,11 @@ class ProgressLine {
 // Adds `--data DIR` to `cmd`, bound to `dir`.
 void AddDataOption(CLI::App* cmd, std::string* dir);
 
+// An option's check that its value is not negative. CLI11 reads "-1" into
+// an unsigned option as 2^64 - 1, and its own NonNegativeNumber names the
+// largest double as the range's end; this says what is wrong in words.
+CLI::Validator NotNegative();
+
 // Whether `dir` holds a store (its CURRENT file) or a backup or restore that
 // did not finish (kUnfinishedCopyFile: opening it says so); false too when
 // that cannot be told (no permission): opening it then says why.

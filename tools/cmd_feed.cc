@@ -107,7 +107,7 @@ void AddFeedCommand(CLI::App* app, Action* action) {
   AddServerOption(cmd, server.get());
   cmd->add_option("--from", *from, "first change seq to print")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_flag("--follow", *follow,
                 "keep printing new changes until SIGINT/SIGTERM; without --server it reopens "
                 "the store between reads, so `ingest` can run meanwhile; beside a running "

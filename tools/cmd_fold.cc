@@ -125,7 +125,7 @@ void AddFoldCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--start-timeout", a->start_timeout_s,
                   "seconds to keep trying while the cluster does not answer at start (0: once)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NotNegative())
       ->capture_default_str();
   cmd->callback([=] { *action = [=] { return Fold(*a); }; });
 }

@@ -26,9 +26,28 @@ std::string Exact(double v) {
   return ec == std::errc() ? std::string(buf, end) : "null";
 }
 
+// What is wrong with a day count given as `flag` ("" when nothing): it must
+// be a finite number in [0, 365000], and one above 0 at least a
+// microsecond, which is what the store counts in.
+std::string DaysProblem(const std::string& flag, double days) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof(text), days);  // shortest
+  const std::string given =
+      "eventfold: gc: " + flag + " " + std::string(text, ec == std::errc() ? end : text) + ": ";
+  if (std::isnan(days)) return "eventfold: gc: " + flag + ": not a number of days";
+  if (days < 0) return given + "must not be negative";
+  if (days > 365000) return given + "more than 365000 days (a thousand years)";
+  if (days > 0 && std::llround(days * kDayMicros) == 0) {
+    return given + "under a microsecond (0 is the way to say none)";
+  }
+  return "";
+}
+
 int Gc(const std::string& dir, uint64_t grace, double compact_after_days, double tombstone_days) {
-  if (!(compact_after_days >= 0) || !(tombstone_days >= 0)) {
-    std::cerr << "eventfold: gc: day counts must not be negative\n";
+  for (const std::string& problem : {DaysProblem("--compact-after-days", compact_after_days),
+                                     DaysProblem("--tombstone-days", tombstone_days)}) {
+    if (problem.empty()) continue;
+    std::cerr << problem << "\n";
     return kExitError;
   }
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
@@ -102,6 +121,7 @@ void AddGcCommand(CLI::App* app, Action* action) {
   AddDataOption(cmd, dir.get());
   cmd->add_option("--feed-grace", *grace,
                   "changes to keep below the lowest subscription checkpoint")
+      ->check(NotNegative())
       ->capture_default_str();
   cmd->add_option("--compact-after-days", *compact_after,
                   "compact entities in a terminal state whose newest event arrived this many "

@@ -228,7 +228,8 @@ class Maintenance {
   // options.compact_after_micros > 0) compaction of old terminal entities,
   // then expiry of dedup tombstones past their time (docs/RETENTION.md).
   // kBusy while a rebuild runs; kInvalidArgument for a tombstone time below
-  // GcOptions::kMinTombstoneMicros or a negative compact_after_micros.
+  // GcOptions::kMinTombstoneMicros or above kMaxTombstoneMicros, or a
+  // negative compact_after_micros.
   virtual Result<GcSummary> Gc(const GcOptions& options) = 0;
 
   // Compacts the whole store so that deleted records give back their space

@@ -47,9 +47,12 @@ struct GcOptions {
   int64_t compact_after_micros = 0;
 
   // How long a compacted event's dedup tombstone is kept, so a resend still
-  // answers duplicate (or conflict). At least kMinTombstoneMicros.
+  // answers duplicate (or conflict). At least kMinTombstoneMicros, at most
+  // kMaxTombstoneMicros (a thousand years: a longer time is a mistake, and
+  // far longer ones would overflow the expiry time).
   int64_t tombstone_micros = 35LL * 24 * 3600 * 1'000'000;
   static constexpr int64_t kMinTombstoneMicros = 35LL * 24 * 3600 * 1'000'000;
+  static constexpr int64_t kMaxTombstoneMicros = 365'000LL * 24 * 3600 * 1'000'000;
 
   // Compact all of LevelDB afterwards so the space comes back at once
   // (slow on a big store); otherwise LevelDB reclaims it in its own time.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -276,11 +277,22 @@ TEST(CompactionTest, IngestDuringAPass) {
   ExpectIntact(m.store());
 }
 
-TEST(CompactionTest, TombstoneTimeHasAFloor) {
+TEST(CompactionTest, TombstoneTimeHasAFloorAndACeiling) {
   MemStore m;
   GcOptions o = CompactAfterDays(1);
   o.tombstone_micros = 30 * kDay;
   EXPECT_EQ(m.store()->maintenance().Gc(o).status().code(), Status::Code::kInvalidArgument);
+  // Far past a thousand years the expiry time would overflow and every
+  // tombstone expire in the pass that wrote it; refused, nothing done.
+  for (int64_t micros :
+       {GcOptions::kMaxTombstoneMicros + 1, std::numeric_limits<int64_t>::max() - kDay}) {
+    o.tombstone_micros = micros;
+    Result<GcSummary> gc = m.store()->maintenance().Gc(o);
+    EXPECT_EQ(gc.status().code(), Status::Code::kInvalidArgument) << micros;
+    EXPECT_NE(gc.status().message().find("thousand years"), std::string::npos);
+  }
+  o.tombstone_micros = GcOptions::kMaxTombstoneMicros;
+  EXPECT_TRUE(m.store()->maintenance().Gc(o).ok());
 }
 
 TEST(CompactionTest, NonTerminalAndRecentEntitiesAreKept) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,20 @@ TEST_F(FeedCliTest, GcCompactsOldTerminalEntities) {
   CliResult r = Run({"gc", "--data", dir_.path(), "--tombstone-days", "30"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "at least 35 days")) << r.err;
+  // Each refusal names the flag and its reason; none runs a pass.
+  for (const auto& [flag, value, reason] : std::vector<std::array<std::string, 3>>{
+           {"--tombstone-days", "nan", "--tombstone-days: not a number of days"},
+           {"--tombstone-days", "1e308", "--tombstone-days 1e+308: more than 365000 days"},
+           {"--tombstone-days", "106740000", "more than 365000 days"},
+           {"--compact-after-days", "inf", "--compact-after-days inf: more than 365000 days"},
+           {"--compact-after-days", "-1", "--compact-after-days -1: must not be negative"},
+           {"--compact-after-days", "1e-300", "under a microsecond"},
+           {"--feed-grace", "-1", "--feed-grace: must not be negative"}}) {
+    r = Run({"gc", "--data", dir_.path(), flag, value});
+    EXPECT_NE(r.exit_code, 0) << flag << " " << value;
+    EXPECT_TRUE(Has(r.err, reason)) << flag << " " << value << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
 
   r = Run({"gc", "--data", dir_.path(), "--compact-after-days", "7"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
