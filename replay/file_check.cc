@@ -400,6 +400,43 @@ class DirChecker {
 
   using RecordFn = std::function<void(std::string_view)>;
 
+  // The smallest and largest event key (a/<seq>) a write-ahead log record
+  // holds: a leveldb::WriteBatch, whose layout (write_batch.cc: seq fixed64,
+  // count fixed32, then per entry a tag byte, a varint32-prefixed key and,
+  // for a put, a varint32-prefixed value) LevelDB keeps for its logs. None
+  // when it holds none or does not parse.
+  static std::optional<std::pair<std::string, std::string>> EventKeysOf(std::string_view batch) {
+    constexpr size_t kBatchHeader = 12;
+    if (batch.size() < kBatchHeader) return std::nullopt;
+    size_t pos = kBatchHeader;
+    auto slice = [&](std::string_view* out) {
+      uint32_t n = 0;
+      for (int shift = 0; shift <= 28; shift += 7) {
+        if (pos >= batch.size()) return false;
+        const auto byte = static_cast<uint8_t>(batch[pos++]);
+        n |= static_cast<uint32_t>(byte & 0x7f) << shift;
+        if (byte < 0x80) {
+          if (n > batch.size() - pos) return false;
+          *out = batch.substr(pos, n);
+          pos += n;
+          return true;
+        }
+      }
+      return false;
+    };
+    std::optional<std::pair<std::string, std::string>> keys;
+    while (pos < batch.size()) {
+      const auto tag = static_cast<uint8_t>(batch[pos++]);
+      std::string_view key, value;
+      if (tag > 1 || !slice(&key) || (tag == 1 && !slice(&value))) return keys;
+      if (!key.starts_with(storage::kEventPrefix)) continue;
+      if (!keys) keys.emplace(key, key);
+      if (key < keys->first) keys->first = key;
+      if (key > keys->second) keys->second = key;
+    }
+    return keys;
+  }
+
   // Whether the log record starting `rest` (which ends the file) verifies
   // with a length differing from `len` in one of its two bytes, or with all
   // the bytes left: then its length field is damaged, not its append torn.
@@ -419,10 +456,45 @@ class DirChecker {
   // joined) to `on_record` when given.
   void CheckLog(const std::string& name, const RecordFn* on_record = nullptr) {
     ++summary_.logs;
+    // A write-ahead log's damage is reported with the event keys of the
+    // intact records on either side (the newest before it, the oldest
+    // after it), as a table's is: LevelDB's repairer skips a damaged record
+    // and keeps the ones after it, so what is lost lies between those, not
+    // only after the newest event that survives. Reports wait for the
+    // next intact record with events; each is made at the log's end.
+    struct Pending {
+      uint64_t offset, end;
+      std::string message, after, before;
+    };
+    std::vector<Pending> pending;
+    std::string newest_event;  // the largest a/ key of this log's intact records so far
+    auto damage = [&](uint64_t offset, uint64_t end, std::string message) {
+      pending.push_back(Pending{offset, end, std::move(message), newest_event, ""});
+    };
+    const bool holds_batches = EndsWith(name, ".log");  // not a MANIFEST's edits
+    const RecordFn record = [&](std::string_view batch) {
+      if (on_record) (*on_record)(batch);
+      if (!holds_batches) return;
+      const auto keys = EventKeysOf(batch);
+      if (!keys) return;
+      for (Pending& p : pending) {
+        if (p.before.empty()) p.before = keys->first;
+      }
+      newest_event = std::max(newest_event, keys->second);
+    };
+    struct Report {
+      std::function<void()> fn;
+      ~Report() { fn(); }
+    } report{[&] {
+      for (Pending& p : pending) {
+        Damage(name, p.offset, p.end, std::move(p.message), std::move(p.after),
+               std::move(p.before));
+      }
+    }};
     std::string joined;
     std::string data;
     leveldb::Status s = leveldb::ReadFileToString(env_, dir_ + "/" + name, &data);
-    if (!s.ok()) return Damage(name, 0, 0, "cannot read: " + s.ToString());
+    if (!s.ok()) return damage(0, 0, "cannot read: " + s.ToString());
     bool in_record = false;  // inside a FIRST..LAST sequence
     bool resync = false;     // after damage: fragments until the next start are expected
     for (size_t block = 0; block < data.size(); block += kLogBlockBytes) {
@@ -437,7 +509,7 @@ class DirChecker {
             ++summary_.torn_tails;
           } else if (std::string_view(h, end - pos).find_first_not_of('\0') !=
                      std::string_view::npos) {
-            Damage(name, pos, end, "block trailer is not zero");
+            damage(pos, end, "block trailer is not zero");
           }
           break;
         }
@@ -449,7 +521,7 @@ class DirChecker {
           // a record there that verifies with a length one byte away tells
           // the latter.
           if (full_block || LengthDamaged(std::string_view(h, end - pos), len, crc)) {
-            Damage(name, pos, end, "record length runs past its block");
+            damage(pos, end, "record length runs past its block");
             resync = true;
           } else {
             ++summary_.torn_tails;
@@ -459,38 +531,38 @@ class DirChecker {
         if (type == kZero && len == 0 && crc == 0) {
           // Preallocated space LevelDB skips to the block's end; it must be zero.
           if (std::string_view(h, end - pos).find_first_not_of('\0') != std::string_view::npos) {
-            Damage(name, pos, end, "zero record followed by data");
+            damage(pos, end, "zero record followed by data");
             resync = true;
           }
           break;
         }
         if (MaskCrc(Crc32c(std::string_view(h + 6, 1 + len))) != crc) {
           // The length may be the damaged part: LevelDB drops the block's rest.
-          Damage(name, pos, end, "record checksum mismatch");
+          damage(pos, end, "record checksum mismatch");
           resync = true;
           break;
         }
         if (type < kFull || type > kLast) {
-          Damage(name, pos, pos + kLogHeaderBytes + len, "unknown record type");
+          damage(pos, pos + kLogHeaderBytes + len, "unknown record type");
           resync = true;
         } else if (type == kFull || type == kFirst) {
           if (in_record && !resync) {
-            Damage(name, pos, pos + kLogHeaderBytes + len, "record fragment without its end");
+            damage(pos, pos + kLogHeaderBytes + len, "record fragment without its end");
           }
           resync = false;
           in_record = type == kFirst;
           ++summary_.log_records;
           joined.assign(h + kLogHeaderBytes, len);
-          if (type == kFull && on_record) (*on_record)(joined);
+          if (type == kFull) record(joined);
         } else {
           if (!in_record && !resync) {
-            Damage(name, pos, pos + kLogHeaderBytes + len, "record fragment without its start");
+            damage(pos, pos + kLogHeaderBytes + len, "record fragment without its start");
           }
           const bool whole = in_record && type == kLast;
           in_record = type == kMiddle;
           ++summary_.log_records;
           joined.append(h + kLogHeaderBytes, len);
-          if (whole && on_record) (*on_record)(joined);
+          if (whole) record(joined);
         }
         pos += kLogHeaderBytes + len;
       }

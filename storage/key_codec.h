@@ -131,6 +131,10 @@ inline constexpr std::string_view kFeedPrefix = "f/";
 inline constexpr std::string_view kCheckpointPrefix = "k/";
 inline constexpr std::string_view kParkedPrefix = "x/";
 inline constexpr std::string_view kCompactionPrefix = "r/";
+// Every family above: a key under none of them is no record of a store's.
+inline constexpr std::string_view kKeyFamilies[] = {
+    kMetaPrefix,       kEventPrefix, kDedupPrefix,      kConflictPrefix, kQuarantinePrefix,
+    kGenerationPrefix, kFeedPrefix,  kCheckpointPrefix, kParkedPrefix,   kCompactionPrefix};
 
 std::string MetaKey(std::string_view name);
 std::string EventKey(uint64_t seq);

@@ -287,6 +287,12 @@ class Salvage {
         // that names no generation would stop every Open: it goes.
         batch.Delete(key);
         ++sum_->dropped;
+      } else if (std::find(std::begin(storage::kKeyFamilies), std::end(storage::kKeyFamilies),
+                           family) == std::end(storage::kKeyFamilies)) {
+        // No store writes it: a key the damage rewrote (LevelDB's repairer
+        // reads a damaged log without checksums). Left, `check` would
+        // report it after every repair.
+        Drop(&batch, key, "a key of no family a store writes, taken as damaged");
       }
     }
     Status st = storage::FromLevelDb(it->status(), "reading records");
@@ -299,6 +305,8 @@ class Salvage {
     leveldb::WriteBatch batch;
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
     const std::string prefix(storage::kFeedPrefix);
+    Result<Checkpoints> checkpoints = ReadCheckpoints();
+    if (!checkpoints.ok()) return checkpoints.status();
     uint64_t last = 0;
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       const std::string key = it->key().ToString();
@@ -323,6 +331,13 @@ class Salvage {
         continue;
       }
       if (last != 0 && *seq > last + 1) Fill(&batch, last + 1, *seq - 1);
+      // The head: a feed is trimmed (Store::TrimFeed) only below its
+      // lowest subscription checkpoint, and not at all without one, so one
+      // that starts above that lost its first changes.
+      const uint64_t trimmed_to = checkpoints->lowest;
+      if (last == 0 && *seq > trimmed_to + 1 && *seq - trimmed_to - 1 <= kMaxFill) {
+        Fill(&batch, trimmed_to + 1, *seq - 1);
+      }
       last = *seq;
     }
     Status st = storage::FromLevelDb(it->status(), "reading the change feed");
@@ -330,9 +345,7 @@ class Salvage {
     // The newest changes lost (a lost table, say) leave no gap to see; but
     // a seq once given out must never be given again, so the feed goes on
     // past every seq the damage or a subscription's checkpoint names.
-    Result<uint64_t> checkpoints = HighestCheckpoint();
-    if (!checkpoints.ok()) return checkpoints.status();
-    const uint64_t floor = std::max(feed_floor_, *checkpoints);
+    const uint64_t floor = std::max(feed_floor_, checkpoints->highest);
     // A checkpoint can be set to anything (SetCheckpoint): one far past
     // the feed is not evidence of changes, and filling up to it would not
     // fit in one write. Such a floor is reported, not filled.
@@ -364,18 +377,27 @@ class Salvage {
   }
 
   // The highest checkpoint a subscription saved: changes up to it were read.
-  Result<uint64_t> HighestCheckpoint() {
+  // The subscriptions' checkpoints: the lowest and the highest (both 0
+  // when there is none).
+  struct Checkpoints {
+    uint64_t lowest = 0, highest = 0;
+  };
+  Result<Checkpoints> ReadCheckpoints() {
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(storage::ScanOptions()));
     const std::string prefix(storage::kCheckpointPrefix);
-    uint64_t high = 0;
+    Checkpoints c;
+    bool any = false;
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       Result<std::string> text =
           storage::DecodeText(storage::View(it->key()), storage::View(it->value()));
       if (!text.ok()) continue;  // an unreadable checkpoint is dropped elsewhere
-      high = std::max(high, ParseU64(*text).value_or(0));
+      const uint64_t seq = ParseU64(*text).value_or(0);
+      c.lowest = any ? std::min(c.lowest, seq) : seq;
+      c.highest = std::max(c.highest, seq);
+      any = true;
     }
     if (!it->status().ok()) return storage::FromLevelDb(it->status(), "reading checkpoints");
-    return high;
+    return c;
   }
 
   // The most placeholders one gap in the feed gets (they go in one write).
@@ -410,7 +432,16 @@ class Salvage {
     std::sort(received_.begin(), received_.end());
     LostData l;
     l.kind = LostData::Kind::kWindow;
-    if (d.file.ends_with(".log")) {
+    // A write-ahead log's damage comes with the event key of the intact
+    // record before it in that log (replay/file_check.h): LevelDB's repairer
+    // reads a log without checksums, skips what does not parse and keeps
+    // what does after it, so the loss starts there, not after the newest
+    // event that survived. Where it ends is not known: a damaged length can
+    // take the repairer past records the file check reads as intact, so
+    // the window runs to the end.
+    const bool log = d.file.ends_with(".log");
+    if (log && d.after_raw.empty() && d.before_raw.empty()) {
+      // No intact record of events in its log: it held the newest events.
       l.received_from = received_.empty() ? 0 : NewestReceived();
       l.detail = d.file +
                  ": damaged write-ahead log record; events received after the newest "
@@ -422,13 +453,22 @@ class Salvage {
       const std::string a_end = storage::PrefixEnd(storage::kEventPrefix);
       if (!d.before_raw.empty() && d.before_raw <= a) return;    // before the events
       if (!d.after_raw.empty() && d.after_raw >= a_end) return;  // after them
-      const uint64_t lo = d.after_raw.starts_with(a)
-                              ? storage::ParseSeqKey(d.after_raw, storage::kEventPrefix).value_or(0)
-                              : 0;
+      uint64_t lo = d.after_raw.starts_with(a)
+                        ? storage::ParseSeqKey(d.after_raw, storage::kEventPrefix).value_or(0)
+                        : 0;
       const uint64_t hi =
-          d.before_raw.starts_with(a)
+          !log && d.before_raw.starts_with(a)
               ? storage::ParseSeqKey(d.before_raw, storage::kEventPrefix).value_or(UINT64_MAX)
               : UINT64_MAX;
+      if (log && d.after_raw.empty()) {
+        // The damage opens its log: the events before it are in the tables
+        // or an older log, all older (seqs are given in write order); the
+        // first that may be lost is the one after the newest of those.
+        const auto known = storage::ParseSeqKey(d.before_raw, storage::kEventPrefix);
+        auto below = std::lower_bound(received_.begin(), received_.end(),
+                                      std::pair<uint64_t, int64_t>{known.value_or(0), INT64_MIN});
+        if (known && below != received_.begin()) lo = std::prev(below)->first;
+      }
       // Nothing missing between the neighbours: an older copy survived.
       auto first = std::upper_bound(received_.begin(), received_.end(),
                                     std::pair<uint64_t, int64_t>{lo, INT64_MAX});
@@ -438,9 +478,13 @@ class Salvage {
       if (hi != UINT64_MAX && present == hi - lo - 1) return;
       if (first != received_.begin()) l.received_from = std::prev(first)->second;
       if (last != received_.end()) l.received_to = last->second;
-      l.detail = d.file + ": events after " + (lo ? "a/" + std::to_string(lo) : "the first") +
-                 " and before " + (hi != UINT64_MAX ? "a/" + std::to_string(hi) : "the last") +
-                 " may be lost (" + d.message + ")";
+      const std::string before = hi != UINT64_MAX ? " and before a/" + std::to_string(hi)
+                                 : log            ? ""
+                                                  : " and before the last";
+      l.detail = d.file +
+                 (log ? ": damaged write-ahead log record; events after " : ": events after ") +
+                 (lo ? "a/" + std::to_string(lo) : "the first") + before + " may be lost (" +
+                 d.message + ")";
     }
     Lost(std::move(l));
   }

@@ -28,7 +28,9 @@ struct FileDamage {
   uint64_t offset = 0;  // the damaged bytes lie in [offset, end)
   uint64_t end = 0;     // 0: up to the end of the file
   // The user keys around the damage, printable (\xNN); empty when unknown.
-  // Keys strictly between them, in that file, may be lost.
+  // Keys strictly between them, in that file, may be lost. For a
+  // write-ahead log, the event keys (a/) of the intact records on either
+  // side of it in that log.
   std::string after_key;
   std::string before_key;
   std::string after_raw;  // the same two keys as stored (raw bytes)

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -325,6 +327,62 @@ TEST_F(RepairTest, AChangeFarPastTheFeedIsADamagedKeyNotAGapToFill) {
   EXPECT_EQ((*s)->feed().LastSeq(), last);
 }
 
+// The oldest changes lost leave no gap between records either, but a feed
+// is trimmed only below its lowest subscription checkpoint (and not at all
+// without one): what is missing above that was lost, and is filled.
+TEST_F(RepairTest, LostFeedHeadIsFilledDownToTheLowestCheckpoint) {
+  for (const std::optional<uint64_t> checkpoint :
+       {std::optional<uint64_t>(), std::optional<uint64_t>(3)}) {
+    SCOPED_TRACE(checkpoint ? "a checkpoint at 3" : "no subscription");
+    ScratchDir dir("repair-head");
+    {
+      Result<std::unique_ptr<Store>> s = Store::Open(dir.path(), Buffered());
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      for (size_t i = 0; i < 20; ++i) (void)(*s)->Ingest(accepted_[i]);
+      if (checkpoint) {
+        ASSERT_TRUE((*s)->feed().SetCheckpoint("mailer", *checkpoint).ok());
+      }
+    }
+    {
+      leveldb::DB* raw = nullptr;
+      ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir.path(), &raw).ok());
+      std::unique_ptr<leveldb::DB> db(raw);
+      for (uint64_t seq = 1; seq <= 5; ++seq) {
+        ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::FeedKey(seq)).ok());
+      }
+    }
+    std::vector<LostData> lost;
+    Result<RepairSummary> r =
+        RepairStore(dir.path(), Options(), [&](const LostData& l) { lost.push_back(l); });
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const uint64_t first = checkpoint ? *checkpoint + 1 : 1;
+    EXPECT_EQ(r->feed_filled, 5 - first + 1);
+    ASSERT_FALSE(lost.empty());
+    EXPECT_EQ(lost[0].kind, LostData::Kind::kChanges);
+    EXPECT_EQ(lost[0].first_seq, first);
+    EXPECT_EQ(lost[0].last_seq, 5u);
+  }
+}
+
+// A key under no family a store writes is damage (a key the repairer read
+// from a damaged log): it goes, listed, and the store checks clean.
+TEST_F(RepairTest, AKeyOfNoFamilyIsDroppedAndListed) {
+  Raw([&](leveldb::DB* db) {
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), ">u?vt_0000070/g/\x01/l/receipt", "x").ok());
+  });
+  RepairSummary summary;
+  const std::vector<LostData> lost = Repair(&summary);
+  EXPECT_EQ(summary.problems_left, 0u);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].kind, LostData::Kind::kRecords);
+  EXPECT_NE(lost[0].detail.find("no family"), std::string::npos) << lost[0].detail;
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Result<CheckSummary> check = (*s)->maintenance().Check(
+      [](const CheckProblem& p) { ADD_FAILURE() << p.key << ": " << p.message; });
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+}
+
 // The newest changes lost leave no gap to see, but a subscription read up
 // to its checkpoint: the feed goes on past it with placeholders, so no seq
 // is ever given out twice.
@@ -392,6 +450,24 @@ TEST_F(RepairTest, AMissingTableIsReportedAndRepaired) {
 // repair lists a received-at window for the sender to resend from (the
 // newest surviving event's arrival onward), and the store ends clean.
 TEST_F(RepairTest, DamagedLogRecordIsListedAsAResendWindow) {
+  // When each event arrived, read from a copy (an open would turn the log
+  // to damage into a table).
+  std::map<std::string, int64_t> received;
+  {
+    ScratchDir copy("repair-copy");
+    std::filesystem::copy(dir_.path(), copy.path(), std::filesystem::copy_options::recursive);
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), copy.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+    const std::string a(storage::kEventPrefix);
+    for (it->Seek(a); it->Valid() && it->key().starts_with(a); it->Next()) {
+      const std::string key = it->key().ToString(), value = it->value().ToString();
+      Result<storage::StoredEvent> e = storage::DecodeStoredEvent(key, value);
+      ASSERT_TRUE(e.ok()) << e.status().ToString();
+      received[e->event.event_id] = e->received_at;
+    }
+  }
   const std::vector<std::string> logs = FilesEndingIn(dir_.path(), ".log");
   ASSERT_FALSE(logs.empty()) << "the closed store keeps its writes in its log";
   const std::string log = dir_.path() + "/" + logs.back();
@@ -409,6 +485,21 @@ TEST_F(RepairTest, DamagedLogRecordIsListedAsAResendWindow) {
             std::string::npos)
       << window->detail;
   EXPECT_EQ(sum.problems_left, 0u);
+  // Every event the repair lost (its resend is stored anew) arrived in the
+  // window: LevelDB's repairer keeps records after a damaged one, so the
+  // window starts at the damage, not after the newest event that survived.
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  int resent = 0;
+  for (const Delivery& d : accepted_) {
+    const IngestResult r = (*s)->Ingest(d);
+    if (r.outcome != Outcome::kAccepted) continue;
+    ++resent;
+    ASSERT_TRUE(received.count(r.event_id)) << r.event_id;
+    EXPECT_GE(received[r.event_id], window->received_from)
+        << r.event_id << " was lost before the window " << window->detail;
+  }
+  EXPECT_GT(resent, 0) << "the damage lost no event: the test damaged nothing";
 }
 
 TEST_F(RepairTest, CommandListsWhatWasLost) {
