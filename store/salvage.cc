@@ -30,7 +30,7 @@ class Salvage {
   Status Run(const std::vector<FileDamage>& damage) {
     feed_floor_ = FeedSeqsNamedBy(damage);
     for (Status (Salvage::*step)() :
-         {&Salvage::Dedup, &Salvage::Events, &Salvage::Others, &Salvage::Feed}) {
+         {&Salvage::Meta, &Salvage::Dedup, &Salvage::Events, &Salvage::Others, &Salvage::Feed}) {
       Status st = (this->*step)();
       if (!st.ok()) return st;
     }
@@ -89,9 +89,24 @@ class Salvage {
   // built-in one) and reported.
   Status Meta() {
     leveldb::WriteBatch batch;
+    // Lost: not there, or (in a store that frames its metadata, format 3 on)
+    // there but no longer verifying, which Open would refuse. Such a value
+    // is deleted, then restored below as a missing one is.
+    std::string format;
+    const bool has_format =
+        db_->Get(leveldb::ReadOptions(), storage::MetaKey("format"), &format).ok();
+    const bool framed = has_format && storage::DecodeText(storage::MetaKey("format"), format).ok();
     auto missing = [&](const char* name) {
+      const std::string key = storage::MetaKey(name);
       std::string value;
-      return db_->Get(leveldb::ReadOptions(), storage::MetaKey(name), &value).IsNotFound();
+      if (db_->Get(leveldb::ReadOptions(), key, &value).IsNotFound()) return true;
+      const bool bare_format = std::string_view(name) == "format" && (value == "1" || value == "2");
+      if ((framed || std::string_view(name) == "format") && !bare_format &&
+          !storage::DecodeText(key, value).ok()) {
+        batch.Delete(key);
+        return true;
+      }
+      return false;
     };
     // Restored values are framed as this build writes them, but for a lost
     // format: the bare "1" of the oldest format makes Open upgrade the store
@@ -111,9 +126,14 @@ class Salvage {
     if (missing("profile")) {
       LostData l;
       l.kind = LostData::Kind::kRecords;
-      l.detail = "m/profile was lost; the store takes the configured (else the built-in) profile";
+      l.detail =
+          "m/profile was lost; the store takes the configured (else the built-in) profile: if it "
+          "ran under another, give that one to `eventfold replay --profile FILE`";
       Lost(std::move(l));
-      return Status::OK();  // Store::Open writes all of m/ afresh
+      for (const char* name : {"format", "routing_epoch", "generation", "log_generation"}) {
+        (void)missing(name);  // an unreadable one goes too: Open writes them afresh
+      }
+      return Apply(&batch);  // Store::Open writes all of m/ afresh
     }
     if (missing("format")) restore("format", "1");
     if (missing("routing_epoch")) restore("routing_epoch", "1");

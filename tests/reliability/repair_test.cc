@@ -364,6 +364,33 @@ TEST_F(RepairTest, LostFeedHeadIsFilledDownToTheLowestCheckpoint) {
   }
 }
 
+// Lost metadata is restored and listed: a missing profile (the store then
+// runs under the configured or built-in one, so the operator is told how
+// to give it back), and a value that no longer verifies, as Open would
+// refuse it.
+TEST_F(RepairTest, LostMetadataIsListed) {
+  Raw([&](leveldb::DB* db) {
+    std::string value;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions(), storage::MetaKey("routing_epoch"), &value).ok());
+    value.back() ^= 0x5a;  // its checksum no longer matches
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), storage::MetaKey("routing_epoch"), value).ok());
+  });
+  RepairSummary summary;
+  std::vector<LostData> lost = Repair(&summary);
+  EXPECT_EQ(summary.problems_left, 0u);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].detail, "m/routing_epoch was lost; set to \"1\"");
+
+  Raw([&](leveldb::DB* db) {
+    ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::MetaKey("profile")).ok());
+  });
+  lost = Repair(&summary);
+  EXPECT_EQ(summary.problems_left, 0u);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_NE(lost[0].detail.find("m/profile was lost"), std::string::npos) << lost[0].detail;
+  EXPECT_NE(lost[0].detail.find("eventfold replay --profile FILE"), std::string::npos);
+}
+
 // A key under no family a store writes is damage (a key the repairer read
 // from a damaged log): it goes, listed, and the store checks clean.
 TEST_F(RepairTest, AKeyOfNoFamilyIsDroppedAndListed) {
