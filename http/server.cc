@@ -43,6 +43,7 @@
 #include "eventfold/http_server.h"
 #include "eventfold/ingest.h"
 #include "eventfold/projection.h"
+#include "http/growing_body.h"
 #include "http/request_target.h"
 #include "http/worker_pool.h"
 
@@ -84,6 +85,9 @@ constexpr const char* kRefusalNames[kRefusalCount] = {
 // gets the 413; the bytes are dropped into a fixed buffer, never held.)
 constexpr size_t kLingerBytes = 8 << 20;
 constexpr std::chrono::milliseconds kLingerTime{2000};
+
+// The most one read of a body takes from the socket.
+constexpr size_t kBodyReadBytes = 16 << 10;
 
 // A header's bytes up to this are not counted against max_header_memory;
 // past it, a connection holds HeaderShare() of it.
@@ -220,7 +224,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class Phase { kIdle, kHeader, kBody, kServing, kClosing };
-  using Parser = bhttp::request_parser<bhttp::string_body>;
+  using Parser = bhttp::request_parser<http::GrowingBody>;
 
   // Deadlines: Beast's own stream timeout closes the socket when it fires,
   // which leaves no way to answer 408; this timer only cancels the pending
@@ -474,6 +478,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // the request's header (RFC 9110 §6.5.1) and nobody gets them.
     header_fields_ = fields;
     keep_alive_ = req.keep_alive();
+    http10_ = req.version() < 11;
     // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host field.
     if (hosts > 1 || (hosts == 0 && req.version() >= 11)) {
       return Refuse(kBadFraming, 400, hosts == 0 ? "no Host header" : "more than one Host header");
@@ -519,10 +524,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return Oversized(*declared);
     }
     parser_->body_limit(s_.opt_.max_body_bytes);  // chunked bodies: while reading
-    // A declared length is held whole from here, so a refusal reads none of
-    // the body.
-    if (!HoldBody()) return BodyMemoryFull();
     if (parser_->is_done()) return Serve();
+    declared_ = parser_->content_length().value_or(std::numeric_limits<uint64_t>::max());
     phase_ = Phase::kBody;
     rate_window_start_ = SteadyClock::now();
     rate_window_bytes_ = 0;
@@ -533,33 +536,32 @@ class Session : public std::enable_shared_from_this<Session> {
       return asio::async_write(stream_, asio::buffer(kContinue, sizeof(kContinue) - 1),
                                [self = shared_from_this()](beast::error_code wec, size_t) {
                                  if (wec) return self->Close();
-                                 self->ReadBody();
+                                 self->ParseBody();
                                });
     }
-    ReadBody();
+    ParseBody();
   }
 
-  void ReadBody() {
-    Arm(s_.opt_.body_grace);
-    bhttp::async_read_some(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
-  }
-
-  void OnBody(beast::error_code ec) {
-    if (TimedOut(ec)) return Refuse(kBodyTooSlow, 408, "request body too slow");
-    if (ec == bhttp::error::body_limit) {
-      // A chunked body is cut off at the limit: its size is not known, only
-      // that it exceeds the limit (0 says so to the receiver).
-      s_.Count(kBodyTooLarge);
-      return Oversized(0);
+  // The body is read by hand, as the header is: what it holds of the
+  // server's budget is charged before each put of the bytes read (the
+  // buffer grows with the bytes that came, http/growing_body.h), and while
+  // no bytes come the connection waits for them holding nothing more. So a
+  // declared length costs nothing until its bytes arrive.
+  void ParseBody() {
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const std::string& body = parser_->get().body();
+      if (!HoldBody(
+              http::NextBodyCapacity(body.capacity(), body.size() + buffer_.size(), declared_))) {
+        return BodyMemoryFull();
+      }
+      beast::error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (!SettleBody()) return BodyMemoryFull();
+      if (ec == bhttp::error::need_more) break;
+      if (ec) return OnBodyError(ec);
+      if (used == 0) break;
     }
-    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
-      return Close();
-    }
-    if (ec) return Refuse(kBadFraming, 400, "malformed request body: " + ec.message());
-    if (!HoldBody()) return BodyMemoryFull();
     if (parser_->is_done()) {
       const auto fields =
           static_cast<size_t>(std::distance(parser_->get().begin(), parser_->get().end()));
@@ -582,7 +584,38 @@ class Session : public std::enable_shared_from_this<Session> {
       rate_window_start_ = now;
       rate_window_bytes_ = got;
     }
-    ReadBody();
+    // No read may stall longer than body_grace. The wait holds no buffer
+    // of its own; the read after it finds its bytes there.
+    Arm(s_.opt_.body_grace);
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) {
+                                  if (self->TimedOut(ec)) return self->BodyTooSlow();
+                                  if (ec) return self->Close();
+                                  self->ReadBodyBytes();
+                                });
+  }
+
+  void ReadBodyBytes() {
+    const size_t room = std::min<size_t>(kBodyReadBytes, buffer_.max_size() - buffer_.size());
+    stream_.async_read_some(buffer_.prepare(room),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (self->TimedOut(ec)) return self->BodyTooSlow();
+                              if (ec) return self->Close();  // the client went away
+                              self->buffer_.commit(n);
+                              self->ParseBody();
+                            });
+  }
+
+  void BodyTooSlow() { Refuse(kBodyTooSlow, 408, "request body too slow"); }
+
+  void OnBodyError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      // A chunked body is cut off at the limit: its size is not known, only
+      // that it exceeds the limit (0 says so to the receiver).
+      s_.Count(kBodyTooLarge);
+      return Oversized(0);
+    }
+    Refuse(kBadFraming, 400, "malformed request body: " + ec.message());
   }
 
   // Hands the request to the receiver on a worker.
@@ -700,16 +733,22 @@ class Session : public std::enable_shared_from_this<Session> {
         true, /*retry_after=*/status == 503);
   }
 
-  // Counts what this request's body holds against the server's budget for
-  // bodies: its buffer's capacity, and a declared length whole from the
-  // header on (Beast reserves it at the first body byte). False when it
-  // does not fit.
-  [[nodiscard]] bool HoldBody() {
-    const size_t held =
-        std::max<size_t>(parser_->get().body().capacity(), parser_->content_length().value_or(0));
-    if (held <= body_held_) return true;
-    if (!s_.TakeBodyMemory(held - body_held_)) return false;
-    body_held_ = held;
+  // Counts `capacity` bytes of this request's body buffer against the
+  // server's budget for bodies, before the buffer grows to it. False, with
+  // nothing more taken, when it does not fit.
+  [[nodiscard]] bool HoldBody(size_t capacity) {
+    if (capacity <= body_held_) return true;
+    if (!s_.TakeBodyMemory(capacity - body_held_)) return false;
+    body_held_ = capacity;
+    return true;
+  }
+  // After a put: the charge is what the buffer holds, no more (false when
+  // it outgrew what was taken and the rest does not fit).
+  [[nodiscard]] bool SettleBody() {
+    const size_t capacity = parser_->get().body().capacity();
+    if (capacity > body_held_) return HoldBody(capacity);
+    s_.ReturnBodyMemory(body_held_ - capacity);
+    body_held_ = capacity;
     return true;
   }
   void ReleaseBody() {
@@ -783,7 +822,13 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       h.append("\r\n").append(name).append(": ").append(value);
     }
-    if (close) h.append("\r\nConnection: close");
+    if (close) {
+      h.append("\r\nConnection: close");
+    } else if (http10_) {
+      // RFC 9112 §9.3: an HTTP/1.0 client keeps a connection only when the
+      // answer says so.
+      h.append("\r\nConnection: keep-alive");
+    }
     // RFC 9110 §8.6: no Content-Length on 1xx and 204 answers; 304 keeps
     // none either, as Beast's prepare_payload() does.
     const bool bodiless = r.status / 100 == 1 || r.status == 204 || r.status == 304;
@@ -869,6 +914,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // of the server's budget (HoldBody).
   std::string target_;
   size_t body_held_ = 0;
+  // The body's declared length (Content-Length), else no limit.
+  uint64_t declared_ = std::numeric_limits<uint64_t>::max();
   size_t header_held_ = 0;  // of the server's budget for headers (HoldHeader)
   size_t lingered_ = 0;
   bool head_ = false;  // the request being answered is a HEAD
@@ -876,6 +923,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // and whether it keeps the connection open, both as its header said.
   size_t header_fields_ = 0;
   bool keep_alive_ = true;
+  bool http10_ = false;        // the request is HTTP/1.0
   bool answered_any_ = false;  // this connection has had an answer
   // The answer being written.
   std::string answer_head_, answer_body_;

@@ -80,10 +80,11 @@ struct HttpServerOptions {
   // Largest body (413); 1 MiB like ReceiverOptions::max_body_bytes.
   size_t max_body_bytes = 1 << 20;
   // The memory of request bodies being read or served, all connections
-  // together: a body's buffer counts from its header (a declared length
-  // whole) until its answer is written. A request whose body would pass
-  // this is answered 503 with Retry-After and closed, and none of its body
-  // is read. At least max_body_bytes.
+  // together: a body's buffer counts as it grows with the bytes that come
+  // (doubling, never past the declared length), before each growth, until
+  // its answer is written; a declared length costs nothing until its bytes
+  // arrive. A request whose body would pass this is answered 503 with
+  // Retry-After and closed. At least max_body_bytes.
   size_t max_body_memory = 64 << 20;
   // The same for request headers, all connections together: a connection
   // whose request line and header fields outgrow 4 KiB (a webhook's are far
