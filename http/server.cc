@@ -562,6 +562,14 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec) return OnBodyError(ec);
       if (used == 0) break;
     }
+    // Beast takes a chunked body's data as it comes, so what it leaves
+    // unread is the start of a framing line (a chunk size, the CRLF after
+    // data, a trailer field). An LF there without its CR ends a line Beast
+    // would wait on for a CRLF that is not coming: malformed (RFC 9112
+    // §7.1), answered now rather than with 408 at the stall timeout.
+    if (parser_->chunked() && !parser_->is_done() && HasBareLf()) {
+      return Refuse(kBadFraming, 400, "malformed chunked framing: a line ends in a bare LF");
+    }
     if (parser_->is_done()) {
       const auto fields =
           static_cast<size_t>(std::distance(parser_->get().begin(), parser_->get().end()));
@@ -607,6 +615,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void BodyTooSlow() { Refuse(kBodyTooSlow, 408, "request body too slow"); }
+
+  bool HasBareLf() const {
+    const std::string_view unread(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    for (size_t lf = unread.find('\n'); lf != std::string_view::npos;
+         lf = unread.find('\n', lf + 1)) {
+      if (lf == 0 || unread[lf - 1] != '\r') return true;
+    }
+    return false;
+  }
 
   void OnBodyError(beast::error_code ec) {
     if (ec == bhttp::error::body_limit) {
@@ -859,7 +876,22 @@ class Session : public std::enable_shared_from_this<Session> {
     line.append(" ").append(remote_).append(" ").append(request_line_);
     line.append(" ").append(std::to_string(status)).append(" ");
     line.append(std::to_string(body_bytes_)).append("B ").append(latency);
-    if (!event_id_.empty()) line.append(" ").append(event_id_);
+    if (!event_id_.empty()) {
+      // A client's own bytes (the header's event id, before any signature
+      // check): a space, control byte or backslash in it is written \xNN,
+      // so it cannot make fields of its own in the line.
+      line.push_back(' ');
+      for (const char c : event_id_) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b > 0x20 && b != 0x7f && c != '\\') {
+          line.push_back(c);
+          continue;
+        }
+        char escaped[5];
+        std::snprintf(escaped, sizeof(escaped), "\\x%02x", b);
+        line.append(escaped);
+      }
+    }
     line.push_back('\n');
     s_.WriteAccessLog(line);
   }

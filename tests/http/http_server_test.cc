@@ -194,6 +194,26 @@ TEST_F(HttpServerTest, ChunkedBodyWithTrailerIsAccepted) {
   EXPECT_NE(c.received().find("accepted"), std::string::npos) << c.received();
 }
 
+// RFC 9112 §7.1: a chunked body's framing lines end in CRLF. One that ends
+// in a bare LF (a chunk size, the line after data, the last chunk, a
+// trailer field) is malformed: 400 and close at once, not the 408 of a
+// stall after body_grace, waiting for a CR that is not coming.
+TEST_F(HttpServerTest, ABareLfInChunkedFramingIs400AtOnce) {
+  HttpServerOptions o = TestOptions();
+  o.body_grace = std::chrono::seconds(30);  // a wait for more would show
+  StartServer(o);
+  const std::string head = "POST /hooks HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& framing :
+       {std::string("5\nhello\r\n0\r\n\r\n"), std::string("5\r\nhello\n0\r\n\r\n"),
+        std::string("5\r\nhello\r\n0\n\n"), std::string("5\r\nhello\r\n0\r\n\n"),
+        std::string("5\r\nhello\r\n0\r\nX: y\n\r\n")}) {
+    SCOPED_TRACE(framing);
+    const auto start = SteadyClock::now();
+    EXPECT_EQ(AnswerAndClose(head + framing), std::make_pair(400, true));
+    EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(20)) << "answered at once";
+  }
+}
+
 // A trailer's fields are not the request's header (RFC 9110 §6.5.1): one
 // naming another event id, or asking to close, changes nothing; more than
 // max_header_fields of them is 431.
@@ -524,6 +544,24 @@ TEST_F(HttpServerTest, AccessLogLinesNameOnlyTheirOwnRequest) {
   EXPECT_NE(lines[0].find(" evt_log1"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find(" 400 0B "), std::string::npos) << lines[1];
   EXPECT_EQ(lines[1].find("evt_log1"), std::string::npos) << lines[1];
+}
+
+// The event id a line names comes from the client's header, before any
+// signature is checked: a space, tab or backslash in it is written \xNN, so
+// an unauthenticated client cannot make fields of its own in the line.
+TEST_F(HttpServerTest, AccessLogEscapesTheClientsEventId) {
+  std::ostringstream log;
+  HttpServerOptions o = TestOptions();
+  o.access_log = &log;
+  StartServer(o);
+  RawClient c(server_->port());
+  ASSERT_TRUE(
+      c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nX-RR-Event-Id: evt_1 200 0B\tforged\\x\r\n"
+             "Content-Length: 2\r\n\r\n{}"));
+  EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{400});
+  server_->Stop();  // every line written
+  EXPECT_NE(log.str().find(" evt_1\\x20200\\x200B\\x09forged\\x5cx\n"), std::string::npos)
+      << log.str();
 }
 
 TEST_F(HttpServerTest, SlowHeaderTimesOutWith408) {
