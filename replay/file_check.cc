@@ -458,10 +458,11 @@ class DirChecker {
     ++summary_.logs;
     // A write-ahead log's damage is reported with the event keys of the
     // intact records on either side (the newest before it, the oldest
-    // after it), as a table's is: LevelDB's repairer skips a damaged record
-    // and keeps the ones after it, so what is lost lies between those, not
-    // only after the newest event that survives. Reports wait for the
-    // next intact record with events; each is made at the log's end.
+    // after it): LevelDB's repairer skips a damaged record and keeps what
+    // it can read after it, so what is lost starts after the newest event
+    // before the damage, not after the newest one that survives. Reports
+    // wait for the next intact record with events; each is made at the
+    // log's end.
     struct Pending {
       uint64_t offset, end;
       std::string message, after, before;

@@ -396,9 +396,9 @@ class Salvage {
     return high;
   }
 
-  // The highest checkpoint a subscription saved: changes up to it were read.
-  // The subscriptions' checkpoints: the lowest and the highest (both 0
-  // when there is none).
+  // The subscriptions' checkpoints: the lowest (the feed is trimmed only
+  // below it) and the highest (changes up to it were read); both 0 when
+  // there is none.
   struct Checkpoints {
     uint64_t lowest = 0, highest = 0;
   };

@@ -30,7 +30,9 @@ struct FileDamage {
   // The user keys around the damage, printable (\xNN); empty when unknown.
   // Keys strictly between them, in that file, may be lost. For a
   // write-ahead log, the event keys (a/) of the intact records on either
-  // side of it in that log.
+  // side of it in that log, and keys after `before` may be lost too:
+  // LevelDB's repairer reads a log without checksums, and a damaged length
+  // can take it past records that verify.
   std::string after_key;
   std::string before_key;
   std::string after_raw;  // the same two keys as stored (raw bytes)
