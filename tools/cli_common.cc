@@ -17,7 +17,8 @@ CLI::Validator NotNegative() {
   return CLI::Validator(
       [](const std::string& v) {
         double d = 0;
-        if (!CLI::detail::lexical_cast(v, d)) return "not a number: " + v;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+        if (ec != std::errc() || end != v.data() + v.size()) return "not a number: " + v;
         return d < 0 ? "must not be negative, got " + v : std::string();
       },
       "NOT NEGATIVE");

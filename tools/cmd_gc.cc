@@ -17,6 +17,8 @@ namespace eventfold::cli {
 namespace {
 
 constexpr double kDayMicros = 24.0 * 3600 * 1e6;
+// The store's ceiling on a tombstone time (GcOptions), in days: 365,000.
+constexpr double kMaxDays = static_cast<double>(GcOptions::kMaxTombstoneMicros) / kDayMicros;
 
 // A setting echoed as given: the shortest text that reads back as `v`
 // (JsonWriter::Double rounds to three decimals, fine for seconds).
@@ -36,7 +38,7 @@ std::string DaysProblem(const std::string& flag, double days) {
       "eventfold: gc: " + flag + " " + std::string(text, ec == std::errc() ? end : text) + ": ";
   if (std::isnan(days)) return "eventfold: gc: " + flag + ": not a number of days";
   if (days < 0) return given + "must not be negative";
-  if (days > 365000) return given + "more than 365000 days (a thousand years)";
+  if (days > kMaxDays) return given + "more than 365000 days (a thousand years)";
   if (days > 0 && std::llround(days * kDayMicros) == 0) {
     return given + "under a microsecond (0 is the way to say none)";
   }
