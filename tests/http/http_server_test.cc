@@ -73,6 +73,20 @@ class HttpServerTest : public ::testing::Test {
     return o;
   }
 
+  // Whether the server's gauge of request memory of `kind` ("header" or
+  // "body") reads `bytes`, waiting for it up to 30 s: the reads that change
+  // it are events on the server's loops, not timers.
+  bool MemoryHeld(const std::string& kind, size_t bytes) {
+    const std::string line = "eventfold_http_request_memory_bytes{kind=\"" + kind + "\"} " +
+                             std::to_string(bytes) + "\n";
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+    while (server_->MetricsText().find(line) == std::string::npos &&
+           SteadyClock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    return server_->MetricsText().find(line) != std::string::npos;
+  }
+
   void StartServer(HttpServerOptions o = TestOptions()) {
     server_ = std::make_unique<HttpServer>(rx_.get(), o);
     ASSERT_TRUE(server_->Start().ok());
@@ -681,17 +695,7 @@ TEST_F(HttpServerTest, BodiesOfAllConnectionsTogetherAreBoundedWhileRead) {
     return "POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(length) +
            "\r\n\r\n";
   };
-  const auto held = [&](size_t bytes) {
-    const std::string line =
-        "eventfold_http_request_memory_bytes{kind=\"body\"} " + std::to_string(bytes) + "\n";
-    // Bounded: the reads are events on the server's loops, not timers.
-    const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-    while (server_->MetricsText().find(line) == std::string::npos &&
-           SteadyClock::now() < deadline) {
-      std::this_thread::yield();
-    }
-    return server_->MetricsText().find(line) != std::string::npos;
-  };
+  const auto held = [&](size_t bytes) { return MemoryHeld("body", bytes); };
   // Declarations with no body: nothing held, whatever they declare.
   std::vector<std::unique_ptr<RawClient>> idle;
   for (int i = 0; i < 20; ++i) {
@@ -756,17 +760,7 @@ TEST_F(HttpServerTest, LargeHeadersOfAllConnectionsTogetherAreBoundedWhileRead) 
   too_small.max_header_memory = share - 1;
   EXPECT_TRUE(HttpServer::ValidateOptions(too_small).IsInvalidArgument());
   StartServer(o);
-  const auto held = [&](size_t bytes) {
-    const std::string line =
-        "eventfold_http_request_memory_bytes{kind=\"header\"} " + std::to_string(bytes) + "\n";
-    // Bounded: the reads are events on the server's loops, not timers.
-    const auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-    while (server_->MetricsText().find(line) == std::string::npos &&
-           SteadyClock::now() < deadline) {
-      std::this_thread::yield();
-    }
-    return server_->MetricsText().find(line) != std::string::npos;
-  };
+  const auto held = [&](size_t bytes) { return MemoryHeld("header", bytes); };
   const std::string big_start =
       "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(5000, 'p');
   RawClient small(server_->port());

@@ -90,6 +90,19 @@ class RepairTest : public ::testing::Test {
     if (r.ok()) *summary = *r;
     return lost;
   }
+  // The feed's last seq (more than 20), with the checkpoint of
+  // `subscription` set to it when one is named.
+  uint64_t LastChange(const std::string& subscription) {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return 0;
+    const uint64_t last = (*s)->feed().LastSeq();
+    EXPECT_GT(last, 20u);
+    if (!subscription.empty()) {
+      EXPECT_TRUE((*s)->feed().SetCheckpoint(subscription, last).ok());
+    }
+    return last;
+  }
   IngestResult Resend(const Delivery& d) {
     Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -300,13 +313,7 @@ TEST_F(RepairTest, FeedGapIsFilledAndListed) {
 // gap of trillions of lost changes to fill: the record goes, listed with
 // what it said, and the feed goes on from the last real change.
 TEST_F(RepairTest, AChangeFarPastTheFeedIsADamagedKeyNotAGapToFill) {
-  uint64_t last = 0;
-  {
-    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    last = (*s)->feed().LastSeq();
-    ASSERT_GT(last, 20u);
-  }
+  const uint64_t last = LastChange("");
   const uint64_t garbled = 99344109406766;  // the seq such a key once read as
   Raw([&](leveldb::DB* db) {
     std::string value;
@@ -414,14 +421,7 @@ TEST_F(RepairTest, AKeyOfNoFamilyIsDroppedAndListed) {
 // to its checkpoint: the feed goes on past it with placeholders, so no seq
 // is ever given out twice.
 TEST_F(RepairTest, LostFeedTailIsFilledPastTheHighestCheckpoint) {
-  uint64_t last = 0;
-  {
-    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    last = (*s)->feed().LastSeq();
-    ASSERT_GT(last, 20u);
-    ASSERT_TRUE((*s)->feed().SetCheckpoint("mailer", last).ok());
-  }
+  const uint64_t last = LastChange("mailer");
   Raw([&](leveldb::DB* db) {
     for (uint64_t seq = last - 9; seq <= last; ++seq) {
       ASSERT_TRUE(db->Delete(leveldb::WriteOptions(), storage::FeedKey(seq)).ok());
