@@ -483,19 +483,10 @@ class DirChecker {
       }
       newest_event = std::max(newest_event, keys->second);
     };
-    struct Report {
-      std::function<void()> fn;
-      ~Report() { fn(); }
-    } report{[&] {
-      for (Pending& p : pending) {
-        Damage(name, p.offset, p.end, std::move(p.message), std::move(p.after),
-               std::move(p.before));
-      }
-    }};
     std::string joined;
     std::string data;
     leveldb::Status s = leveldb::ReadFileToString(env_, dir_ + "/" + name, &data);
-    if (!s.ok()) return damage(0, 0, "cannot read: " + s.ToString());
+    if (!s.ok()) return Damage(name, 0, 0, "cannot read: " + s.ToString());
     bool in_record = false;  // inside a FIRST..LAST sequence
     bool resync = false;     // after damage: fragments until the next start are expected
     for (size_t block = 0; block < data.size(); block += kLogBlockBytes) {
@@ -567,6 +558,9 @@ class DirChecker {
         }
         pos += kLogHeaderBytes + len;
       }
+    }
+    for (Pending& p : pending) {
+      Damage(name, p.offset, p.end, std::move(p.message), std::move(p.after), std::move(p.before));
     }
   }
 

@@ -95,15 +95,14 @@ void PrintSummary(const FileCheckSummary& f, const CheckSummary& s, bool ok) {
 void PrintDamage(const std::string& label, const FileDamage& d) {
   std::cerr << "eventfold: check: " << label << d.file << ": bytes " << d.offset << ".."
             << (d.end ? std::to_string(d.end) : std::string("end"));
-  if (d.file.ends_with(".log") && (!d.after_key.empty() || !d.before_key.empty())) {
-    // LevelDB's repairer can read past the log's next intact record: what
-    // may be lost has no end but the log's (eventfold/repair.h).
-    std::cerr << " (keys after " << (d.after_key.empty() ? "the first" : d.after_key)
-              << " may be lost)";
-  } else if (!d.after_key.empty() || !d.before_key.empty()) {
-    std::cerr << " (keys after " << (d.after_key.empty() ? "the first" : d.after_key)
-              << " and before " << (d.before_key.empty() ? "the last" : d.before_key)
-              << " may be lost)";
+  if (!d.after_key.empty() || !d.before_key.empty()) {
+    std::cerr << " (keys after " << (d.after_key.empty() ? "the first" : d.after_key);
+    // LevelDB's repairer can read past a log's next intact record: what may
+    // be lost there has no end but the log's (eventfold/repair.h).
+    if (!d.file.ends_with(".log")) {
+      std::cerr << " and before " << (d.before_key.empty() ? "the last" : d.before_key);
+    }
+    std::cerr << " may be lost)";
   }
   std::cerr << ": " << d.message << "\n";
 }

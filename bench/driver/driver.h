@@ -279,6 +279,9 @@ void RecordRun(Results& res, const std::string& key, const Throughput& t);
 void RecordRounds(Results& res, const std::string& key, std::vector<Throughput> rounds);
 // Rates in the order given, as the JSON keeps rounds: "61234, 59876, 60110".
 std::string JoinRates(const std::vector<double>& rates);
+// " (median; rounds: 61234, 59876, 60110)" after a figure of more than one
+// round, for its log line; "" for one round.
+std::string MedianOf(const std::vector<double>& rates);
 
 // Records the acknowledgement latencies of one sender run, in seconds, as
 // "<key>_p50_ms", "<key>_p99_ms", "<key>_p999_ms" and "<key>_max_ms".

@@ -442,11 +442,6 @@ ChildRebuildResult MedianRebuild(const Config& config, const fs::path& template_
   return runs[runs.size() / 2];
 }
 
-// " (median; rounds: a, b, c)" after a figure of more than one round.
-std::string MedianOf(const std::vector<double>& rates) {
-  return rates.size() > 1 ? " (median; rounds: " + JoinRates(rates) + ")" : "";
-}
-
 }  // namespace
 
 int ChildRebuild(const std::string& dir, int threads, const std::string& profile_name) {

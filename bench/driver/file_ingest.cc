@@ -102,13 +102,9 @@ void RunFileIngestFigure(Context& ctx) {
   res.Set("file_ingest_cpu_us_per_line", median.cpu * 1e6 / n);
   res.notes["file_ingest_command"] = "eventfold ingest --data DIR FILE";
   RecordRounds(res, "raw_leveldb_file", std::move(raw_rounds));
-  std::string median_of;
-  if (rounds.size() > 1) {
-    res.notes["file_ingest_lps_rounds"] = JoinRates(rates);
-    median_of = " (median; rounds: " + JoinRates(rates) + ")";
-  }
+  if (rounds.size() > 1) res.notes["file_ingest_lps_rounds"] = JoinRates(rates);
   Log("eventfold ingest FILE: %" PRIu64 " lines in %.2fs: %.0f lines/s, %.1f us CPU/line%s", lines,
-      median.seconds, n / median.seconds, median.cpu * 1e6 / n, median_of.c_str());
+      median.seconds, n / median.seconds, median.cpu * 1e6 / n, MedianOf(rates).c_str());
   fs::remove_all(dir, ec);
   fs::remove(file, ec);
 }

@@ -456,6 +456,10 @@ std::string JoinRates(const std::vector<double>& rates) {
   return all;
 }
 
+std::string MedianOf(const std::vector<double>& rates) {
+  return rates.size() > 1 ? " (median; rounds: " + JoinRates(rates) + ")" : "";
+}
+
 void RecordRounds(Results& res, const std::string& key, std::vector<Throughput> rounds) {
   if (rounds.empty()) return;
   std::vector<double> rates;
