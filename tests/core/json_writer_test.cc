@@ -1,4 +1,5 @@
-// Tests of core/json_writer: string escaping and comma placement.
+// Tests of core/json_writer: string escaping and comma placement; and of
+// core/refused_json, the refused delivery's members.
 
 #include "core/json_writer.h"
 
@@ -6,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "core/refused_json.h"
 
 namespace eventfold {
 namespace {
@@ -143,6 +146,27 @@ TEST(JsonWriterTest, TakeMovesTheText) {
   JsonWriter w;
   w.BeginObject().Key("k").String("v").EndObject();
   EXPECT_EQ(w.Take(), R"({"k":"v"})");
+}
+
+// A header name sent twice is one member (values joined as RFC 9110 §5.3
+// combines field lines), in the first one's spelling and place: a key
+// written twice would be read as its last value alone.
+TEST(RefusedJsonTest, AHeaderSentTwiceIsOneMember) {
+  RefusedDelivery r;
+  r.status = 400;
+  r.outcome = Outcome::kInvalid;
+  r.reason = "body: not JSON";
+  r.headers = {{"X-Forwarded-For", "10.0.0.1"},
+               {"User-Agent", "rr/1"},
+               {"x-forwarded-for", "10.0.0.2"},
+               {"X-FORWARDED-FOR", "10.0.0.3"}};
+  JsonWriter w;
+  w.BeginObject();
+  WriteRefusedMembers(&w, r);
+  w.EndObject();
+  EXPECT_EQ(w.str(), R"({"status":400,"outcome":"invalid","reason":"body: not JSON","headers":)"
+                     R"({"X-Forwarded-For":"10.0.0.1, 10.0.0.2, 10.0.0.3","User-Agent":"rr/1"},)"
+                     R"("body_bytes":0,"body_prefix":""})");
 }
 
 }  // namespace
