@@ -23,15 +23,17 @@ namespace {
 
 // A backup or restore goes only into a new or empty directory. One that
 // holds a copy that did not finish is named as such (still the caller's to
-// mend: kInvalidArgument, as any target that is not empty).
-Status RefuseNonEmpty(leveldb::Env* env, const std::string& dir) {
+// mend: kInvalidArgument, as any target that is not empty). `ignore_lock`:
+// a LevelDB lock file the caller made there itself (by locking it) does
+// not count.
+Status RefuseNonEmpty(leveldb::Env* env, const std::string& dir, bool ignore_lock = false) {
   if (Status st = RefuseUnfinishedCopy(env, dir); !st.ok()) {
     return Status::InvalidArgument(st.message());
   }
   std::vector<std::string> names;
   if (!env->GetChildren(dir, &names).ok()) return Status::OK();  // does not exist
   for (const std::string& n : names) {
-    if (n != "." && n != "..") {
+    if (n != "." && n != ".." && !(ignore_lock && n == "LOCK")) {
       return Status::InvalidArgument(dir + " is not empty: refusing to write over it");
     }
   }
@@ -164,6 +166,17 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   st = RefuseUnfinishedCopy(env, backup);
   if (!st.ok()) return st.WithContext("restoring from " + backup);
   if (!env->FileExists(backup + "/CURRENT")) {
+    // A backup's files without the one that names its manifest: damage, not
+    // an absent backup (which a wrong path is).
+    std::vector<std::string> names;
+    if (env->GetChildren(backup, &names).ok()) {
+      for (const std::string& n : names) {
+        if (n.ends_with(".ldb") || n.ends_with(".sst") || n.rfind("MANIFEST-", 0) == 0) {
+          return Status::Corruption("the backup at " + backup + " holds " + n +
+                                    " but no CURRENT file: it is damaged; it was left as it is");
+        }
+      }
+    }
     return Status::NotFound("no backup at " + backup);
   }
   st = FilesIntact(backup, env, "the backup");
@@ -240,33 +253,59 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   }
   if (st.ok()) st = RefuseNested("backup into", out, env);
   if (st.ok()) st = RefuseNonEmpty(env, out);
-  const bool out_existed = env->FileExists(out);
+  bool out_existed = env->FileExists(out);
   std::vector<std::string> created;
   if (st.ok()) st = CreateParentDirs(env, out, &created);
   if (!st.ok()) return st;
-  if (!out_existed) st = FromLevelDb(env->CreateDir(out), "creating the backup directory " + out);
+  if (!out_existed) {
+    st = FromLevelDb(env->CreateDir(out), "creating the backup directory " + out);
+    // Made meanwhile by another backup into it: not this one's to remove;
+    // the lock below decides which of the two writes there.
+    if (!st.ok() && env->FileExists(out)) {
+      out_existed = true;
+      st = Status::OK();
+    }
+  }
+  // LevelDB's lock on `out` from before the mark to the end: another backup
+  // (in this process or another) into the same `out` gets kBusy and touches
+  // nothing, instead of removing this one's files as its own when it fails.
+  // The copy and its checks open `out` through lock.env().
+  DirLock lock(env);
+  if (st.ok()) {
+    st = lock.Lock(out);
+    if (!st.ok()) {
+      return Status::Busy("backup into " + out + ": another backup or a store is writing there (" +
+                          st.message() + "); nothing in it was touched");
+    }
+  }
+  // Empty still, now that no one else may write there: a backup that
+  // finished between the check above and the lock is not written over.
+  if (st.ok()) {
+    st = RefuseNonEmpty(env, out, /*ignore_lock=*/true);
+    if (!st.ok()) return st;
+  }
   // Durable before the copy begins, gone once it is verified and durable: a
   // backup stopped in between never passes for one (store/unfinished_copy.h).
   if (st.ok()) st = MarkUnfinishedCopy(env, out, "a backup of " + path_);
-  Result<BackupSummary> summary = st.ok() ? CopyTo(out, created) : Result<BackupSummary>(st);
+  Result<BackupSummary> summary =
+      st.ok() ? CopyTo(out, lock.env(), created) : Result<BackupSummary>(st);
   if (summary.ok()) {
     st = ClearUnfinishedCopy(env, out);
     if (!st.ok()) summary = st;
   }
   if (!summary.ok()) {
-    // `out` was empty: all in it is this backup's. A half-written copy must
-    // neither pass for a backup nor block a retry, nor keep the space a full
-    // disk needs back.
-    RemoveCopied(env, out, /*remove_files=*/true, out_existed, created);
+    // `out` was empty and is locked: all in it is this backup's. A
+    // half-written copy must neither pass for a backup nor block a retry,
+    // nor keep the space a full disk needs back.
+    RemoveCopied(env, out, /*remove_files=*/lock.held(), out_existed, created);
     return summary.status().WithContext("backup (nothing is left of it in " + out + ")");
   }
   summary->seconds = static_cast<double>(clock_->NowMicros() - start) / 1e6;
   return summary;
 }
 
-Result<BackupSummary> StoreImpl::CopyTo(const std::string& out,
+Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* env,
                                         const std::vector<std::string>& created) {
-  leveldb::Env* env = env_.get();
   Status st;
   Result<DbDigest> copied = Status::IOError("the store's database is closed");
   {
@@ -316,6 +355,7 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out,
   }
   Options o = options_;
   o.profile.reset();
+  o.env = env;  // through the lock on `out`
   st = CheckStoreAt(out, o, "the backup");
   if (!st.ok()) return st;
   st = SyncNewStoreDir(env, out, created);

@@ -132,8 +132,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
 
  private:
   // Backup()'s copy into `out` (empty, its parents made: `created`) and its
-  // verification; on failure the caller removes what it wrote.
-  Result<BackupSummary> CopyTo(const std::string& out, const std::vector<std::string>& created);
+  // verification, through `env` (the store's, holding the lock on `out`); on
+  // failure the caller removes what it wrote.
+  Result<BackupSummary> CopyTo(const std::string& out, leveldb::Env* env,
+                               const std::vector<std::string>& created);
   friend class IngestTxn;
 
   StoreImpl(const Options& options, Profile profile);

@@ -46,7 +46,7 @@ struct BackupSummary {
 // created): refuses a non-empty `dir`, an empty path, or a `dir` and
 // `backup` of which one lies within the other, with kInvalidArgument naming
 // it, kNotFound when `backup` holds no backup, and kCorruption when it
-// holds a backup that did not finish. Verifies the backup's
+// holds a backup that did not finish or whose CURRENT file is gone. Verifies the backup's
 // files first (a damaged backup is refused with kCorruption), copies them
 // synced through options.env, then opens the restored store and runs its
 // integrity check, all under LevelDB's lock on `dir` (a Store opening `dir`

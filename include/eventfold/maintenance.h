@@ -245,8 +245,9 @@ class Maintenance {
   // directory `out` while ingest goes on: a fresh LevelDB from one snapshot,
   // synced, then verified. Refuses an `out` that exists and is not empty
   // (naming a backup that did not finish, when it holds one), or that lies
-  // within a store (kInvalidArgument); kCorruption when the copy
-  // fails verification, or the error that stopped it. A failed backup
+  // within a store (kInvalidArgument); kBusy when another backup or a
+  // Store is writing `out` (nothing there is touched); kCorruption when the
+  // copy fails verification, or the error that stopped it. A failed backup
   // removes what it wrote; one stopped midway (killed, a power cut) leaves
   // `out` marked unfinished, which Store::Open and RestoreStore refuse.
   virtual Result<BackupSummary> Backup(const std::string& out) = 0;

@@ -138,6 +138,78 @@ TEST(Backup, RefusesNonEmptyTargets) {
   EXPECT_NE(r.status().message().find(other.path()), std::string::npos);
 }
 
+// Two backups into one new directory at once (threads here; processes the
+// same, through LevelDB's lock on it): one writes a whole backup, the other
+// is refused (kBusy while the first writes, kInvalidArgument after) and
+// touches none of it. Before the lock, the refused one removed the other's
+// files as its own.
+TEST(Backup, TwoBackupsIntoOneDirectoryLeaveOneWholeBackup) {
+  const uint64_t seed = test_util::TestSeed("Backup", 2929);
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir a_dir("a"), b_dir("b");
+  std::unique_ptr<Store> stores[2] = {Open(a_dir.path(), &clock), Open(b_dir.path(), &clock)};
+  ASSERT_TRUE(stores[0] && stores[1]);
+  for (int i = 0; i < 2; ++i) {
+    sim::HistoryOptions ho;
+    ho.seed = seed + i;
+    ho.receipts = 300;
+    for (const Delivery& d : sim::GenerateHistory(ho).deliveries) (void)stores[i]->Ingest(d);
+  }
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE(round);
+    ScratchDir out("out"), restored("restored");
+    std::atomic<int> ready{0};
+    Result<BackupSummary> results[2] = {Status::IOError("not run"), Status::IOError("not run")};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i) {
+      threads.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < 2) std::this_thread::yield();
+        results[i] = stores[i]->maintenance().Backup(out.path());
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    ASSERT_NE(results[0].ok(), results[1].ok())
+        << results[0].status().ToString() << " / " << results[1].status().ToString();
+    const int won = results[0].ok() ? 0 : 1;
+    const Status& lost = results[1 - won].status();
+    EXPECT_TRUE(lost.IsBusy() || lost.IsInvalidArgument()) << lost.ToString();
+    Result<BackupSummary> r = RestoreStore(out.path(), restored.path(), Options());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->records, results[won]->records);
+    std::unique_ptr<Store> back = Open(restored.path(), &clock);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(AllProjections(back.get()), AllProjections(stores[won].get()));
+  }
+}
+
+// A backup whose CURRENT file is gone is damaged, not absent: restore says
+// so (kCorruption) and leaves its files; a directory with no backup at all
+// is kNotFound.
+TEST(Backup, RestoreOfABackupWithoutCurrentIsCorruptionNotAbsence) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), restored("restored"), empty("empty");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
+  ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  std::filesystem::remove(backup.path() + "/CURRENT");
+  auto count_files = [&] {
+    return std::distance(std::filesystem::directory_iterator(backup.path()),
+                         std::filesystem::directory_iterator());
+  };
+  const auto files = count_files();
+  Result<BackupSummary> r = RestoreStore(backup.path(), restored.path(), Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("no CURRENT"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(count_files(), files);
+  std::filesystem::create_directories(empty.path());
+  r = RestoreStore(empty.path(), restored.path(), Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
+}
+
 // A backup is never written into the store it copies, nor a restore into
 // the backup it reads (or the other way round); neither writes anything.
 TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
