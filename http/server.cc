@@ -694,20 +694,22 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // 413: the receiver records and quarantines it, here when it can without
-  // waiting, else on a worker.
+  // 413: the receiver answers it (and quarantines a POST's), here when it
+  // can without waiting, else on a worker.
   void Oversized(uint64_t bytes) {
     phase_ = Phase::kServing;
     Disarm();
     Headers headers = HeaderFields();
-    request_line_ =
-        std::string(parser_->get().method_string()) + " " + std::string(parser_->get().target());
+    std::string method(parser_->get().method_string());
+    std::string path(std::string_view(target_).substr(0, target_.find('?')));
+    request_line_ = method + " " + std::string(parser_->get().target());
     body_bytes_ = 0;
     if (s_.rx_->RefusesOversizedWithoutBlocking()) {
-      return Respond(s_.rx_->RefuseOversized(headers, bytes), true);
+      return Respond(s_.rx_->RefuseOversized(method, path, headers, bytes), true);
     }
-    auto task = [self = shared_from_this(), headers = std::move(headers), bytes] {
-      HttpResponse r = self->s_.rx_->RefuseOversized(headers, bytes);
+    auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
+                 headers = std::move(headers), bytes] {
+      HttpResponse r = self->s_.rx_->RefuseOversized(method, path, headers, bytes);
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->Respond(std::move(r), true); });
     };

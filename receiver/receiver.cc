@@ -1,5 +1,7 @@
 #include "eventfold/receiver.h"
 
+#include <strings.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -125,8 +127,14 @@ class ReceiverImpl final : public Receiver {
   // Its only wait could be the sink's quarantine.
   bool RefusesOversizedWithoutBlocking() const override { return sink_->NeverBlocks(); }
 
-  HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
+  HttpResponse RefuseOversized(std::string_view method, std::string_view path,
+                               const Headers& headers, uint64_t body_bytes) override {
     IngestResult r = TooLarge(body_bytes);
+    // A GET of /healthz with a body declared too large is no delivery:
+    // quarantining it would let any client fill the quarantine with what
+    // was never a webhook.
+    if (method != "POST") return Json(413, r.ResponseBody());
+    (void)path;
     Keep(r, headers, {}, body_bytes);
     Record(r.outcome, 0);
     return Answer(r);
@@ -209,10 +217,10 @@ class ReceiverImpl final : public Receiver {
   // about 40 microseconds).
   static constexpr size_t kLoopBodyBytes = 64 * 1024;
 
-  // The receiver's own checks of a POST: size (413), admission (429) and
-  // signature (401). Returns the refusal (quarantined when it is 413 or
-  // 401), or nullopt when the delivery goes on to the sink; it then counts
-  // in in_flight_ until its outcome is known.
+  // The receiver's own checks of a POST: size (413), admission (429),
+  // signature (401) and a body not sent as its bytes (400). Returns the
+  // refusal (quarantined unless it is 429), or nullopt when the delivery goes on to the sink; it
+  // then counts in in_flight_ until its outcome is known.
   std::optional<IngestResult> Admit(const Headers& headers, std::string_view body) {
     if (body.size() > options_.max_body_bytes) {
       IngestResult r = TooLarge(body.size());
@@ -228,7 +236,34 @@ class ReceiverImpl final : public Receiver {
       in_flight_.fetch_sub(1);
       return r;
     }
+    if (std::optional<std::string> coding = UnsupportedCoding(headers)) {
+      IngestResult r;
+      r.outcome = Outcome::kInvalid;
+      r.message = "Content-Encoding: \"" + *coding +
+                  "\" is not supported; the body must be sent uncompressed";
+      Keep(r, headers, body, body.size());
+      in_flight_.fetch_sub(1);
+      return r;
+    }
     return std::nullopt;
+  }
+
+  // The Content-Encoding of a delivery whose body is not its bytes as
+  // given (gzip, br...), or nullopt. The receiver decodes none: the
+  // sender is told so by name, instead of a "body: not JSON" about bytes
+  // it never meant as JSON. Checked after the signature, so an
+  // unauthenticated client learns nothing from it.
+  static std::optional<std::string> UnsupportedCoding(const Headers& headers) {
+    std::optional<std::string_view> coding = FindHeader(headers, "Content-Encoding");
+    if (!coding) return std::nullopt;
+    std::string_view c = *coding;
+    while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.remove_prefix(1);
+    while (!c.empty() && (c.back() == ' ' || c.back() == '\t')) c.remove_suffix(1);
+    static constexpr std::string_view kIdentity = "identity";
+    const bool identity = c.empty() || (c.size() == kIdentity.size() &&
+                                        strncasecmp(c.data(), kIdentity.data(), c.size()) == 0);
+    if (identity) return std::nullopt;
+    return std::string(c.substr(0, 64));
   }
 
   // Admission: bounded work in flight; past it the sender retries later.

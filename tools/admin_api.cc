@@ -194,7 +194,11 @@ class AdminApi final : public Receiver {
   // Starts the thread that answers parked long-polls (FeedLongPolls::Start).
   [[nodiscard]] Status StartLongPolls() { return polls_.Start(); }
 
-  HttpResponse RefuseOversized(const Headers&, uint64_t) override {
+  // The token first: a client without it learns nothing of the API, not
+  // even that it takes no body.
+  HttpResponse RefuseOversized(std::string_view, std::string_view, const Headers& headers,
+                               uint64_t) override {
+    if (!Authorized(headers)) return Unauthorized();
     return Error(413, "the admin API takes no request body");
   }
   HttpResponse RefuseOverloaded(std::string_view why) override { return Error(503, why); }

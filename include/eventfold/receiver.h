@@ -139,11 +139,15 @@ class Receiver {
     return false;
   }
 
-  // For servers that stop reading an oversized body themselves: records,
-  // quarantines and answers 413 like Handle(). `body_bytes` is its declared
-  // Content-Length, or 0 when it is only known to exceed the limit (a
-  // chunked body cut off while read).
-  virtual HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) = 0;
+  // For servers that stop reading an oversized body themselves: answers
+  // 413 for the request `method` `path` with `headers`. A POST is recorded
+  // and quarantined like an oversized delivery in Handle(); any other
+  // method is no delivery, so its 413 is neither (the server counts it
+  // among its own refusals). `body_bytes` is the declared Content-Length,
+  // or 0 when the body is only known to exceed the limit (a chunked body
+  // cut off while read).
+  virtual HttpResponse RefuseOversized(std::string_view method, std::string_view path,
+                                       const Headers& headers, uint64_t body_bytes) = 0;
 
   // True when RefuseOversized() never waits, so an event loop's thread may
   // call it. This default says false; the built-in receiver says true over

@@ -912,7 +912,8 @@ class ParkingReceiver final : public Receiver {
     parked_.push_back(std::move(done));
     cv_.notify_all();
   }
-  HttpResponse RefuseOversized(const Headers&, uint64_t) override {
+  HttpResponse RefuseOversized(std::string_view, std::string_view, const Headers&,
+                               uint64_t) override {
     return HttpResponse{413, "text/plain", "too large\n"};
   }
   HttpResponse RefuseOverloaded(std::string_view) override {

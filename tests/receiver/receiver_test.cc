@@ -326,6 +326,33 @@ TEST_F(receiver_handle, RefusesInvalidBodiesWith400NamingTheField) {
   EXPECT_EQ(store_->counters().accepted, 0u);
 }
 
+// A compressed body is refused by its header's name, not as "body: not
+// JSON", and only once its signature holds; identity is the body itself.
+TEST_F(receiver_handle, RefusesAContentEncodingNamingTheHeader) {
+  const std::string body = Issued("evt_gz", "rcp_gz");
+  for (const std::string coding : {"gzip", "br", " GZIP ", "identity, gzip"}) {
+    SCOPED_TRACE(coding);
+    HttpResponse r = Post(body, {{"Content-Encoding", coding}});
+    ExpectError(r, 400, "invalid", "Content-Encoding");
+    EXPECT_NE(JsonString(r.body, "error")->find("uncompressed"), std::string::npos) << r.body;
+  }
+  EXPECT_FALSE(store_->Get("receipt", "rcp_gz").ok());
+  std::vector<RefusedDelivery> refused = Refused();
+  ASSERT_EQ(refused.size(), 4u);
+  EXPECT_EQ(refused.back().outcome, Outcome::kInvalid);
+  EXPECT_EQ(refused.back().reason.rfind("Content-Encoding", 0), 0u) << refused.back().reason;
+  // Unsigned, the signature is what is refused: the coding is not looked at.
+  ExpectError(PostUnsigned(body, {{"Content-Encoding", "gzip"}}), 401, "unauthorized", "signature");
+  // The identity coding (any case, padded, or empty) is the body as sent.
+  for (const std::string coding : {"identity", " Identity ", ""}) {
+    SCOPED_TRACE(coding);
+    HttpResponse r = Post(Issued("evt_id" + std::to_string(coding.size()), "rcp_id"),
+                          {{"Content-Encoding", coding}});
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  EXPECT_TRUE(store_->Get("receipt", "rcp_id").ok());
+}
+
 TEST_F(receiver_handle, RefusesHeaderIdMismatchWith400) {
   ExpectError(Post(Issued("evt_1", "rcp_1"), {{"X-RR-Event-Id", "evt_2"}}), 400, "invalid",
               "X-RR-Event-Id");
@@ -421,6 +448,7 @@ TEST_F(receiver_handle, RefusesOversizedBodiesWith413BeforeParsing) {
 
 TEST_F(receiver_handle, RefuseOversizedRecordsAndQuarantines) {
   HttpResponse r = rx_->RefuseOversized(
+      "POST", "/hooks",
       {{"Content-Length", "2097152"}, {"X-RR-Signature", "t=1,v1=ab"}, {"X-RR-Event-Id", "evt_x"}},
       2097152);
   ExpectError(r, 413, "too_large", "body");
@@ -432,6 +460,24 @@ TEST_F(receiver_handle, RefuseOversizedRecordsAndQuarantines) {
   EXPECT_TRUE(q[0].body_prefix.empty());
   EXPECT_FALSE(FindHeader(q[0].headers, "X-RR-Signature").has_value());
   EXPECT_EQ(FindHeader(q[0].headers, "X-RR-Event-Id"), "evt_x");
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="too_large",status="413"})"), 1);
+}
+
+// A request that is no delivery (a GET of /healthz declaring 2 MiB) gets
+// its 413 without a quarantine entry or a delivery count: otherwise any
+// client could fill the quarantine with what was never a webhook.
+TEST_F(receiver_handle, RefuseOversizedOfAnotherMethodIsNoDelivery) {
+  for (const char* method : {"GET", "HEAD", "PUT", "DELETE"}) {
+    SCOPED_TRACE(method);
+    HttpResponse r =
+        rx_->RefuseOversized(method, "/healthz", {{"Content-Length", "2097152"}}, 2097152);
+    ExpectError(r, 413, "too_large", "body");
+  }
+  EXPECT_TRUE(Refused().empty());
+  EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="too_large",status="413"})"), 0);
+  // A POST to any path is a delivery.
+  ExpectError(rx_->RefuseOversized("POST", "/other", {}, 0), 413, "too_large", "body");
+  EXPECT_EQ(Refused().size(), 1u);
   EXPECT_EQ(Metric(R"(eventfold_deliveries_total{outcome="too_large",status="413"})"), 1);
 }
 

@@ -141,6 +141,19 @@ TEST_F(AdminApiTest, RefusesMissingOrWrongToken) {
   }
 }
 
+// A body declared over the limit is refused from the header alone; the
+// token is still checked first, so a client without it learns nothing of
+// the API, not even that it takes no body.
+TEST_F(AdminApiTest, OversizedBodyIs401WithoutTheTokenAnd413WithIt) {
+  const std::string declared = "Content-Length: " + std::to_string(64 << 20) + "\r\n";
+  for (const bool with_token : {false, true}) {
+    test_util::RawClient c(server_->port());
+    const std::string auth = with_token ? "Authorization: Bearer " + kToken + "\r\n" : "";
+    ASSERT_TRUE(c.Send("GET /v1/status HTTP/1.1\r\nHost: t\r\n" + auth + declared + "\r\n"));
+    EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{with_token ? 413 : 401}) << with_token;
+  }
+}
+
 // The admin listener counts what its HTTP layer refuses, on its own
 // /metrics (behind the token like every other path).
 TEST_F(AdminApiTest, MetricsCountThisListenersHttpRefusals) {
@@ -467,8 +480,9 @@ class ParkCounter final : public Receiver {
     }
     return true;
   }
-  HttpResponse RefuseOversized(const Headers& headers, uint64_t body_bytes) override {
-    return inner_->RefuseOversized(headers, body_bytes);
+  HttpResponse RefuseOversized(std::string_view method, std::string_view path,
+                               const Headers& headers, uint64_t body_bytes) override {
+    return inner_->RefuseOversized(method, path, headers, body_bytes);
   }
   HttpResponse RefuseOverloaded(std::string_view why) override {
     return inner_->RefuseOverloaded(why);

@@ -32,7 +32,8 @@ class CountingReceiver final : public Receiver {
     ++seen_[std::string(body)];
     return HttpResponse{200, "application/json", "{}"};
   }
-  HttpResponse RefuseOversized(const Headers&, uint64_t) override {
+  HttpResponse RefuseOversized(std::string_view, std::string_view, const Headers&,
+                               uint64_t) override {
     return HttpResponse{413, "application/json", "{}"};
   }
   HttpResponse RefuseOverloaded(std::string_view) override {
