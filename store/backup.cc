@@ -13,6 +13,7 @@
 #include "storage/background_env.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "store/backup_manifest.h"
 #include "store/quarantine_log.h"
 #include "store/store_dir.h"
 #include "store/store_impl.h"
@@ -104,8 +105,9 @@ Status CopyFile(leveldb::Env* env, const std::string& from, const std::string& t
 }
 
 // Copies the files of the LevelDB at `from` into `to` (created), synced;
-// LevelDB's lock and info logs belong to the directory, not the data, and
-// the quarantine's database below a store directory is copied on its own.
+// LevelDB's lock and info logs belong to the directory, not the data, the
+// quarantine's database below a store directory is copied on its own, and
+// a backup's manifest describes the backup, not a store.
 Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to, uint64_t* bytes) {
   std::vector<std::string> names;
   Status st = storage::FromLevelDb(env->GetChildren(from, &names), "listing " + from);
@@ -113,7 +115,7 @@ Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to
   (void)env->CreateDir(to);
   for (const std::string& n : names) {
     if (n == "." || n == ".." || n == "LOCK" || n == "LOG" || n == "LOG.old" ||
-        n == storage::kQuarantineSubdir) {
+        n == storage::kQuarantineSubdir || n == kBackupManifestFile) {
       continue;
     }
     st = CopyFile(env, from + "/" + n, to + "/" + n, bytes);
@@ -145,6 +147,19 @@ void RemoveCopied(leveldb::Env* env, const std::string& dir, bool remove_files, 
   // Durable, so a power cut brings back no half-restored store for the next
   // restore to refuse. Best effort, as the removals are.
   (void)SyncAfterRemovals(env, dir);
+}
+
+// kCorruption unless the records restored from `backup`'s database `what`
+// are those its manifest says the backup wrote.
+Status SameAsWritten(const DbDigest& restored, const DbDigest& written, const std::string& backup,
+                     const std::string& what) {
+  if (restored == written) return Status::OK();
+  return Status::Corruption("the backup at " + backup + " is not what was written: its " + what +
+                            " reads back " + std::to_string(restored.records) + " records (" +
+                            std::to_string(restored.bytes) + " bytes), its " + kBackupManifestFile +
+                            " says " + std::to_string(written.records) + " (" +
+                            std::to_string(written.bytes) +
+                            " bytes) with another digest; its files were changed or swapped since");
 }
 
 }  // namespace
@@ -181,8 +196,19 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   }
   st = FilesIntact(backup, env, "the backup");
   if (!st.ok()) return st;
+  Result<std::optional<BackupManifest>> manifest = ReadBackupManifest(env, backup);
+  if (!manifest.ok()) return manifest.status().WithContext("restoring from " + backup);
   const std::string quarantine = QuarantineDir(backup);
   const bool has_quarantine = env->FileExists(quarantine + "/CURRENT");
+  if (*manifest && (*manifest)->quarantine.has_value() != has_quarantine) {
+    return Status::Corruption(
+        "restoring from " + backup + ": its " + kBackupManifestFile + " says " +
+        (has_quarantine
+             ? "no quarantine was copied, but " + quarantine + " holds one"
+             : "its quarantine held " + std::to_string((*manifest)->quarantine->records) +
+                   " records, but " + quarantine + " holds no database") +
+        "; nothing was restored");
+  }
   if (has_quarantine) {
     st = FilesIntact(quarantine, env, "the backup's quarantine");
     if (!st.ok()) return st;
@@ -213,20 +239,26 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   if (st.ok() && has_quarantine) {
     st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
   }
-  if (st.ok()) {
-    Options o = options;
-    o.env = lock.env();
-    st = CheckStoreAt(dir, o, "the restored store");
-  }
+  // Every record read back, before the store is opened; held to the
+  // backup's manifest when it has one.
   if (st.ok()) {
     Result<DbDigest> digest = DigestDatabase(dir, &background);
     if (digest.ok()) summary.records += digest->records;
     st = digest.status();
+    if (st.ok() && *manifest) st = SameAsWritten(*digest, (*manifest)->store, backup, "store");
   }
   if (st.ok() && has_quarantine) {
     Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), &background);
     if (q.ok()) summary.records += q->records;
     st = q.status();
+    if (st.ok() && *manifest) {
+      st = SameAsWritten(*q, *(*manifest)->quarantine, backup, "quarantine");
+    }
+  }
+  if (st.ok()) {
+    Options o = options;
+    o.env = lock.env();
+    st = CheckStoreAt(dir, o, "the restored store");
   }
   if (st.ok()) st = SyncNewStoreDir(env, dir, created);
   if (st.ok()) st = ClearUnfinishedCopy(env, dir);
@@ -273,10 +305,12 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
   DirLock lock(env);
   if (st.ok()) {
     st = lock.Lock(out);
-    if (!st.ok()) {
+    if (st.IsBusy()) {
       return Status::Busy("backup into " + out + ": another backup or a store is writing there (" +
                           st.message() + "); nothing in it was touched");
     }
+    // Any other failure (no permission) goes on to the removal below: of
+    // the directories this backup made, empty, nothing else.
   }
   // Empty still, now that no one else may write there: a backup that
   // finished between the check above and the lock is not written over.
@@ -333,6 +367,8 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
   // diagnostics, so it is not cut at the same instant as the store. Left
   // out while it is closed after a failure (summary: the store's records).
   BackupSummary summary;
+  BackupManifest manifest;
+  manifest.store = *copied;
   quarantine_->Flush();
   if (std::shared_ptr<leveldb::DB> q = quarantine_->db()) {
     const std::string qout = QuarantineDir(out);
@@ -352,11 +388,15 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
     }
     summary.records = qcopied->records;
     summary.bytes = qcopied->bytes;
+    manifest.quarantine = *qcopied;
   }
   Options o = options_;
   o.profile.reset();
   o.env = env;  // through the lock on `out`
   st = CheckStoreAt(out, o, "the backup");
+  if (!st.ok()) return st;
+  // What a restore holds the backup to; its name is synced with the rest.
+  st = WriteBackupManifest(env, out, manifest);
   if (!st.ok()) return st;
   st = SyncNewStoreDir(env, out, created);
   if (!st.ok()) return st;

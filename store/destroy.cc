@@ -10,6 +10,7 @@
 
 #include "eventfold/store.h"
 #include "storage/leveldb_status.h"
+#include "store/backup_manifest.h"
 #include "store/quarantine_log.h"
 #include "store/store_dir.h"
 #include "store/unfinished_copy.h"
@@ -39,7 +40,8 @@ Status DestroyStore(const std::string& path, const Options& options) {
   const std::string quarantine = QuarantineDir(path);
   Status st = storage::FromLevelDb(leveldb::DestroyDB(quarantine, lo), "deleting " + quarantine);
   if (!st.ok()) return st;
-  (void)env->RemoveFile(path + "/RECOVERY-PROBE");  // left by a recovery cut short
+  (void)env->RemoveFile(path + "/RECOVERY-PROBE");          // left by a recovery cut short
+  (void)env->RemoveFile(path + "/" + kBackupManifestFile);  // when it is a backup
   // DestroyDB deletes only LevelDB's own files, then the directory when
   // nothing else is left in it; it asks for the lock through lock.env().
   lo.env = lock.env();

@@ -15,6 +15,9 @@
 // (killed, a power cut) leaves a directory that Store::Open, repair and a
 // restore from it refuse (kCorruption, naming it and the way out: remove it
 // and run the copy again), never one that passes for a whole store.
+// A verified backup also holds a manifest of what it wrote (records, bytes
+// and a digest of its store and of its quarantine); a restore puts back
+// exactly that or refuses.
 // Thread-safety: as Store; RestoreStore may run for different directories
 // at once.
 
@@ -46,11 +49,14 @@ struct BackupSummary {
 // created): refuses a non-empty `dir`, an empty path, or a `dir` and
 // `backup` of which one lies within the other, with kInvalidArgument naming
 // it, kNotFound when `backup` holds no backup, and kCorruption when it
-// holds a backup that did not finish or whose CURRENT file is gone. Verifies the backup's
-// files first (a damaged backup is refused with kCorruption), copies them
-// synced through options.env, then opens the restored store and runs its
-// integrity check, all under LevelDB's lock on `dir` (a Store opening `dir`
-// meanwhile fails with kBusy). On failure after the copy began, what it
+// holds a backup that did not finish, whose CURRENT file is gone, or
+// that is not what its manifest says it wrote (a quarantine missing, files
+// changed or swapped: checked before the restored store is opened).
+// Verifies the backup's files first (a damaged backup is refused with
+// kCorruption), copies them synced through options.env, reads every
+// record back, then opens the restored store and runs its integrity check,
+// all under LevelDB's lock on `dir` (a Store opening `dir` meanwhile fails
+// with kBusy). On failure after the copy began, what it
 // wrote is removed: `dir` is empty or absent again, as are the parents it
 // created. When `dir` cannot be locked (kBusy: a Store opened it first),
 // nothing in it is touched.

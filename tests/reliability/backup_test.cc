@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "eventfold/store.h"
+#include "store/backup_manifest.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
@@ -210,6 +212,79 @@ TEST(Backup, RestoreOfABackupWithoutCurrentIsCorruptionNotAbsence) {
   EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
 }
 
+// A backup records what it wrote (BACKUP-MANIFEST); a restore puts back
+// exactly that or refuses, leaving nothing: not a backup whose quarantine
+// was deleted or whose store files were swapped for another backup's
+// (both restored as "verified" before). A backup written before manifests
+// restores as before, and no restored store holds the manifest.
+TEST(Backup, ARestoreHoldsTheBackupToItsManifest) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), other_live("other"), work("work");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  std::unique_ptr<Store> other = Open(other_live.path(), &clock);
+  ASSERT_TRUE(store && other);
+  const sim::History h = sim::GenerateHistory(sim::HistoryOptions{});
+  for (const Delivery& d : h.deliveries) (void)store->Ingest(d);
+  for (size_t i = 0; i < h.deliveries.size() / 2; ++i) (void)other->Ingest(h.deliveries[i]);
+  for (Store* s : {store.get(), other.get()}) {
+    EXPECT_EQ(s->Ingest(Delivery{{}, "not json"}).outcome, Outcome::kInvalid);
+  }
+  namespace fs = std::filesystem;
+  const fs::path root = work.path();
+  fs::create_directories(root);
+  ASSERT_TRUE(store->maintenance().Backup(root / "a").ok());
+  ASSERT_TRUE(other->maintenance().Backup(root / "b").ok());
+  ASSERT_TRUE(fs::exists(root / "a" / kBackupManifestFile));
+  int n = 0;
+  // Each case: a copy of backup `a`, changed by `change`; a restore of it
+  // refused with kCorruption naming `says`, its target left empty.
+  auto refused = [&](const std::string& says, const std::function<void(const fs::path&)>& change) {
+    SCOPED_TRACE(says);
+    const fs::path copy = root / ("case" + std::to_string(++n));
+    fs::copy(root / "a", copy, fs::copy_options::recursive);
+    change(copy);
+    const fs::path into = root / ("into" + std::to_string(n));
+    Result<BackupSummary> r = RestoreStore(copy, into, Options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().ToString();
+    EXPECT_FALSE(fs::exists(into)) << "a refused restore leaves nothing";
+  };
+  refused("quarantine", [](const fs::path& b) { fs::remove_all(b / "quarantine"); });
+  refused("not what was written", [&](const fs::path& b) {
+    // The other backup's store files under this one's manifest.
+    for (const fs::directory_entry& e : fs::directory_iterator(b)) {
+      if (e.is_regular_file() && e.path().filename() != kBackupManifestFile) fs::remove(e.path());
+    }
+    for (const fs::directory_entry& e : fs::directory_iterator(root / "b")) {
+      if (e.is_regular_file() && e.path().filename() != kBackupManifestFile) {
+        fs::copy_file(e.path(), b / e.path().filename());
+      }
+    }
+  });
+  refused(kBackupManifestFile, [](const fs::path& b) {
+    test_util::WriteFile((b / kBackupManifestFile).string(),
+                         "eventfold backup manifest 1\nstore 1");
+  });
+  // Whole, it restores; without a manifest (an older backup), too.
+  for (const bool keep_manifest : {true, false}) {
+    SCOPED_TRACE(keep_manifest);
+    const fs::path copy = root / ("whole" + std::to_string(keep_manifest));
+    fs::copy(root / "a", copy, fs::copy_options::recursive);
+    if (!keep_manifest) fs::remove(copy / kBackupManifestFile);
+    const fs::path into = root / ("restored" + std::to_string(keep_manifest));
+    Result<BackupSummary> r = RestoreStore(copy, into, Options());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_FALSE(fs::exists(into / kBackupManifestFile));
+    std::unique_ptr<Store> back = Open(into, &clock);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(AllProjections(back.get()), AllProjections(store.get()));
+  }
+  // A backup is a store directory: destroying it leaves nothing.
+  ASSERT_TRUE(DestroyStore((root / "a").string(), Options()).ok());
+  EXPECT_FALSE(fs::exists(root / "a"));
+}
+
 // A backup is never written into the store it copies, nor a restore into
 // the backup it reads (or the other way round); neither writes anything.
 TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
@@ -358,6 +433,9 @@ TEST(Backup, ARestoreWhoseCheckFailsRemovesTheDirectoriesItMade) {
     std::unique_ptr<leveldb::DB> db(raw);
     ASSERT_TRUE(db->Put(leveldb::WriteOptions(), "zz/not-ours", "x").ok());
   }
+  // As a backup written before manifests: else the restore refuses it by
+  // its manifest before the check (ARestoreHoldsTheBackupToItsManifest).
+  std::filesystem::remove(backup.path() + "/" + kBackupManifestFile);
   const std::string deep = absent.path() + "/a/b";
   Result<BackupSummary> r = RestoreStore(backup.path(), deep, Options());
   ASSERT_FALSE(r.ok());
