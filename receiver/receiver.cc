@@ -248,22 +248,36 @@ class ReceiverImpl final : public Receiver {
     return std::nullopt;
   }
 
-  // The Content-Encoding of a delivery whose body is not its bytes as
-  // given (gzip, br...), or nullopt. The receiver decodes none: the
-  // sender is told so by name, instead of a "body: not JSON" about bytes
-  // it never meant as JSON. Checked after the signature, so an
+  // The Content-Encoding of a delivery whose body was compressed (gzip,
+  // br, a list naming one...), or nullopt. The receiver decompresses
+  // nothing: the sender is told so by name, instead of a "body: not JSON"
+  // about bytes it never meant as JSON. Any other label (identity, none, a
+  // charset sent by mistake) leaves the body as it came: it is refused only
+  // if it is not JSON, as before. Checked after the signature, so an
   // unauthenticated client learns nothing from it.
   static std::optional<std::string> UnsupportedCoding(const Headers& headers) {
-    std::optional<std::string_view> coding = FindHeader(headers, "Content-Encoding");
-    if (!coding) return std::nullopt;
-    std::string_view c = *coding;
-    while (!c.empty() && (c.front() == ' ' || c.front() == '\t')) c.remove_prefix(1);
-    while (!c.empty() && (c.back() == ' ' || c.back() == '\t')) c.remove_suffix(1);
-    static constexpr std::string_view kIdentity = "identity";
-    const bool identity = c.empty() || (c.size() == kIdentity.size() &&
-                                        strncasecmp(c.data(), kIdentity.data(), c.size()) == 0);
-    if (identity) return std::nullopt;
-    return std::string(c.substr(0, 64));
+    std::optional<std::string_view> value = FindHeader(headers, "Content-Encoding");
+    if (!value) return std::nullopt;
+    static constexpr std::string_view kCompressions[] = {
+        "gzip", "x-gzip", "deflate", "compress", "x-compress", "br", "zstd"};
+    std::string_view rest = *value;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view coding = rest.substr(0, comma);
+      rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
+        coding.remove_prefix(1);
+      }
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+        coding.remove_suffix(1);
+      }
+      for (std::string_view c : kCompressions) {
+        if (coding.size() == c.size() && strncasecmp(coding.data(), c.data(), c.size()) == 0) {
+          return std::string(value->substr(0, 64));
+        }
+      }
+    }
+    return std::nullopt;
   }
 
   // Admission: bounded work in flight; past it the sender retries later.

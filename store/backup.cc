@@ -4,6 +4,7 @@
 
 #include <leveldb/env.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -149,6 +150,31 @@ void RemoveCopied(leveldb::Env* env, const std::string& dir, bool remove_files, 
   (void)SyncAfterRemovals(env, dir);
 }
 
+// The manifest of the backup at `out` as it is: its store's digest, and its
+// quarantine's when it has one.
+Result<BackupManifest> ManifestOf(const std::string& out, leveldb::Env* env) {
+  BackupManifest m;
+  Result<DbDigest> store = DigestDatabase(out, env);
+  if (!store.ok()) return store.status();
+  m.store = *store;
+  const std::string quarantine = QuarantineDir(out);
+  if (env->FileExists(quarantine + "/CURRENT")) {
+    Result<DbDigest> q = DigestDatabase(quarantine, env);
+    if (!q.ok()) return q.status();
+    m.quarantine = *q;
+  }
+  return m;
+}
+
+// Takes LevelDB's lock on a backup's target `out`: kBusy, naming it, when a
+// backup or a Store (in any process) is writing there.
+Status LockBackupTarget(DirLock* lock, const std::string& out) {
+  Status st = lock->Lock(out);
+  if (!st.IsBusy()) return st;
+  return Status::Busy("backup into " + out + ": another backup or a store is writing there (" +
+                      st.message() + "); nothing in it was touched");
+}
+
 // kCorruption unless the records restored from `backup`'s database `what`
 // are those its manifest says the backup wrote.
 Status SameAsWritten(const DbDigest& restored, const DbDigest& written, const std::string& backup,
@@ -159,7 +185,9 @@ Status SameAsWritten(const DbDigest& restored, const DbDigest& written, const st
                             std::to_string(restored.bytes) + " bytes), its " + kBackupManifestFile +
                             " says " + std::to_string(written.records) + " (" +
                             std::to_string(written.bytes) +
-                            " bytes) with another digest; its files were changed or swapped since");
+                            " bytes) with another digest; its files were changed or swapped since "
+                            "(after a repair of the backup, remove its " +
+                            kBackupManifestFile + " to restore what the repair kept)");
 }
 
 }  // namespace
@@ -275,17 +303,40 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
 
 namespace storage {
 
-Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
+Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
   leveldb::Env* env = env_.get();  // the copy's background work on the store's thread
   const int64_t start = clock_->NowMicros();
-  Status st = CheckStorePath("backup", out);
-  if (st.ok() && IsWithin(out, path_)) {
+  Status st = CheckStorePath("backup", out_as_given);
+  if (!st.ok()) return st;
+  // One spelling ("OUT/" and "OUT" alike): LevelDB's table of the locks this
+  // process holds goes by the path as written.
+  std::string out = std::filesystem::path(out_as_given).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  if (IsWithin(out, path_)) {
     st = Status::InvalidArgument("backup into " + out + ": it lies within the store it copies (" +
                                  path_ + ")");
   }
   if (st.ok()) st = RefuseNested("backup into", out, env);
-  if (st.ok()) st = RefuseNonEmpty(env, out);
+  // LevelDB's lock on `out` from before the mark to the end: another backup
+  // (in this process or another) into the same `out` gets kBusy and touches
+  // nothing, instead of removing this one's files as its own when it fails.
+  // Taken first where `out` has a lock file already (a backup under way
+  // there, or a store): a second backup must hear kBusy, not be told to
+  // remove the first one's unfinished copy. A directory without one gets
+  // none before it is known to be empty. The copy and its checks open `out`
+  // through lock.env().
+  DirLock lock(env);
   bool out_existed = env->FileExists(out);
+  if (st.ok() && out_existed && env->FileExists(out + "/LOCK")) {
+    st = LockBackupTarget(&lock, out);
+  }
+  if (st.ok() && !lock.held()) {
+    st = RefuseNonEmpty(env, out);
+    // Written meanwhile by a backup that made its lock file since: its own.
+    if (!st.ok() && env->FileExists(out + "/LOCK")) {
+      if (Status busy = LockBackupTarget(&lock, out); busy.IsBusy()) st = busy;
+    }
+  }
   std::vector<std::string> created;
   if (st.ok()) st = CreateParentDirs(env, out, &created);
   if (!st.ok()) return st;
@@ -298,17 +349,9 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out) {
       st = Status::OK();
     }
   }
-  // LevelDB's lock on `out` from before the mark to the end: another backup
-  // (in this process or another) into the same `out` gets kBusy and touches
-  // nothing, instead of removing this one's files as its own when it fails.
-  // The copy and its checks open `out` through lock.env().
-  DirLock lock(env);
-  if (st.ok()) {
-    st = lock.Lock(out);
-    if (st.IsBusy()) {
-      return Status::Busy("backup into " + out + ": another backup or a store is writing there (" +
-                          st.message() + "); nothing in it was touched");
-    }
+  if (st.ok() && !lock.held()) {
+    st = LockBackupTarget(&lock, out);
+    if (st.IsBusy()) return st;
     // Any other failure (no permission) goes on to the removal below: of
     // the directories this backup made, empty, nothing else.
   }
@@ -367,8 +410,6 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
   // diagnostics, so it is not cut at the same instant as the store. Left
   // out while it is closed after a failure (summary: the store's records).
   BackupSummary summary;
-  BackupManifest manifest;
-  manifest.store = *copied;
   quarantine_->Flush();
   if (std::shared_ptr<leveldb::DB> q = quarantine_->db()) {
     const std::string qout = QuarantineDir(out);
@@ -388,15 +429,19 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
     }
     summary.records = qcopied->records;
     summary.bytes = qcopied->bytes;
-    manifest.quarantine = *qcopied;
   }
   Options o = options_;
   o.profile.reset();
   o.env = env;  // through the lock on `out`
   st = CheckStoreAt(out, o, "the backup");
   if (!st.ok()) return st;
-  // What a restore holds the backup to; its name is synced with the rest.
-  st = WriteBackupManifest(env, out, manifest);
+  // What a restore holds the backup to: what `out` holds now. The check
+  // opened it as a store, which may change it (an interrupted rebuild's
+  // keys abandoned, an empty quarantine made where none was copied).
+  Result<BackupManifest> manifest = ManifestOf(out, env);
+  if (!manifest.ok()) return manifest.status();
+  // Its name is synced with the rest.
+  st = WriteBackupManifest(env, out, *manifest);
   if (!st.ok()) return st;
   st = SyncNewStoreDir(env, out, created);
   if (!st.ok()) return st;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/signature.h"
+#include "eventfold/backup.h"
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
 #include "storage/key_codec.h"
@@ -142,6 +143,32 @@ TEST(QuarantineFault, FailingQuarantineDiskNeverFailsTheStore) {
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].status, 401);
   EXPECT_EQ(store->counters().quarantine_dropped, 20u);
+}
+
+// A backup taken while the quarantine is closed leaves it out; the backup's
+// own check then makes an empty one in the copy. Its manifest lists what the
+// copy holds after that check, so the backup restores (it was refused as
+// "holds a quarantine the manifest does not list" when the manifest was
+// taken before the check).
+TEST(QuarantineFault, ABackupTakenWhileTheQuarantineIsClosedRestores) {
+  FaultEnv env;
+  ManualClock clock(kT0);
+  const Options o = TestOptions(&env, &clock);
+  env.SetFaultPrefix(std::string(kDir) + "/quarantine/");
+  env.SetAppendError(true);
+  env.SetSyncError(true);
+  std::unique_ptr<Store> store = MustOpen(o);  // the quarantine does not open
+  ASSERT_TRUE(store);
+  ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
+  Result<BackupSummary> b = store->maintenance().Backup("/mem/backup");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  store.reset();
+  env.ClearFaults();
+  Result<BackupSummary> r = RestoreStore("/mem/backup", "/mem/restored", o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Result<std::unique_ptr<Store>> back = Store::Open("/mem/restored", o);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE((*back)->Get("receipt", "rcp_1").ok());
 }
 
 TEST(QuarantineFault, WriteFailureAfterOpenDropsCountsAndRecovers) {
