@@ -127,14 +127,13 @@ class ReceiverImpl final : public Receiver {
   // Its only wait could be the sink's quarantine.
   bool RefusesOversizedWithoutBlocking() const override { return sink_->NeverBlocks(); }
 
-  HttpResponse RefuseOversized(std::string_view method, std::string_view path,
+  HttpResponse RefuseOversized(std::string_view method, std::string_view /*path*/,
                                const Headers& headers, uint64_t body_bytes) override {
     IngestResult r = TooLarge(body_bytes);
     // A GET of /healthz with a body declared too large is no delivery:
     // quarantining it would let any client fill the quarantine with what
     // was never a webhook.
     if (method != "POST") return Json(413, r.ResponseBody());
-    (void)path;
     Keep(r, headers, {}, body_bytes);
     Record(r.outcome, 0);
     return Answer(r);
@@ -218,9 +217,9 @@ class ReceiverImpl final : public Receiver {
   static constexpr size_t kLoopBodyBytes = 64 * 1024;
 
   // The receiver's own checks of a POST: size (413), admission (429),
-  // signature (401) and a body not sent as its bytes (400). Returns the
-  // refusal (quarantined unless it is 429), or nullopt when the delivery goes on to the sink; it
-  // then counts in in_flight_ until its outcome is known.
+  // signature (401) and a compressed body (400). Returns the refusal
+  // (quarantined unless it is 429), or nullopt when the delivery goes on to
+  // the sink; it then counts in in_flight_ until its outcome is known.
   std::optional<IngestResult> Admit(const Headers& headers, std::string_view body) {
     if (body.size() > options_.max_body_bytes) {
       IngestResult r = TooLarge(body.size());

@@ -68,6 +68,15 @@ RefusedDelivery Unauthorized(const std::string& id) {
   return r;
 }
 
+// The store at kDir, opened while every write under its quarantine's
+// directory fails: the store opens, its quarantine does not.
+std::unique_ptr<Store> OpenWithItsQuarantineFailing(FaultEnv* env, const Options& o) {
+  env->SetFaultPrefix(std::string(kDir) + "/quarantine/");
+  env->SetAppendError(true);
+  env->SetSyncError(true);
+  return MustOpen(o);
+}
+
 // Drives a Receiver the way `serve` does: signed, unsigned, invalid.
 struct Sender {
   Clock* clock;
@@ -113,10 +122,7 @@ TEST(QuarantineFault, FailingQuarantineDiskNeverFailsTheStore) {
   FaultEnv env;
   ManualClock clock(kT0);
   const Options o = TestOptions(&env, &clock);
-  env.SetFaultPrefix(std::string(kDir) + "/quarantine/");
-  env.SetAppendError(true);
-  env.SetSyncError(true);
-  std::unique_ptr<Store> store = MustOpen(o);  // the quarantine does not open
+  std::unique_ptr<Store> store = OpenWithItsQuarantineFailing(&env, o);
   ASSERT_TRUE(store);
   Sender sender(store.get(), &clock);
   ExpectAnswersUnaffected(store.get(), &sender, 0);
@@ -154,10 +160,7 @@ TEST(QuarantineFault, ABackupTakenWhileTheQuarantineIsClosedRestores) {
   FaultEnv env;
   ManualClock clock(kT0);
   const Options o = TestOptions(&env, &clock);
-  env.SetFaultPrefix(std::string(kDir) + "/quarantine/");
-  env.SetAppendError(true);
-  env.SetSyncError(true);
-  std::unique_ptr<Store> store = MustOpen(o);  // the quarantine does not open
+  std::unique_ptr<Store> store = OpenWithItsQuarantineFailing(&env, o);
   ASSERT_TRUE(store);
   ASSERT_EQ(store->Ingest(Issued("evt_1", "rcp_1")).outcome, Outcome::kAccepted);
   Result<BackupSummary> b = store->maintenance().Backup("/mem/backup");
