@@ -105,20 +105,18 @@ Status CopyFile(leveldb::Env* env, const std::string& from, const std::string& t
   return storage::FromLevelDb(s, "copying " + from + " to " + to);
 }
 
-// Copies the files of the LevelDB at `from` into `to` (created), synced;
-// LevelDB's lock and info logs belong to the directory, not the data, the
-// quarantine's database below a store directory is copied on its own, and
-// a backup's manifest describes the backup, not a store.
+// Copies the files of the LevelDB at `from` into `to` (created), synced:
+// those LevelDB names (CURRENT, its MANIFEST, logs and tables) but its lock,
+// which belongs to the directory. Nothing else there is the database's: its
+// info logs, the quarantine's database below a store directory (copied on
+// its own), a backup's manifest, a repair's journals in lost/.
 Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to, uint64_t* bytes) {
   std::vector<std::string> names;
   Status st = storage::FromLevelDb(env->GetChildren(from, &names), "listing " + from);
   if (!st.ok()) return st;
   (void)env->CreateDir(to);
   for (const std::string& n : names) {
-    if (n == "." || n == ".." || n == "LOCK" || n == "LOG" || n == "LOG.old" ||
-        n == storage::kQuarantineSubdir || n == kBackupManifestFile) {
-      continue;
-    }
+    if (!IsLevelDbFileName(n) || n == "LOCK") continue;
     st = CopyFile(env, from + "/" + n, to + "/" + n, bytes);
     if (!st.ok()) return st;
   }
@@ -185,9 +183,7 @@ Status SameAsWritten(const DbDigest& restored, const DbDigest& written, const st
                             std::to_string(restored.bytes) + " bytes), its " + kBackupManifestFile +
                             " says " + std::to_string(written.records) + " (" +
                             std::to_string(written.bytes) +
-                            " bytes) with another digest; its files were changed or swapped since "
-                            "(after a repair of the backup, remove its " +
-                            kBackupManifestFile + " to restore what the repair kept)");
+                            " bytes) with another digest; its files were changed or swapped since");
 }
 
 }  // namespace

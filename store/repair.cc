@@ -20,6 +20,7 @@
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "storage/record_codec.h"
+#include "store/backup_manifest.h"
 #include "store/quarantine_log.h"
 #include "store/repair_journal.h"
 #include "store/salvage.h"
@@ -172,6 +173,14 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   // no Store opens the directory while it is being set right.
   DirLock lock(env);
   if (Status st = lock.Lock(dir); !st.ok()) return st;
+  // A backup set right is no longer what it wrote: the manifest a restore
+  // would hold it to goes before anything is changed (the journal lists
+  // what was lost), so the repaired backup restores as one without it.
+  if (const std::string manifest = dir + "/" + kBackupManifestFile; env->FileExists(manifest)) {
+    Status st = storage::FromLevelDb(env->RemoveFile(manifest), "removing " + manifest);
+    if (st.ok()) st = storage::SyncDir(env, dir);
+    if (!st.ok()) return st;
+  }
   // The raw opens' background work on a thread asked for here, where a
   // refusal is a Status (storage/background_env.h).
   storage::BackgroundEnv background(lock.env());

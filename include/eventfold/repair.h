@@ -144,6 +144,9 @@ using LostDataFn = std::function<void(const LostData&)>;
 // nothing to salvage, its source holds it all), kBusy while a Store holds
 // `dir`, or with the error that stopped it.
 //
+// Repairing a backup removes its manifest first (eventfold/backup.h): what
+// the repair keeps is restored as a backup without one.
+//
 // Each repair keeps a journal in dir/lost/ (RepairSummary::journal): the
 // damage the file check found, on disk before anything is changed, and
 // each loss, on disk before the write that drops what it names. A repair

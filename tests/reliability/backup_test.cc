@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "eventfold/repair.h"
 #include "eventfold/store.h"
 #include "store/backup_manifest.h"
 #include "tests/common/run_cli.h"
@@ -186,6 +187,30 @@ TEST(Backup, TwoBackupsIntoOneDirectoryLeaveOneWholeBackup) {
     ASSERT_TRUE(back);
     EXPECT_EQ(AllProjections(back.get()), AllProjections(stores[won].get()));
   }
+}
+
+// A backup set right by `repair` is no longer what it wrote (the repair
+// rebuilds what is derived): the repair removes its manifest, and it
+// restores as a backup without one would. Before, every restore of it was
+// refused as changed.
+TEST(Backup, ARepairedBackupRestoresWithoutItsManifest) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), restored("restored");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
+    (void)store->Ingest(d);
+  }
+  ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  Result<RepairSummary> repaired = RepairStore(backup.path(), Options(), [](const LostData&) {});
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  EXPECT_EQ(repaired->problems_left, 0u);
+  EXPECT_FALSE(std::filesystem::exists(backup.path() + "/" + kBackupManifestFile));
+  Result<BackupSummary> r = RestoreStore(backup.path(), restored.path(), Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::unique_ptr<Store> back = Open(restored.path(), &clock);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(AllProjections(back.get()), AllProjections(store.get()));
 }
 
 // A backup whose CURRENT file is gone is damaged, not absent: restore says
