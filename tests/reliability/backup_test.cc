@@ -45,6 +45,13 @@ std::unique_ptr<Store> Open(const std::string& dir, Clock* clock) {
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+// Ingests the default simulated history (sim::HistoryOptions{}).
+void IngestDefaultHistory(Store* store) {
+  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
+    (void)store->Ingest(d);
+  }
+}
+
 std::vector<Projection> AllProjections(Store* store) {
   std::vector<Projection> out;
   for (const EntityType& t : store->profile()->entities()) {
@@ -198,9 +205,7 @@ TEST(Backup, ARepairedBackupRestoresWithoutItsManifest) {
   ScratchDir live("live"), backup("backup"), restored("restored");
   std::unique_ptr<Store> store = Open(live.path(), &clock);
   ASSERT_TRUE(store);
-  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
-    (void)store->Ingest(d);
-  }
+  IngestDefaultHistory(store.get());
   ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
   Result<RepairSummary> repaired = RepairStore(backup.path(), Options(), [](const LostData&) {});
   ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
@@ -365,9 +370,7 @@ TEST(Backup, AFailedRestoreLeavesNothingBehind) {
   ScratchDir live("live"), backup("backup"), absent("absent"), empty("empty");
   std::unique_ptr<Store> store = Open(live.path(), &clock);
   ASSERT_TRUE(store);
-  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
-    (void)store->Ingest(d);
-  }
+  IngestDefaultHistory(store.get());
   ASSERT_TRUE(store->maintenance().Compact().ok());  // tables, not only a log
   ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
   store.reset();
@@ -413,9 +416,7 @@ TEST(Backup, AFailedBackupLeavesNothingBehind) {
   o.env = &env;
   Result<std::unique_ptr<Store>> store = Store::Open("/live", o);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
-    (void)(*store)->Ingest(d);
-  }
+  IngestDefaultHistory(store->get());
   env.SetFaultPrefix("/out");
   env.SetSpaceLeft(64 << 10);
   Result<BackupSummary> r = (*store)->maintenance().Backup("/out/a/b");
@@ -450,9 +451,7 @@ TEST(Backup, ARestoreWhoseCheckFailsRemovesTheDirectoriesItMade) {
   {
     std::unique_ptr<Store> store = Open(live.path(), &clock);
     ASSERT_TRUE(store);
-    for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
-      (void)store->Ingest(d);
-    }
+    IngestDefaultHistory(store.get());
     ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
   }
   {
@@ -478,9 +477,7 @@ TEST(Backup, CommandsBackUpAndRestore) {
     ManualClock clock(1'800'000'000'000'000);
     std::unique_ptr<Store> store = Open(live.path(), &clock);
     ASSERT_TRUE(store);
-    for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
-      (void)store->Ingest(d);
-    }
+    IngestDefaultHistory(store.get());
   }
   test_util::TempDir tmp;
   test_util::CliResult c = test_util::RunCli(
