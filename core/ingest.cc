@@ -1,16 +1,13 @@
 #include "eventfold/ingest.h"
 
-#include <strings.h>
-
+#include "core/field_values.h"
 #include "core/json_writer.h"
 
 namespace eventfold {
 
 std::optional<std::string_view> FindHeader(const Headers& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (key.size() == name.size() && strncasecmp(key.data(), name.data(), name.size()) == 0) {
-      return value;
-    }
+    if (EqualsIgnoringCase(key, name)) return value;
   }
   return std::nullopt;
 }

@@ -1,21 +1,16 @@
 #include "core/refused_json.h"
 
-#include <strings.h>
-
 #include <string>
-#include <string_view>
+
+#include "core/field_values.h"
 
 namespace eventfold {
 namespace {
 
-bool SameName(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
 // Whether the name of headers[i] came earlier (in any case).
 bool SeenBefore(const Headers& headers, size_t i) {
   for (size_t j = 0; j < i; ++j) {
-    if (SameName(headers[j].first, headers[i].first)) return true;
+    if (EqualsIgnoringCase(headers[j].first, headers[i].first)) return true;
   }
   return false;
 }
@@ -39,7 +34,8 @@ void WriteRefusedMembers(JsonWriter* w, const RefusedDelivery& r) {
     if (SeenBefore(r.headers, i)) continue;
     std::string value = r.headers[i].second;
     for (size_t j = i + 1; j < r.headers.size(); ++j) {
-      if (SameName(r.headers[j].first, name)) value.append(", ").append(r.headers[j].second);
+      if (EqualsIgnoringCase(r.headers[j].first, name))
+        value.append(", ").append(r.headers[j].second);
     }
     w->Key(name).String(value);
   }

@@ -9,6 +9,7 @@
 
 #include <limits>
 
+#include "core/field_values.h"
 #include "core/sha256.h"
 
 namespace eventfold {
@@ -18,12 +19,6 @@ constexpr std::string_view kWhsecPrefix = "whsec_";
 
 Status Unauthorized(std::string_view header, std::string_view reason) {
   return Status::InvalidArgument(std::string(header) + ": " + std::string(reason));
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // Unix seconds: 1-12 ASCII digits (no sign, no spaces).
@@ -45,17 +40,6 @@ Status CheckTolerance(std::string_view header, int64_t t, int64_t now_micros, in
                                     " s from now (tolerance " + std::to_string(tolerance) + " s)");
   }
   return Status::OK();
-}
-
-template <typename Fn>
-void ForEachPart(std::string_view s, char sep, Fn fn) {
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string_view::npos) end = s.size();
-    fn(Trim(s.substr(start, end - start)));
-    start = end + 1;
-  }
 }
 
 // OpenSSL's errors become a Status here and nowhere else: `what` failed,
@@ -261,7 +245,7 @@ Status SignatureVerifier::VerifyStandard(const Headers& headers, std::string_vie
   auto sig = FindHeader(headers, "webhook-signature");
   if (!id || id->empty()) return Unauthorized("webhook-id", "missing");
   if (!ts) return Unauthorized("webhook-timestamp", "missing");
-  std::optional<int64_t> t = ParseSeconds(Trim(*ts));
+  std::optional<int64_t> t = ParseSeconds(TrimOws(*ts));
   if (!t) return Unauthorized("webhook-timestamp", "not a unix timestamp");
   if (standard_keys_.empty()) {
     return Unauthorized(kName, "no whsec_ secret is configured for Standard Webhooks");
@@ -275,7 +259,7 @@ Status SignatureVerifier::VerifyStandard(const Headers& headers, std::string_vie
   });
   if (v1.empty()) return Unauthorized(kName, "no v1 signature");
   for (const auto& key : standard_keys_) {
-    const std::string expected = Base64Encode(key->Sign({*id, ".", Trim(*ts), ".", body}));
+    const std::string expected = Base64Encode(key->Sign({*id, ".", TrimOws(*ts), ".", body}));
     for (std::string_view candidate : v1) {
       if (ConstantTimeEquals(expected, candidate)) {
         if (webhook_id) *webhook_id = std::string(*id);

@@ -1,7 +1,5 @@
 #include "eventfold/receiver.h"
 
-#include <strings.h>
-
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -10,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/field_values.h"
 #include "core/json_writer.h"
 #include "core/signature.h"
 #include "receiver/ingest_batcher.h"
@@ -259,23 +258,11 @@ class ReceiverImpl final : public Receiver {
     if (!value) return std::nullopt;
     static constexpr std::string_view kCompressions[] = {
         "gzip", "x-gzip", "deflate", "compress", "x-compress", "br", "zstd"};
-    std::string_view rest = *value;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      std::string_view coding = rest.substr(0, comma);
-      rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
-      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
-        coding.remove_prefix(1);
-      }
-      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-        coding.remove_suffix(1);
-      }
-      for (std::string_view c : kCompressions) {
-        if (coding.size() == c.size() && strncasecmp(coding.data(), c.data(), c.size()) == 0) {
-          return std::string(value->substr(0, 64));
-        }
-      }
-    }
+    bool compressed = false;
+    ForEachPart(*value, ',', [&](std::string_view coding) {
+      for (std::string_view c : kCompressions) compressed |= EqualsIgnoringCase(coding, c);
+    });
+    if (compressed) return std::string(value->substr(0, 64));
     return std::nullopt;
   }
 

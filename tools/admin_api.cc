@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/field_values.h"
 #include "core/json_writer.h"
 #include "core/signature.h"
 #include "tools/feed_long_polls.h"
@@ -211,10 +212,7 @@ class AdminApi final : public Receiver {
     std::optional<std::string_view> auth;
     for (const auto& [name, value] : headers) {
       constexpr std::string_view kField = "Authorization";
-      if (name.size() != kField.size() ||
-          strncasecmp(name.data(), kField.data(), kField.size()) != 0) {
-        continue;
-      }
+      if (!EqualsIgnoringCase(name, kField)) continue;
       if (auth) return false;
       auth = value;
     }
