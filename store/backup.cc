@@ -210,7 +210,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     std::vector<std::string> names;
     if (env->GetChildren(backup, &names).ok()) {
       for (const std::string& n : names) {
-        if (n.ends_with(".ldb") || n.ends_with(".sst") || n.rfind("MANIFEST-", 0) == 0) {
+        if (IsLevelDbFileName(n) && n != "LOCK") {
           return Status::Corruption("the backup at " + backup + " holds " + n +
                                     " but no CURRENT file: it is damaged; it was left as it is");
         }
@@ -266,17 +266,18 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   // Every record read back, before the store is opened; held to the
   // backup's manifest when it has one.
   if (st.ok()) {
-    Result<DbDigest> digest = DigestDatabase(dir, &background);
-    if (digest.ok()) summary.records += digest->records;
-    st = digest.status();
-    if (st.ok() && *manifest) st = SameAsWritten(*digest, (*manifest)->store, backup, "store");
-  }
-  if (st.ok() && has_quarantine) {
-    Result<DbDigest> q = DigestDatabase(QuarantineDir(dir), &background);
-    if (q.ok()) summary.records += q->records;
-    st = q.status();
+    Result<BackupManifest> restored = ManifestOf(dir, &background);
+    st = restored.status();
+    if (st.ok()) {
+      summary.records = restored->store.records;
+      if (restored->quarantine) summary.records += restored->quarantine->records;
+    }
     if (st.ok() && *manifest) {
-      st = SameAsWritten(*q, *(*manifest)->quarantine, backup, "quarantine");
+      st = SameAsWritten(restored->store, (*manifest)->store, backup, "store");
+    }
+    // Both or neither hold a quarantine: checked before the copy.
+    if (st.ok() && *manifest && restored->quarantine) {
+      st = SameAsWritten(*restored->quarantine, *(*manifest)->quarantine, backup, "quarantine");
     }
   }
   if (st.ok()) {
