@@ -856,8 +856,9 @@ TEST_F(HttpServerTest, FullWorkerQueueIs503WithRetryAfterAndKeepsTheConnection) 
 TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   // No worker can take anything: what the receiver does on the event loop's
   // thread (a delivery for the store, one the store then refuses, a forged
-  // signature or a declared size it refuses and quarantines itself) is
-  // still answered; what needs a worker gets the 503.
+  // signature, a compressed body or a declared size it refuses and
+  // quarantines itself, a GET's declared size it refuses without a
+  // quarantine) is still answered; what needs a worker gets the 503.
   const std::string secret = "loop_test_secret_0123456789";
   ReceiverOptions ro;
   ro.secrets = {secret};
@@ -888,6 +889,21 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   EXPECT_EQ(oversized.ReadAnswers(1), std::vector<int>{413});
   EXPECT_NE(oversized.received().find("body: 1000000 bytes exceeds the limit"), std::string::npos)
       << oversized.received();
+  // The same declared size on a GET: 413 and close, but no delivery, so
+  // nothing quarantined.
+  RawClient get_oversized(server_->port());
+  ASSERT_TRUE(
+      get_oversized.Send("GET /healthz HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n"));
+  EXPECT_EQ(get_oversized.ReadAnswers(1), std::vector<int>{413});
+  EXPECT_TRUE(get_oversized.WaitForClose());
+  // A signed, compressed body: 400 naming Content-Encoding, quarantined.
+  RawClient gzipped(server_->port());
+  const std::string gz_body = Issued("evt_l3", "r3");
+  std::string gz = post(secret, gz_body);
+  gz.insert(gz.find("Content-Length:"), "Content-Encoding: gzip\r\n");
+  ASSERT_TRUE(gzipped.Send(gz));
+  EXPECT_EQ(gzipped.ReadAnswers(1), std::vector<int>{400});
+  EXPECT_NE(gzipped.received().find("Content-Encoding"), std::string::npos) << gzipped.received();
   EXPECT_NE(c.received().find("\"status\":\"duplicate\""), std::string::npos);
   EXPECT_TRUE(store_->Get("receipt", "r1").ok());
   EXPECT_FALSE(store_->Get("receipt", "r2").ok());
@@ -895,7 +911,7 @@ TEST_F(HttpServerTest, DeliveriesTheReceiverTakesOnTheLoopNeedNoWorker) {
   std::vector<int> refused;
   for (const RefusedDelivery& r : Quarantined(store_.get())) refused.push_back(r.status);
   std::sort(refused.begin(), refused.end());
-  EXPECT_EQ(refused, (std::vector<int>{400, 401, 413}));
+  EXPECT_EQ(refused, (std::vector<int>{400, 400, 401, 413}));
   EXPECT_FALSE(c.WaitForClose(milliseconds(200)));
 }
 
