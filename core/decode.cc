@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 
+#include "core/field_values.h"
 #include "core/json_scratch.h"
 #include "core/parse_number.h"
 #include "core/rfc3339.h"
@@ -551,11 +552,13 @@ Result<DecodedEvent> DecodeEventRoute(std::string_view body, const Profile& prof
 Status CheckEventIdHeader(const Headers& headers, std::string_view event_id) {
   // X-RR-Event-Id (ReceiptRoller) and webhook-id (Standard Webhooks) both
   // name the event; either, when present, must be the body's.
+  // Every line of either: a second line naming another event is as wrong
+  // as a first one.
   for (std::string_view name : {"X-RR-Event-Id", "webhook-id"}) {
-    std::optional<std::string_view> header = FindHeader(headers, name);
-    if (header && *header != event_id) {
-      return Refuse(name, "header \"" + std::string(*header) +
-                              "\" does not match body event_id \"" + std::string(event_id) + "\"");
+    for (const auto& [key, value] : headers) {
+      if (!EqualsIgnoringCase(key, name) || value == event_id) continue;
+      return Refuse(name, "header \"" + value + "\" does not match body event_id \"" +
+                              std::string(event_id) + "\"");
     }
   }
   return Status::OK();

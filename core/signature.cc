@@ -17,6 +17,13 @@ namespace {
 
 constexpr std::string_view kWhsecPrefix = "whsec_";
 
+// How many lines of `headers` are named `name` (in any case).
+size_t CountHeader(const Headers& headers, std::string_view name) {
+  size_t n = 0;
+  for (const auto& field : headers) n += EqualsIgnoringCase(field.first, name) ? 1 : 0;
+  return n;
+}
+
 Status Unauthorized(std::string_view header, std::string_view reason) {
   return Status::InvalidArgument(std::string(header) + ": " + std::string(reason));
 }
@@ -191,6 +198,13 @@ Result<SignatureVerifier> SignatureVerifier::Make(const std::vector<std::string>
 
 Status SignatureVerifier::Verify(const Headers& headers, std::string_view body, int64_t now_micros,
                                  std::optional<std::string>* webhook_id) const {
+  // A header the check reads, sent on two lines: which one was signed is
+  // ambiguous. RFC 9110 §5.3 would join them with a comma, which makes
+  // X-RR-Signature's second t= malformed anyway; refuse them all alike.
+  for (std::string_view name :
+       {"X-RR-Signature", "webhook-signature", "webhook-id", "webhook-timestamp"}) {
+    if (CountHeader(headers, name) > 1) return Unauthorized(name, "appears more than once");
+  }
   if (auto rr = FindHeader(headers, "X-RR-Signature")) {
     return VerifyRr(*rr, body, now_micros);
   }

@@ -690,6 +690,19 @@ TEST(DecodeTest, WebhookIdHeader) {
   EXPECT_FALSE(st.ok());
 }
 
+TEST(DecodeTest, EveryLineOfAnEventIdHeaderMustBeTheBodys) {
+  EXPECT_TRUE(
+      CheckEventIdHeader({{"X-RR-Event-Id", "evt_1"}, {"x-rr-event-id", "evt_1"}}, "evt_1").ok());
+  for (const Headers& h : {Headers{{"X-RR-Event-Id", "evt_1"}, {"X-RR-Event-Id", "evt_2"}},
+                           Headers{{"x-rr-event-id", "evt_2"}, {"X-RR-Event-Id", "evt_1"}},
+                           Headers{{"webhook-id", "evt_1"}, {"Webhook-Id", "msg_2"}}}) {
+    Status st = CheckEventIdHeader(h, "evt_1");
+    ASSERT_FALSE(st.ok()) << h[1].first;
+    EXPECT_TRUE(st.IsInvalidArgument());
+    EXPECT_NE(st.message().find("does not match body event_id"), std::string::npos) << st.message();
+  }
+}
+
 TEST(DecodeTest, PeekEventIdGuessesWithoutDecoding) {
   EXPECT_EQ(PeekEventId(R"({"event_id":"evt_1","type":"t"})"), "evt_1");
   EXPECT_EQ(PeekEventId("{ \"event_id\" :\n \"evt.2:x-y\" }"), "evt.2:x-y");

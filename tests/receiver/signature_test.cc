@@ -384,6 +384,58 @@ TEST(receiver_signature, EveryMalformedOrWrongStandardHeaderIsRefused) {
   }
 }
 
+TEST(receiver_signature, AHeaderTheCheckReadsSentTwiceIsRefused) {
+  // Two lines of a header the check reads: which one was signed is
+  // ambiguous, even when one of them is valid on its own.
+  const std::string whsec = "whsec_" + Base64Encode("standard-key-0123456789");
+  SignatureVerifier v = MakeVerifier({kSecret, whsec});
+  const std::string t = std::to_string(kNow);
+  const std::string rr = SignRr(kSecret, kNow, kBody);
+  const std::string standard = SignStandard(whsec, "evt_1", kNow, kBody);
+  const Headers rr_once = {{"X-RR-Signature", rr}};
+  const Headers standard_once = {
+      {"webhook-id", "evt_1"}, {"webhook-timestamp", t}, {"webhook-signature", standard}};
+  ASSERT_TRUE(v.Verify(rr_once, kBody, kNow * kMicros, nullptr).ok());
+  ASSERT_TRUE(v.Verify(standard_once, kBody, kNow * kMicros, nullptr).ok());
+
+  struct Case {
+    std::string name;
+    Headers h;
+  };
+  const std::vector<Case> cases = {
+      {"X-RR-Signature", {{"X-RR-Signature", rr}, {"x-rr-signature", "t=" + t + ",v1=00"}}},
+      {"X-RR-Signature", {{"X-RR-Signature", rr}, {"X-RR-Signature", rr}}},
+      {"webhook-signature",
+       {{"webhook-id", "evt_1"},
+        {"webhook-timestamp", t},
+        {"webhook-signature", standard},
+        {"Webhook-Signature", "v1,AAAA"}}},
+      {"webhook-id",
+       {{"webhook-id", "evt_1"},
+        {"webhook-id", "evt_2"},
+        {"webhook-timestamp", t},
+        {"webhook-signature", standard}}},
+      {"webhook-timestamp",
+       {{"webhook-id", "evt_1"},
+        {"webhook-timestamp", t},
+        {"WEBHOOK-TIMESTAMP", std::to_string(kNow - 1)},
+        {"webhook-signature", standard}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::optional<std::string> covered;
+    Status st = v.Verify(c.h, kBody, kNow * kMicros, &covered);
+    ExpectRefusedNaming(st, c.name + ": ", {V1Of(rr), standard.substr(3)});
+    EXPECT_NE(st.message().find("more than once"), std::string::npos) << st.message();
+    EXPECT_FALSE(covered.has_value());
+  }
+  // Headers the check does not read may come twice.
+  Headers with_other = rr_once;
+  with_other.emplace_back("X-Forwarded-For", "10.0.0.1");
+  with_other.emplace_back("X-Forwarded-For", "10.0.0.2");
+  EXPECT_TRUE(v.Verify(with_other, kBody, kNow * kMicros, nullptr).ok());
+}
+
 TEST(receiver_signature, StandardWebhooksNeedAWhsecSecret) {
   // A plain secret verifies X-RR-Signature only.
   SignatureVerifier v = MakeVerifier({kSecret});
