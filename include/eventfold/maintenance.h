@@ -32,6 +32,10 @@ namespace eventfold {
 struct RebuildSummary {
   uint64_t entities = 0;
   uint64_t events = 0;  // events stored, routed or not
+  // What the rebuilt projections count, each from its fold's start: for an
+  // entity `gc` compacted, that includes the events folded into its
+  // compaction snapshot and no longer stored, so `applied + rejected` can
+  // exceed `events`.
   uint64_t applied = 0;
   uint64_t rejected = 0;
   uint64_t unrouted = 0;
