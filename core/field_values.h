@@ -1,7 +1,8 @@
 // HTTP field names and values as RFC 9110 §5 reads them: names compared in
 // any case, optional whitespace (spaces and tabs) around a value or around
-// each element of a list. One copy for the receiver, the signature checks,
-// the refused deliveries' JSON and the admin API.
+// each element of a list, a field's lines counted. One copy for the
+// receiver, the HTTP server, the signature checks, the refused deliveries'
+// JSON and the admin API.
 //
 // Thread-safety: pure functions.
 
@@ -10,7 +11,10 @@
 
 #include <strings.h>
 
+#include <cstddef>
 #include <string_view>
+
+#include "eventfold/ingest.h"
 
 namespace eventfold {
 
@@ -37,6 +41,14 @@ void ForEachPart(std::string_view s, char sep, Fn fn) {
     fn(TrimOws(s.substr(start, end - start)));
     start = end + 1;
   }
+}
+
+// How many lines of `headers` are named `name` (in any case): a field a
+// check reads that comes more than once leaves which one counts open.
+inline size_t CountHeader(const Headers& headers, std::string_view name) {
+  size_t n = 0;
+  for (const auto& field : headers) n += EqualsIgnoringCase(field.first, name) ? 1 : 0;
+  return n;
 }
 
 }  // namespace eventfold

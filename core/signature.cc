@@ -17,13 +17,6 @@ namespace {
 
 constexpr std::string_view kWhsecPrefix = "whsec_";
 
-// How many lines of `headers` are named `name` (in any case).
-size_t CountHeader(const Headers& headers, std::string_view name) {
-  size_t n = 0;
-  for (const auto& field : headers) n += EqualsIgnoringCase(field.first, name) ? 1 : 0;
-  return n;
-}
-
 Status Unauthorized(std::string_view header, std::string_view reason) {
   return Status::InvalidArgument(std::string(header) + ": " + std::string(reason));
 }

@@ -38,6 +38,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/field_values.h"
 #include "core/start_thread.h"
 #include "core/thread_annotations.h"
 #include "eventfold/http_server.h"
@@ -484,14 +485,13 @@ class Session : public std::enable_shared_from_this<Session> {
       return Refuse(kBadFraming, 400, hosts == 0 ? "no Host header" : "more than one Host header");
     }
     // ... and one whose value is not a host and port is 400 too.
-    if (const beast::string_view host = Trimmed(req[bhttp::field::host]);
-        hosts == 1 && !http::ValidHost(std::string_view(host.data(), host.size()))) {
+    if (hosts == 1 && !http::ValidHost(TrimOws(StdView(req[bhttp::field::host])))) {
       return Refuse(kBadFraming, 400, "Host header is not a host[:port]");
     }
     // §3.2: a path, or an absolute URI (which a server must accept: it is
     // served as its path); "*" and an authority only for the methods that
     // take them, which the receiver answers 405.
-    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view target = StdView(req.target());
     if (req.method() == bhttp::verb::connect ||
         (req.method() == bhttp::verb::options && target == "*")) {
       target_ = target;
@@ -509,7 +509,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (encodings > 1 ||
         (encodings == 1 &&
          (!parser_->chunked() ||
-          !beast::iequals(Trimmed(req[bhttp::field::transfer_encoding]), "chunked")))) {
+          !EqualsIgnoringCase(TrimOws(StdView(req[bhttp::field::transfer_encoding])),
+                              "chunked")))) {
       return Refuse(kBadFraming, 400, "Transfer-Encoding must be exactly chunked");
     }
     // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
@@ -730,11 +731,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     return headers;
   }
-  static beast::string_view Trimmed(beast::string_view v) {
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-    return v;
-  }
+  static std::string_view StdView(beast::string_view v) { return {v.data(), v.size()}; }
 
   // An answer of the HTTP layer itself; the connection closes after it.
   void Refuse(Refusal why, int status, const std::string& message) {

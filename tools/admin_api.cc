@@ -1,7 +1,5 @@
 #include "tools/admin_api.h"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -209,18 +207,13 @@ class AdminApi final : public Receiver {
   // Exactly one Authorization field, with the token: with two, which one
   // counts would be a choice a client could play on.
   bool Authorized(const Headers& headers) const {
-    std::optional<std::string_view> auth;
-    for (const auto& [name, value] : headers) {
-      constexpr std::string_view kField = "Authorization";
-      if (!EqualsIgnoringCase(name, kField)) continue;
-      if (auth) return false;
-      auth = value;
-    }
+    if (CountHeader(headers, "Authorization") != 1) return false;
+    std::optional<std::string_view> auth = FindHeader(headers, "Authorization");
     // RFC 9110 §11.4: the scheme's name in any case, then one or more
     // spaces, then the token.
     constexpr std::string_view kBearer = "Bearer";
     if (!auth || auth->size() <= kBearer.size() ||
-        strncasecmp(auth->data(), kBearer.data(), kBearer.size()) != 0 ||
+        !EqualsIgnoringCase(auth->substr(0, kBearer.size()), kBearer) ||
         (*auth)[kBearer.size()] != ' ') {
       return false;
     }
