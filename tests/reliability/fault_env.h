@@ -73,6 +73,11 @@ class FaultEnv final : public leveldb::EnvWrapper {
   void SetFaultPrefix(std::string prefix) {
     Locked([&] { fault_prefix_ = std::move(prefix); });
   }
+  // Files whose name starts with `prefix` get none of the switched faults;
+  // "" (default): none is exempt.
+  void SetFaultExemptPrefix(std::string prefix) {
+    Locked([&] { exempt_prefix_ = std::move(prefix); });
+  }
   // Opening any of `names` for random reads (LevelDB's tables) fails, as
   // for a file on a bad sector; {} (or ClearFaults): every file readable.
   void SetUnreadable(std::set<std::string> names) {
@@ -243,7 +248,10 @@ class FaultEnv final : public leveldb::EnvWrapper {
   bool IsDead() { return dead(); }
 
   // Whether the switched faults apply to `name` (mu_ held).
-  bool Targeted(const std::string& name) const { return name.starts_with(fault_prefix_); }
+  bool Targeted(const std::string& name) const {
+    return name.starts_with(fault_prefix_) &&
+           (exempt_prefix_.empty() || !name.starts_with(exempt_prefix_));
+  }
 
   // Counts one Append or Sync towards a scheduled cut (mu_ held).
   bool CutNow() {
@@ -330,6 +338,7 @@ class FaultEnv final : public leveldb::EnvWrapper {
   std::optional<uint64_t> space_left_;
   std::set<std::string> unreadable_;
   std::string fault_prefix_;
+  std::string exempt_prefix_;
   std::atomic<uint64_t> faults_{0};
 };
 
