@@ -24,15 +24,15 @@
 #include "eventfold/options.h"
 #include "eventfold/status.h"
 #include "storage/dir_sync.h"
+#include "storage/file_locks.h"
 #include "storage/leveldb_status.h"
 #include "store/quarantine_log.h"
 
 namespace eventfold {
 
-// The Env the offline functions work through: Options::env, else LevelDB's.
-inline leveldb::Env* EnvOf(const Options& options) {
-  return options.env ? options.env : leveldb::Env::Default();
-}
+// The Env the offline functions work through: Options::env, else LevelDB's
+// (storage/file_locks.h).
+inline leveldb::Env* EnvOf(const Options& options) { return storage::EnvOrDefault(options.env); }
 
 // The quarantine's own database below a store directory (or a backup).
 inline std::string QuarantineDir(const std::string& dir) {

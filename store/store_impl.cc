@@ -15,6 +15,7 @@
 #include "replay/rebuild.h"
 #include "replay/verify.h"
 #include "storage/commit_queue.h"
+#include "storage/file_locks.h"
 #include "storage/guarded_db.h"
 #include "storage/key_codec.h"
 #include "storage/key_upgrade.h"
@@ -126,8 +127,7 @@ Status StoreImpl::Init(const std::string& path) {
   lo.filter_policy = filter_.get();
   lo.write_buffer_size = options_.write_buffer_bytes;
   lo.paranoid_checks = options_.paranoid_checks;
-  log_name_env_ =
-      std::make_unique<LogNameSyncEnv>(options_.env ? options_.env : leveldb::Env::Default());
+  log_name_env_ = std::make_unique<LogNameSyncEnv>(storage::EnvOrDefault(options_.env));
   env_ = std::make_unique<BackgroundEnv>(log_name_env_.get());
   // Before any database is opened on it (storage/background_env.h).
   Status st = env_->Start();

@@ -140,6 +140,11 @@ struct Options {
   // leveldb::Env has no directory sync: the store makes the POSIX call
   // (open, fsync) on the same path, and skips a directory the file system
   // does not have (an in-memory Env's).
+  // With the default, a store directory is locked at most once in the
+  // process, whatever its spelling (a second open is kBusy and leaves the
+  // first one's lock held); an Env of your own that wraps the default one
+  // gets LevelDB's check alone, which compares names and, refusing, drops
+  // the process's lock on the directory (POSIX fcntl locks).
   leveldb::Env* env = nullptr;
 
   // LevelDB block cache for reads of logs and projections.

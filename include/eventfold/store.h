@@ -87,7 +87,8 @@ struct StoreStats {
 class Store {
  public:
   // Opens (or, with create_if_missing, creates) the store in directory
-  // `path`. Fails with kBusy when another Store holds it; kCorruption or
+  // `path`. Fails with kBusy when another Store holds it (in this process,
+  // under any spelling of `path`, too: see Options::env); kCorruption or
   // kIOError when its files cannot be read; kInvalidArgument for an empty
   // path, a missing store without create_if_missing, an existing one with
   // error_if_exists, a store in an older format without
