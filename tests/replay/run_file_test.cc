@@ -87,6 +87,27 @@ TEST(RunFile, RunsInMemoryAndInFilesMergeIntoKeyOrder) {
   EXPECT_EQ(sorted(seen), sorted(expected));
 }
 
+TEST(RunFile, ASortKeepsTheOrderOfEqualKeys) {
+  const uint64_t seed = TestSeed("RunFile.ASortKeepsTheOrderOfEqualKeys", 12);
+  std::mt19937_64 rng(seed);
+  RunBuffer buffer;
+  constexpr int kRecords = 5000;
+  for (int i = 0; i < kRecords; ++i) {
+    // Few distinct keys, some a prefix of others; the value is the order.
+    buffer.Add(std::string(1 + rng() % 2, static_cast<char>('a' + rng() % 4)), std::to_string(i));
+  }
+  buffer.Sort();
+  ASSERT_EQ(buffer.size(), static_cast<size_t>(kRecords));
+  for (size_t i = 1; i < buffer.size(); ++i) {
+    ASSERT_LE(buffer.key(i - 1), buffer.key(i)) << "at " << i;
+    if (buffer.key(i - 1) == buffer.key(i)) {
+      ASSERT_LT(std::stoi(std::string(buffer.value(i - 1))),
+                std::stoi(std::string(buffer.value(i))))
+          << "equal keys out of their order at " << i;
+    }
+  }
+}
+
 TEST(RunFile, ATruncatedRunFileIsCorruption) {
   std::unique_ptr<leveldb::Env> env(leveldb::NewMemEnv(leveldb::Env::Default()));
   ScratchDir scratch(env.get(), "/mem/runs");
