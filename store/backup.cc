@@ -49,6 +49,24 @@ Status RefuseNested(const std::string& what, const std::string& dir, leveldb::En
   return Status::InvalidArgument(what + " " + dir + ": it lies within the store at " + outer);
 }
 
+// A backup's target in one spelling ("OUT/" and "OUT" alike): LevelDB's
+// table of the locks this process holds goes by the path as written.
+std::string BackupTargetPath(const std::string& out_as_given) {
+  std::string out = std::filesystem::path(out_as_given).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// kInvalidArgument when a backup of the store at `store` into `out` (one
+// spelling) would write within that store or within another one.
+Status RefuseBackupPlacement(leveldb::Env* env, const std::string& store, const std::string& out) {
+  if (IsWithin(out, store)) {
+    return Status::InvalidArgument("backup into " + out + ": it lies within the store it copies (" +
+                                   store + ")");
+  }
+  return RefuseNested("backup into", out, env);
+}
+
 Status FilesIntact(const std::string& dir, leveldb::Env* env, const std::string& what) {
   std::string first;
   Result<FileCheckSummary> files = CheckFiles(dir, env, [&](const FileDamage& d) {
@@ -298,6 +316,20 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   return summary;
 }
 
+Status CheckBackupTarget(const std::string& store_dir, const std::string& out,
+                         const Options& options) {
+  if (Status st = CheckStorePath("backup", out); !st.ok()) return st;
+  leveldb::Env* env = EnvOf(options);
+  const std::string target = BackupTargetPath(out);
+  if (Status st = RefuseBackupPlacement(env, store_dir, target); !st.ok()) return st;
+  if (!env->FileExists(target + "/LOCK")) return RefuseNonEmpty(env, target);
+  // A backup under way there, or a store: kBusy while it is writing, as
+  // Backup answers, and whatever it left is looked at only under its lock.
+  DirLock lock(env);
+  if (Status st = LockBackupTarget(&lock, target); !st.ok()) return st;
+  return RefuseNonEmpty(env, target, /*ignore_lock=*/true);
+}
+
 namespace storage {
 
 Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
@@ -305,15 +337,8 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
   const int64_t start = clock_->NowMicros();
   Status st = CheckStorePath("backup", out_as_given);
   if (!st.ok()) return st;
-  // One spelling ("OUT/" and "OUT" alike): LevelDB's table of the locks this
-  // process holds goes by the path as written.
-  std::string out = std::filesystem::path(out_as_given).lexically_normal().string();
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  if (IsWithin(out, path_)) {
-    st = Status::InvalidArgument("backup into " + out + ": it lies within the store it copies (" +
-                                 path_ + ")");
-  }
-  if (st.ok()) st = RefuseNested("backup into", out, env);
+  const std::string out = BackupTargetPath(out_as_given);
+  st = RefuseBackupPlacement(env, path_, out);
   // LevelDB's lock on `out` from before the mark to the end: another backup
   // (in this process or another) into the same `out` gets kBusy and touches
   // nothing, instead of removing this one's files as its own when it fails.

@@ -36,6 +36,10 @@ int Report(const char* what, const Result<BackupSummary>& r, const std::string& 
 }
 
 int BackupCmd(const std::string& dir, const std::string& out) {
+  // OUT first: a refused backup must not open (and recover) the store.
+  if (Status st = CheckBackupTarget(dir, out, Options()); !st.ok()) {
+    return Report("backup", st, out);
+  }
   std::unique_ptr<Store> store = OpenStore(dir, /*create=*/false);
   if (!store) return kExitError;
   return Report("backup", store->maintenance().Backup(out), out);

@@ -44,6 +44,19 @@ struct BackupSummary {
   double seconds = 0;
 };
 
+// What Maintenance::Backup of the store at `store_dir` into `out` would
+// refuse before copying anything, found without opening that store (for a
+// tool that would otherwise open a store, recovering its log, only to have
+// the backup refused): kInvalidArgument for an empty `out`, one within
+// `store_dir` or within another store, or one that exists and is not empty
+// (naming a backup that did not finish, when it holds one); kBusy while
+// another backup or a Store is writing `out`. Writes nothing: an `out`
+// holding a lock file is locked for the look and let go. OK promises
+// nothing of the backup itself (a directory may be written meanwhile, the
+// disk may fail): Backup checks all of this again.
+Status CheckBackupTarget(const std::string& store_dir, const std::string& out,
+                         const Options& options);
+
 // Restores the backup at `backup` (a directory Maintenance::Backup wrote) into
 // `dir`, which must not exist or be empty (its missing parents are
 // created): refuses a non-empty `dir`, an empty path, or a `dir` and

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -362,6 +363,55 @@ TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
   EXPECT_FALSE(std::filesystem::exists(live.path() + "/copy"));
 }
 
+// CheckBackupTarget refuses what Backup refuses before copying, with the
+// same status, without opening the store and without writing anything; it
+// accepts what Backup accepts.
+TEST(Backup, TheTargetIsCheckedAsBackupChecksItWithoutWriting) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), other("other"), empty("empty"), absent("absent"), busy("busy");
+  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  ASSERT_TRUE(store);
+  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
+  std::filesystem::create_directories(other.path());
+  test_util::WriteFile(other.path() + "/keep", "x");
+  std::filesystem::create_directories(empty.path());
+  std::unique_ptr<Store> writing = Open(busy.path(), &clock);  // holds busy/LOCK
+  ASSERT_TRUE(writing);
+
+  struct Case {
+    std::string out;
+    bool refused;
+  };
+  const std::vector<Case> cases = {
+      {"", true},
+      {other.path(), true},
+      {live.path(), true},
+      {live.path() + "/./x/../inner", true},
+      {busy.path() + "/nested", true},
+      {busy.path(), true},
+      {empty.path(), false},
+      {absent.path() + "/", false},
+  };
+  for (const Case& c : cases) {
+    Status checked = CheckBackupTarget(live.path(), c.out, Options());
+    EXPECT_EQ(checked.ok(), !c.refused) << c.out << ": " << checked.ToString();
+    EXPECT_FALSE(std::filesystem::exists(live.path() + "/inner"));
+    EXPECT_FALSE(std::filesystem::exists(busy.path() + "/nested"));
+    EXPECT_FALSE(std::filesystem::exists(absent.path())) << c.out;
+    if (!c.refused) continue;
+    Result<BackupSummary> b = store->maintenance().Backup(c.out);
+    ASSERT_FALSE(b.ok()) << c.out;
+    EXPECT_EQ(checked.ToString(), b.status().ToString()) << c.out;
+  }
+  EXPECT_TRUE(CheckBackupTarget(live.path(), busy.path(), Options()).IsBusy());
+  writing.reset();  // a store no one writes: not empty
+  Status closed = CheckBackupTarget(live.path(), busy.path(), Options());
+  EXPECT_TRUE(closed.IsInvalidArgument()) << closed.ToString();
+  EXPECT_NE(closed.message().find("not empty"), std::string::npos) << closed.ToString();
+  // What passed the check is backed up.
+  EXPECT_TRUE(store->maintenance().Backup(empty.path()).ok());
+}
+
 // A restore that fails after copying (here: the backup lost a table, which
 // only opening the copy finds) leaves nothing behind: the target is as it
 // was, so a retry from a good backup is not refused as "not empty".
@@ -493,6 +543,42 @@ TEST(Backup, CommandsBackUpAndRestore) {
   EXPECT_NE(c.err.find("not empty"), std::string::npos) << c.err;
   c = test_util::RunCli(EVENTFOLD_CLI, {"check", "--data", restored.path()}, tmp.path() + "/c");
   EXPECT_EQ(c.exit_code, 0) << c.err << c.out;
+}
+
+// The names and sizes of the files in `dir` and below.
+std::map<std::string, uintmax_t> FilesIn(const std::string& dir) {
+  std::map<std::string, uintmax_t> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    files[e.path().string()] = e.is_regular_file() ? e.file_size() : 0;
+  }
+  return files;
+}
+
+// `eventfold backup --data DIR OUT` refused for its OUT leaves DIR as it
+// was: it is refused before the store is opened, which would recover its
+// log into new files.
+TEST(Backup, ARefusedBackupCommandDoesNotOpenTheStore) {
+  ScratchDir live("live"), other("other");
+  {
+    ManualClock clock(1'800'000'000'000'000);
+    std::unique_ptr<Store> store = Open(live.path(), &clock);
+    ASSERT_TRUE(store);
+    IngestDefaultHistory(store.get());
+  }
+  std::filesystem::create_directories(other.path());
+  test_util::WriteFile(other.path() + "/keep", "x");
+  const std::map<std::string, uintmax_t> before = FilesIn(live.path());
+  test_util::TempDir tmp;
+  test_util::CliResult c = test_util::RunCli(
+      EVENTFOLD_CLI, {"backup", "--data", live.path(), other.path()}, tmp.path() + "/b");
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_NE(c.err.find("not empty"), std::string::npos) << c.err;
+  EXPECT_EQ(FilesIn(live.path()), before);
+  c = test_util::RunCli(EVENTFOLD_CLI, {"backup", "--data", live.path(), live.path() + "/inner"},
+                        tmp.path() + "/b2");
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_NE(c.err.find("lies within the store it copies"), std::string::npos) << c.err;
+  EXPECT_EQ(FilesIn(live.path()), before);
 }
 
 }  // namespace
