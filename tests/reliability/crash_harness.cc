@@ -42,6 +42,7 @@
 
 #include "eventfold/store.h"
 #include "tests/common/fork_child.h"
+#include "tests/common/test_seed.h"
 #include "tests/reliability/reliability_util.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
@@ -219,13 +220,13 @@ ChildRun RunAndKill(const std::string& dir, const std::vector<const Delivery*>& 
 TEST(CrashHarness, SigkillDuringIngestLosesNothingAcknowledged) {
   const uint64_t seed =
       storage_test::TestSeed("CrashHarness.SigkillDuringIngestLosesNothingAcknowledged", 7001);
-  const int iterations = EnvInt("EVENTFOLD_CRASH_ITERATIONS", 100);
+  const int iterations = static_cast<int>(test_util::EnvCount("EVENTFOLD_CRASH_ITERATIONS", 100));
   // The full integrity check (Store::Check: every record, a second rebuild
   // aside) every few iterations; the other checks after every kill.
-  const int check_every = EnvInt("EVENTFOLD_CRASH_CHECK_EVERY", 5);
+  const int check_every = static_cast<int>(test_util::EnvCount("EVENTFOLD_CRASH_CHECK_EVERY", 5));
   // A fresh store (and stream) every `segment` iterations, so that a long
   // run's per-kill checks stay as cheap as the first hundred's.
-  const int segment = EnvInt("EVENTFOLD_CRASH_SEGMENT", 100);
+  const int segment = static_cast<int>(test_util::EnvCount("EVENTFOLD_CRASH_SEGMENT", 100));
   std::printf("%d iterations, a fresh store every %d\n", iterations, segment);
   std::optional<CrashDir> dir;
   std::mt19937_64 rng(seed);

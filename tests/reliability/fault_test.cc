@@ -38,6 +38,7 @@
 #include "eventfold/receiver.h"
 #include "eventfold/store.h"
 #include "store/store_impl.h"
+#include "tests/common/test_seed.h"
 #include "tests/reliability/fault_env.h"
 #include "tests/reliability/reliability_util.h"
 #include "tests/storage/storage_test_util.h"
@@ -974,7 +975,7 @@ IngestWork FromFourThreads(FaultEnv* env, const std::vector<Delivery>& stream,
 
 TEST(PowerCut, SyncedIngestLosesNothingAcknowledged) {
   const uint64_t seed = TestSeed("PowerCut.SyncedIngestLosesNothingAcknowledged", 7300);
-  const int cycles = EnvInt("EVENTFOLD_POWERCUT_CYCLES", 40);
+  const int cycles = static_cast<int>(test_util::EnvCount("EVENTFOLD_POWERCUT_CYCLES", 40));
   std::mt19937_64 rng(seed);
   FaultEnv env;
   const Options o = FaultOptions(&env);  // kSync

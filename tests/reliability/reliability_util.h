@@ -43,12 +43,6 @@ using Acked = std::map<std::string, std::optional<EntityRef>>;
 
 inline bool Acknowledged(Outcome o) { return o == Outcome::kAccepted || o == Outcome::kDuplicate; }
 
-inline int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  const int n = v && *v ? std::atoi(v) : fallback;
-  return n > 0 ? n : fallback;
-}
-
 // Event ids of the a/ records of a closed store, with how often each occurs;
 // read with raw LevelDB (through `env` when not null).
 inline std::map<std::string, int> RawEventIds(const std::string& dir, leveldb::Env* env = nullptr) {

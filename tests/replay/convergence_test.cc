@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "storage/record_codec.h"
+#include "tests/common/test_seed.h"
 #include "tests/replay/replay_util.h"
 #include "tools/history.h"
 
@@ -103,8 +104,7 @@ sim::HistoryOptions SmallHistory(uint64_t seed) {
 TEST(Convergence, SeededHistoriesConvergeInEveryArrivalOrder) {
   // EVENTFOLD_CONVERGENCE_SEEDS=N runs more (a soak); the default keeps the
   // suite fast.
-  const char* env = std::getenv("EVENTFOLD_CONVERGENCE_SEEDS");
-  const uint64_t kSeeds = env ? std::strtoull(env, nullptr, 10) : 400;
+  const uint64_t kSeeds = test_util::EnvCount("EVENTFOLD_CONVERGENCE_SEEDS", 400);
   constexpr int kOrders = 4;
   size_t total_events = 0, total_rejected = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {

@@ -42,6 +42,7 @@
 #include "tests/common/invoice_profile.h"
 #include "tests/common/own_thread_env.h"
 #include "tests/common/raw_generations.h"
+#include "tests/common/test_seed.h"
 #include "tests/storage/storage_test_util.h"
 #include "tools/history.h"
 
@@ -89,11 +90,7 @@ class CrashDir {
   std::string path_;
 };
 
-int Iterations() {
-  const char* env = std::getenv("EVENTFOLD_CRASH_ITERATIONS");
-  const int n = env && *env ? std::atoi(env) : 20;
-  return n > 0 ? n : 20;
-}
+int Iterations() { return static_cast<int>(test_util::EnvCount("EVENTFOLD_CRASH_ITERATIONS", 20)); }
 
 using test_util::OwnThreadEnv;
 
