@@ -137,8 +137,9 @@ struct LiveTable {
 
 class DirChecker {
  public:
-  DirChecker(std::string dir, leveldb::Env* env, const FileDamageFn& on_damage)
-      : dir_(std::move(dir)), env_(env), on_damage_(on_damage) {}
+  DirChecker(std::string dir, leveldb::Env* env, const FileDamageFn& on_damage,
+             const RewrittenTables& rewritten)
+      : dir_(std::move(dir)), env_(env), on_damage_(on_damage), rewritten_(rewritten) {}
 
   Status Run() {
     std::vector<std::string> names;
@@ -337,7 +338,9 @@ class DirChecker {
     leveldb::Status s = OpenForReading(env_, dir_ + "/" + name, &size, &file);
     if (!s.ok()) return Damage(name, 0, 0, "cannot read: " + s.ToString());
     const std::string first = live ? live->smallest : "", last = live ? live->largest : "";
-    if (live && live->size != size) {
+    const auto rewrite = rewritten_.find(name);
+    const bool rewritten = rewrite != rewritten_.end() && rewrite->second == size;
+    if (live && live->size != size && !rewritten) {
       return Damage(name, 0, 0,
                     "is " + std::to_string(size) + " bytes, the MANIFEST says " +
                         std::to_string(live->size) + " (the whole table is unreadable)",
@@ -678,6 +681,7 @@ class DirChecker {
   const std::string dir_;
   leveldb::Env* const env_;
   const FileDamageFn& on_damage_;
+  const RewrittenTables& rewritten_;
   InternalKeyOrder order_;
   FileCheckSummary summary_;
 };
@@ -685,7 +689,8 @@ class DirChecker {
 }  // namespace
 
 Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string& name,
-                                      leveldb::Env* env) {
+                                      leveldb::Env* env,
+                                      const std::function<Status(uint64_t size)>& before_replace) {
   env = env ? env : leveldb::Env::Default();
   const std::string path = dir + "/" + name, temp = path + ".salvage";
   uint64_t size = 0;
@@ -698,10 +703,11 @@ Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string&
   leveldb::Table* raw_table = nullptr;
   if (s.ok()) s = leveldb::Table::Open(lo, file.get(), size, &raw_table);
   std::unique_ptr<leveldb::Table> table(raw_table);
-  leveldb::WritableFile* raw_out = nullptr;
-  if (s.ok()) s = env->NewWritableFile(temp, &raw_out);
-  std::unique_ptr<leveldb::WritableFile> out(raw_out);
   if (!s.ok()) return Status::Corruption(name + ": " + s.ToString());
+  leveldb::WritableFile* raw_out = nullptr;
+  s = env->NewWritableFile(temp, &raw_out);
+  std::unique_ptr<leveldb::WritableFile> out(raw_out);
+  if (!s.ok()) return Status::IOError("rewriting " + name + ": " + s.ToString());
   // No filter block: LevelDB's filters hash user keys through its internal
   // policy, which is not public; a table without one is only read slower.
   leveldb::TableBuilder builder(lo, out.get());
@@ -716,17 +722,23 @@ Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string&
   s = builder.Finish();
   if (s.ok()) s = out->Sync();
   if (s.ok()) s = out->Close();
-  if (s.ok()) s = env->RenameFile(temp, path);
-  if (!s.ok()) {
+  Status st = s.ok() ? Status::OK() : Status::IOError("rewriting " + name + ": " + s.ToString());
+  if (st.ok() && before_replace) st = before_replace(builder.FileSize());
+  if (st.ok()) {
+    s = env->RenameFile(temp, path);
+    if (!s.ok()) st = Status::IOError("rewriting " + name + ": " + s.ToString());
+  }
+  if (!st.ok()) {
     (void)env->RemoveFile(temp);
-    return Status::IOError("rewriting " + name + ": " + s.ToString());
+    return st;
   }
   return kept;
 }
 
 Result<FileCheckSummary> CheckFiles(const std::string& dir, leveldb::Env* env,
-                                    const FileDamageFn& on_damage) {
-  DirChecker checker(dir, env ? env : leveldb::Env::Default(), on_damage);
+                                    const FileDamageFn& on_damage,
+                                    const RewrittenTables& rewritten) {
+  DirChecker checker(dir, env ? env : leveldb::Env::Default(), on_damage, rewritten);
   Status st = checker.Run();
   if (!st.ok()) return st;
   return checker.summary();

@@ -24,6 +24,8 @@
 #include <leveldb/env.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "eventfold/repair.h"
@@ -31,19 +33,32 @@
 
 namespace eventfold {
 
+// Tables a repair rewrote (RewriteIntactEntries) before LevelDB's repairer
+// wrote the MANIFEST that lists their new sizes: name -> size rewritten.
+using RewrittenTables = std::map<std::string, uint64_t>;
+
 // Checks the store directory `dir` through `env` (nullptr: the default).
 // Calls `on_damage` per damaged place and carries on. Fails only when the
-// directory cannot be listed.
+// directory cannot be listed. A table in `rewritten` whose size is the one
+// given there is checked as the table it is, not reported for differing
+// from the MANIFEST: a repair stopped after rewriting it, and what the
+// rewrite left out is in that repair's journal.
 Result<FileCheckSummary> CheckFiles(const std::string& dir, leveldb::Env* env,
-                                    const FileDamageFn& on_damage);
+                                    const FileDamageFn& on_damage,
+                                    const RewrittenTables& rewritten = {});
 
 // Rewrites the table `name` in `dir` with only the entries of its intact
 // blocks (written aside, synced, renamed over it), for repair: LevelDB's
 // repairer reads tables without verifying block checksums and would keep a
-// damaged block that still parses. Returns the entries kept; fails when the
-// table cannot be opened at all (damaged footer or index block).
-Result<uint64_t> RewriteIntactEntries(const std::string& dir, const std::string& name,
-                                      leveldb::Env* env);
+// damaged block that still parses. `before_replace` (when given) is called
+// with the new table's size once it is synced, before it replaces the old
+// one; its error stops the rewrite, which leaves the old table as it was.
+// Returns the entries kept; kCorruption when the table cannot be opened at
+// all (damaged footer or index block), another error when the new table
+// could not be written (the old one is left as it was).
+Result<uint64_t> RewriteIntactEntries(
+    const std::string& dir, const std::string& name, leveldb::Env* env,
+    const std::function<Status(uint64_t size)>& before_replace = nullptr);
 
 }  // namespace eventfold
 

@@ -34,8 +34,11 @@ namespace {
 // damaged block that still parses would be kept: each damaged table is
 // rewritten first with the entries of its intact blocks, and one that cannot
 // be opened at all is moved to dir/lost/ (where the repairer archives too).
-Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
-                             const std::vector<FileDamage>& damage) {
+// `on_rewrite` (when given) runs with a rewritten table's name and new size
+// before it replaces the damaged one, and its error stops the repair.
+Status SetDamagedTablesRight(
+    const std::string& dir, leveldb::Env* env, const std::vector<FileDamage>& damage,
+    const std::function<Status(const std::string& table, uint64_t size)>& on_rewrite = nullptr) {
   std::vector<std::string> tables;
   for (const FileDamage& d : damage) {
     if ((d.file.ends_with(".ldb") || d.file.ends_with(".sst")) &&
@@ -45,7 +48,14 @@ Status SetDamagedTablesRight(const std::string& dir, leveldb::Env* env,
   }
   for (const std::string& t : tables) {
     if (!env->FileExists(dir + "/" + t)) continue;  // missing: nothing to set right
-    if (RewriteIntactEntries(dir, t, env).ok()) continue;
+    const std::function<Status(uint64_t)> before_replace =
+        on_rewrite ? [&](uint64_t size) { return on_rewrite(t, size); }
+                   : std::function<Status(uint64_t)>();
+    Result<uint64_t> kept = RewriteIntactEntries(dir, t, env, before_replace);
+    if (kept.ok()) continue;
+    // A write that failed (a full disk, the journal's sync) is no reason to
+    // give up a table whose intact blocks could be kept.
+    if (!kept.status().IsCorruption()) return kept.status();
     (void)env->CreateDir(dir + "/lost");
     Status st = storage::FromLevelDb(env->RenameFile(dir + "/" + t, dir + "/lost/" + t),
                                      "moving the unreadable table " + t + " aside");
@@ -208,8 +218,11 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   };
   const std::function<Status()> sync_journal = [&] { return (*journal)->Sync(); };
   {
-    Result<FileCheckSummary> files =
-        CheckFiles(dir, env, [&](const FileDamage& d) { damage.push_back(d); });
+    // A table an earlier repair rewrote before it stopped is checked as
+    // the table it is: what the rewrite left out is in that repair's
+    // damage, not the whole table.
+    Result<FileCheckSummary> files = CheckFiles(
+        dir, env, [&](const FileDamage& d) { damage.push_back(d); }, earlier->rewritten);
     if (!files.ok()) return files.status();
     summary.damaged = damage.size();
     const std::vector<FileDamage> found_now = damage;
@@ -225,7 +238,12 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
     // shows it, and LevelDB's repairer drops what it cannot read.
     Status st = sync_journal();
     if (!st.ok()) return st;
-    st = SetDamagedTablesRight(dir, env, found_now);
+    // Each rewrite in the journal, on disk, before the table it replaces
+    // goes.
+    st = SetDamagedTablesRight(dir, env, found_now, [&](const std::string& table, uint64_t size) {
+      (*journal)->AddRewrite(table, size);
+      return sync_journal();
+    });
     if (!st.ok()) return st;
     st = storage::FromLevelDb(leveldb::RepairDB(dir, RawOptions(held, filter.get())),
                               "LevelDB repair of " + dir);

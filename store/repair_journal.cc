@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <string_view>
 #include <utility>
 
@@ -98,6 +99,7 @@ struct JournalRead {
   bool finished = false;
   std::vector<FileDamage> damage;
   std::vector<LostData> lost;
+  std::map<std::string, uint64_t> rewritten;
 };
 
 // One journal's lines; a line that does not parse (cut short by a kill) is
@@ -127,6 +129,7 @@ JournalRead ParseJournal(std::string_view text) {
       d.message = Text(o, "message");
       r.damage.push_back(std::move(d));
     }
+    if (doc["rewrote"].get(o) == simdjson::SUCCESS) r.rewritten[Text(o, "file")] = Uint(o, "size");
     if (doc["lost"].get(o) == simdjson::SUCCESS) {
       std::optional<LostData::Kind> kind = KindNamed(Text(o, "kind"));
       if (!kind) continue;
@@ -182,6 +185,7 @@ Result<UnfinishedRepairs> RepairJournal::Unfinished(leveldb::Env* env, const std
     out.journals.push_back(name);
     for (FileDamage& d : r.damage) out.damage.push_back(std::move(d));
     for (LostData& l : r.lost) out.lost.push_back(std::move(l));
+    for (auto& [file, size] : r.rewritten) out.rewritten[file] = size;  // the latest
   }
   return out;
 }
@@ -234,6 +238,14 @@ void RepairJournal::Append(const std::string& line) {
 }
 
 void RepairJournal::AddDamage(const FileDamage& d) { Append(DamageLine(d)); }
+
+void RepairJournal::AddRewrite(const std::string& file, uint64_t size) {
+  JsonWriter w;
+  w.BeginObject().Key("rewrote").BeginObject();
+  w.Key("file").String(file).Key("size").Uint(size);
+  w.EndObject().EndObject();
+  Append(w.Take());
+}
 
 bool RepairJournal::AddLost(const LostData& l) {
   std::string line = LostLine(l);

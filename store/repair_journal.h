@@ -11,10 +11,16 @@
 //   {"lost":{"kind":"event"|"window"|"changes"|"records","event_id":..,
 //            "type":..,"occurred_at":..,"received_from":..,"received_to":..,
 //            "first_seq":..,"last_seq":..,"detail":..}}
+//   {"rewrote":{"file":..,"size":..}}      a damaged table rewritten with its
+//                                          intact entries, `size` bytes now
 //   {"end":{"problems_left":..}}             the repair ran to its end
 //   {"resumed_by":"repair-<time>.ndjson"}   a later repair took it over
-// The damage is synced before the repair changes anything, and each loss
-// before the write that drops what it names (Sync). A journal with neither
+// The damage is synced before the repair changes anything, each rewrite
+// before the rewritten table replaces the damaged one, and each loss
+// before the write that drops what it names (Sync). (A table rewritten by
+// a repair that stopped before LevelDB's repairer wrote a new MANIFEST
+// differs in size from the old one's entry: the next repair's file check
+// takes it as the rewrite it is, not as a table lost whole.) A journal with neither
 // of the last two lines belongs to a repair that stopped: the next repair
 // resumes it (Unfinished), taking its damage as its own and reporting its
 // losses again. A line cut short by a kill is skipped when read, and the
@@ -29,6 +35,7 @@
 #include <leveldb/env.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -44,6 +51,7 @@ struct UnfinishedRepairs {
   std::vector<std::string> journals;  // their file names in dir/lost/, oldest first
   std::vector<FileDamage> damage;
   std::vector<LostData> lost;
+  std::map<std::string, uint64_t> rewritten;  // table -> its size rewritten
 };
 
 class RepairJournal {
@@ -66,6 +74,9 @@ class RepairJournal {
   // Appends a line; on disk at the next Sync. A write error is kept and
   // returned by Sync.
   void AddDamage(const FileDamage& d);
+  // The table `file` (a name in the store directory) rewritten, `size`
+  // bytes: appended, and on disk at the next Sync.
+  void AddRewrite(const std::string& file, uint64_t size);
   // Appends `l` and returns true, or returns false when this journal holds
   // the same loss already (found again after a resumed repair's report).
   bool AddLost(const LostData& l);

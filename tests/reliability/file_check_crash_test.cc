@@ -2,11 +2,13 @@
 // six times, then 8 bytes flipped at a quarter of its largest table — check
 // exits 1 naming that table (it said {"ok":true} when its own open had
 // compacted the damage away). And `eventfold repair` SIGKILLed after each
-// of several losses it listed: the next repair lists them all again.
+// of several losses it listed, or after it rewrote a damaged table: the
+// next repair lists them all again, and nothing more.
 // Forks its children, so it has its own binary: a child of a process whose
 // LevelDB background thread already ran would have none.
 
 #include <gtest/gtest.h>
+#include <leveldb/env.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,42 +137,54 @@ bool RepairKilledAfter(const std::string& dir, size_t kill_after) {
   return reached && WIFSIGNALED(status);
 }
 
-// A repair killed right after it listed its k-th loss (for k from the
-// first to the last) leaves a journal the next repair resumes: that repair
-// alone lists exactly the losses an uninterrupted repair of the same
-// damage lists, ends clean, and says it took one over; check is then clean.
-TEST(RepairCrash, ARepairKilledAfterAnyLossItListedIsResumedWithTheWholeList) {
-  const uint64_t seed = test_util::TestSeed("RepairCrash", 17);
-  ScratchDir base("repair-kill");
+// A store of a seeded 1,500-receipt history in small tables, with 8 bytes
+// flipped at a quarter, half and three quarters of its largest live table.
+void MakeDamagedStore(const std::string& dir, uint64_t seed) {
   {
     sim::HistoryOptions ho;
     ho.seed = seed;
     ho.receipts = 1500;
     ho.products = 150;
-    Result<std::unique_ptr<Store>> store = Store::Open(base.path(), SmallTables());
+    Result<std::unique_ptr<Store>> store = Store::Open(dir, SmallTables());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     for (const Delivery& d : sim::GenerateHistory(ho).deliveries) (void)(*store)->Ingest(d);
   }
   FileCheckSummary files;
-  ASSERT_TRUE(Damages(base.path(), &files).empty());
+  ASSERT_TRUE(Damages(dir, &files).empty());
   uintmax_t largest_size = 0;
-  const std::string largest = LargestLiveTable(base.path(), files.unreferenced, &largest_size);
+  const std::string largest = LargestLiveTable(dir, files.unreferenced, &largest_size);
   ASSERT_FALSE(largest.empty());
   for (uint64_t at : {largest_size / 4, largest_size / 2, largest_size * 3 / 4}) {
-    XorBytes(base.path() + "/" + largest, at, std::string(8, '\x5a'));
+    XorBytes(dir + "/" + largest, at, std::string(8, '\x5a'));
   }
+}
+
+// The losses `eventfold repair` lists for `dir`, run to its end (its
+// output files under `scratch`).
+std::set<std::string> UninterruptedLosses(const std::string& dir, const std::string& scratch) {
+  const CliResult ref = RunCli(EVENTFOLD_CLI, {"repair", "--data", dir}, scratch);
+  EXPECT_EQ(ref.exit_code, 0) << ref.err << ref.out;
+  const std::set<std::string> want = LossLines(ref.out);
+  EXPECT_GE(want.size(), 3u) << ref.out;
+  std::printf("uninterrupted repair: %zu losses listed\n", want.size());
+  return want;
+}
+
+// A repair killed right after it listed its k-th loss (for k from the
+// first to the last) leaves a journal the next repair resumes: that repair
+// alone lists exactly the losses an uninterrupted repair of the same
+// damage lists, ends clean, and says it took one over; check is then clean.
+TEST(RepairCrash, ARepairKilledAfterAnyLossItListedIsResumedWithTheWholeList) {
+  ScratchDir base("repair-kill");
+  ASSERT_NO_FATAL_FAILURE(MakeDamagedStore(base.path(), test_util::TestSeed("RepairCrash", 17)));
   TempDir tmp;
   const auto copy_of = [&](const std::string& name) {
     const std::string to = tmp.path() + "/" + name;
     fs::copy(base.path(), to, fs::copy_options::recursive);
     return to;
   };
-  const CliResult ref =
-      RunCli(EVENTFOLD_CLI, {"repair", "--data", copy_of("ref")}, tmp.path() + "/r");
-  ASSERT_EQ(ref.exit_code, 0) << ref.err << ref.out;
-  const std::set<std::string> want = LossLines(ref.out);
-  ASSERT_GE(want.size(), 3u) << ref.out;
-  std::printf("uninterrupted repair: %zu losses listed\n", want.size());
+  std::set<std::string> want;
+  ASSERT_NO_FATAL_FAILURE(want = UninterruptedLosses(copy_of("ref"), tmp.path() + "/r"));
 
   size_t killed = 0;
   for (size_t k = 1; k <= want.size(); k += std::max<size_t>(1, want.size() / 6)) {
@@ -189,6 +203,55 @@ TEST(RepairCrash, ARepairKilledAfterAnyLossItListedIsResumedWithTheWholeList) {
   }
   std::printf("repairs killed and resumed: %zu\n", killed);
   EXPECT_GT(killed, 0u) << "every repair finished before its kill";
+}
+
+// Kills its process once a repair's rewritten table (written aside as
+// "<table>.salvage") has replaced the damaged one: before LevelDB's
+// repairer writes the MANIFEST with the table's new size.
+class KillAfterTableRewriteEnv : public leveldb::EnvWrapper {
+ public:
+  KillAfterTableRewriteEnv() : leveldb::EnvWrapper(leveldb::Env::Default()) {}
+  leveldb::Status RenameFile(const std::string& from, const std::string& to) override {
+    leveldb::Status s = target()->RenameFile(from, to);
+    if (s.ok() && from.ends_with(".salvage")) ::kill(::getpid(), SIGKILL);
+    return s;
+  }
+};
+
+// A repair killed between its rewrite of a damaged table and LevelDB's new
+// MANIFEST: the next repair lists exactly what an uninterrupted one lists.
+// Before the journal named the rewrite, the table's new size read as a
+// table lost whole, and the next repair asked for every event from the
+// store's first to now again.
+TEST(RepairCrash, ARepairKilledAfterRewritingATableIsResumedWithTheSameList) {
+  ScratchDir base("repair-rewrite");
+  ASSERT_NO_FATAL_FAILURE(MakeDamagedStore(base.path(), test_util::TestSeed("RepairCrash", 17)));
+  TempDir tmp;
+  const std::string ref = tmp.path() + "/ref", killed = tmp.path() + "/killed";
+  fs::copy(base.path(), ref, fs::copy_options::recursive);
+  fs::copy(base.path(), killed, fs::copy_options::recursive);
+  std::set<std::string> want;
+  ASSERT_NO_FATAL_FAILURE(want = UninterruptedLosses(ref, tmp.path() + "/r"));
+
+  test_util::ForkedChild child = test_util::ForkWithPipe([&](int) {
+    KillAfterTableRewriteEnv env;
+    Options o;
+    o.env = &env;
+    (void)RepairStore(killed, o, [](const LostData&) {});
+    std::_Exit(0);  // not killed: no table was rewritten
+  });
+  ASSERT_GT(child.pid, 0);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  ::close(child.from_child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+
+  const CliResult resumed = RunCli(EVENTFOLD_CLI, {"repair", "--data", killed}, tmp.path() + "/k");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
+  EXPECT_EQ(LossLines(resumed.out), want) << resumed.out;
+  EXPECT_NE(resumed.out.find("\"resumed\":1"), std::string::npos) << resumed.out;
+  const CliResult check = RunCli(EVENTFOLD_CLI, {"check", "--data", killed}, tmp.path() + "/c");
+  EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
 }
 
 }  // namespace
