@@ -191,6 +191,15 @@ Status LockBackupTarget(DirLock* lock, const std::string& out) {
                       st.message() + "); nothing in it was touched");
 }
 
+// Takes LevelDB's lock on a restore's target `dir`: kBusy, naming it, when a
+// restore or a Store (in any process) is writing there.
+Status LockRestoreTarget(DirLock* lock, const std::string& dir) {
+  Status st = lock->Lock(dir);
+  if (!st.IsBusy()) return st;
+  return Status::Busy("restoring into " + dir + ": another restore or a store is writing there (" +
+                      st.message() + "); nothing in it was touched");
+}
+
 // kCorruption unless the records restored from `backup`'s database `what`
 // are those its manifest says the backup wrote.
 Status SameAsWritten(const DbDigest& restored, const DbDigest& written, const std::string& backup,
@@ -218,7 +227,16 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
                                  ": one lies within the other");
   }
   if (st.ok()) st = RefuseNested("restoring into", dir, env);
-  if (st.ok()) st = RefuseNonEmpty(env, dir);
+  // LevelDB's lock on `dir` from before its first file is copied to the
+  // last record read back: a Store opening `dir` meanwhile gets kBusy
+  // instead of half a store, or one a failed check is about to remove (the
+  // check opens it through lock.env()). Taken first where `dir` has a lock
+  // file already: while another restore (or a Store) writes there, this one
+  // hears kBusy, not that the other's copy did not finish and is to be
+  // removed.
+  DirLock lock(env);
+  if (st.ok() && env->FileExists(dir + "/LOCK")) st = LockRestoreTarget(&lock, dir);
+  if (st.ok()) st = RefuseNonEmpty(env, dir, /*ignore_lock=*/lock.held());
   if (!st.ok()) return st;
   st = RefuseUnfinishedCopy(env, backup);
   if (!st.ok()) return st.WithContext("restoring from " + backup);
@@ -262,12 +280,16 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   if (st.ok() && !dir_existed) {
     st = storage::FromLevelDb(env->CreateDir(dir), "creating the store directory " + dir);
   }
-  // LevelDB's lock from the first file copied to the last record read back:
-  // a Store opening `dir` meanwhile gets kBusy instead of half a store, or
-  // one a failed check is about to remove. The check opens it through
-  // lock.env().
-  DirLock lock(env);
-  if (st.ok()) st = lock.Lock(dir);
+  if (st.ok() && !lock.held()) {
+    st = LockRestoreTarget(&lock, dir);
+    // Empty still, now that no one else may write there: a restore that
+    // finished between the check above and the lock is neither written
+    // over nor removed below as this one's.
+    if (st.ok()) {
+      st = RefuseNonEmpty(env, dir, /*ignore_lock=*/true);
+      if (!st.ok()) return st;
+    }
+  }
   // The digests' LevelDB background work on a thread asked for before
   // anything is copied, where a refusal is a Status
   // (storage/background_env.h).

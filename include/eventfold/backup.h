@@ -71,8 +71,8 @@ Status CheckBackupTarget(const std::string& store_dir, const std::string& out,
 // all under LevelDB's lock on `dir` (a Store opening `dir` meanwhile fails
 // with kBusy). On failure after the copy began, what it
 // wrote is removed: `dir` is empty or absent again, as are the parents it
-// created. When `dir` cannot be locked (kBusy: a Store opened it first),
-// nothing in it is touched.
+// created. When `dir` cannot be locked (kBusy: a Store or another
+// restore is writing there), nothing in it is touched.
 Result<BackupSummary> RestoreStore(const std::string& backup, const std::string& dir,
                                    const Options& options);
 

@@ -20,6 +20,8 @@
 #include "eventfold/repair.h"
 #include "eventfold/store.h"
 #include "store/backup_manifest.h"
+#include "store/store_dir.h"
+#include "store/unfinished_copy.h"
 #include "tests/common/run_cli.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/test_seed.h"
@@ -129,6 +131,15 @@ TEST(Backup, TakenUnderIngestRestoresToAConsistentCut) {
     ASSERT_EQ(x.outcome, y.outcome) << d.body.substr(0, 200);
   }
   EXPECT_EQ(AllProjections(back.get()), AllProjections(store.get()));
+}
+
+// The names and sizes of the files in `dir` and below.
+std::map<std::string, uintmax_t> FilesIn(const std::string& dir) {
+  std::map<std::string, uintmax_t> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    files[e.path().string()] = e.is_regular_file() ? e.file_size() : 0;
+  }
+  return files;
 }
 
 TEST(Backup, RefusesNonEmptyTargets) {
@@ -412,6 +423,42 @@ TEST(Backup, TheTargetIsCheckedAsBackupChecksItWithoutWriting) {
   EXPECT_TRUE(store->maintenance().Backup(empty.path()).ok());
 }
 
+// A restore into a directory that another restore is writing (its mark of
+// an unfinished copy there, its lock held) is kBusy and touches nothing;
+// before, it was told the other's copy did not finish and to remove it.
+// Once no one holds the lock, the copy left there is named as unfinished.
+TEST(Backup, ARestoreIntoADirectoryAnotherIsWritingIsBusy) {
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), target("target");
+  {
+    std::unique_ptr<Store> store = Open(live.path(), &clock);
+    ASSERT_TRUE(store);
+    (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
+    ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  }
+  leveldb::Env* env = storage::EnvOrDefault(nullptr);
+  std::filesystem::create_directories(target.path());
+  DirLock other(env);  // the other restore, between its mark and its end
+  ASSERT_TRUE(other.Lock(target.path()).ok());
+  ASSERT_TRUE(MarkUnfinishedCopy(env, target.path(), "a restore of " + backup.path()).ok());
+  const std::map<std::string, uintmax_t> before = FilesIn(target.path());
+
+  Result<BackupSummary> busy = RestoreStore(backup.path(), target.path(), Options());
+  ASSERT_FALSE(busy.ok());
+  EXPECT_TRUE(busy.status().IsBusy()) << busy.status().ToString();
+  EXPECT_EQ(busy.status().message().find("did not finish"), std::string::npos)
+      << busy.status().ToString();
+  EXPECT_EQ(FilesIn(target.path()), before);
+
+  other.Unlock();  // it was killed
+  Result<BackupSummary> left = RestoreStore(backup.path(), target.path(), Options());
+  ASSERT_FALSE(left.ok());
+  EXPECT_TRUE(left.status().IsInvalidArgument()) << left.status().ToString();
+  EXPECT_NE(left.status().message().find("did not finish"), std::string::npos)
+      << left.status().ToString();
+  EXPECT_EQ(FilesIn(target.path()), before);
+}
+
 // A restore that fails after copying (here: the backup lost a table, which
 // only opening the copy finds) leaves nothing behind: the target is as it
 // was, so a retry from a good backup is not refused as "not empty".
@@ -543,15 +590,6 @@ TEST(Backup, CommandsBackUpAndRestore) {
   EXPECT_NE(c.err.find("not empty"), std::string::npos) << c.err;
   c = test_util::RunCli(EVENTFOLD_CLI, {"check", "--data", restored.path()}, tmp.path() + "/c");
   EXPECT_EQ(c.exit_code, 0) << c.err << c.out;
-}
-
-// The names and sizes of the files in `dir` and below.
-std::map<std::string, uintmax_t> FilesIn(const std::string& dir) {
-  std::map<std::string, uintmax_t> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    files[e.path().string()] = e.is_regular_file() ? e.file_size() : 0;
-  }
-  return files;
 }
 
 // `eventfold backup --data DIR OUT` refused for its OUT leaves DIR as it
