@@ -48,6 +48,14 @@ std::unique_ptr<Store> Open(const std::string& dir, Clock* clock) {
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+// Open(), then the first delivery of the default simulated history
+// ingested: a store with one event.
+std::unique_ptr<Store> OpenWithOneEvent(const std::string& dir, Clock* clock) {
+  std::unique_ptr<Store> store = Open(dir, clock);
+  if (store) (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
+  return store;
+}
+
 // Ingests the default simulated history (sim::HistoryOptions{}).
 void IngestDefaultHistory(Store* store) {
   for (const Delivery& d : sim::GenerateHistory(sim::HistoryOptions{}).deliveries) {
@@ -145,9 +153,8 @@ std::map<std::string, uintmax_t> FilesIn(const std::string& dir) {
 TEST(Backup, RefusesNonEmptyTargets) {
   ManualClock clock(1'800'000'000'000'000);
   ScratchDir live("live"), backup("backup"), other("other");
-  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
   ASSERT_TRUE(store);
-  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
   std::filesystem::create_directories(other.path());
   test_util::WriteFile(other.path() + "/keep", "x");
   Result<BackupSummary> b = store->maintenance().Backup(other.path());
@@ -236,9 +243,8 @@ TEST(Backup, ARepairedBackupRestoresWithoutItsManifest) {
 TEST(Backup, RestoreOfABackupWithoutCurrentIsCorruptionNotAbsence) {
   ManualClock clock(1'800'000'000'000'000);
   ScratchDir live("live"), backup("backup"), restored("restored"), empty("empty");
-  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
   ASSERT_TRUE(store);
-  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
   ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
   std::filesystem::remove(backup.path() + "/CURRENT");
   auto count_files = [&] {
@@ -335,9 +341,8 @@ TEST(Backup, ARestoreHoldsTheBackupToItsManifest) {
 TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
   ManualClock clock(1'800'000'000'000'000);
   ScratchDir live("live"), backup("backup");
-  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
   ASSERT_TRUE(store);
-  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
   for (const std::string& inside : {live.path() + "/inner", live.path() + "/./x/../inner"}) {
     Result<BackupSummary> b = store->maintenance().Backup(inside);
     ASSERT_FALSE(b.ok()) << inside;
@@ -380,9 +385,8 @@ TEST(Backup, RefusesTargetsInsideWhatTheyCopy) {
 TEST(Backup, TheTargetIsCheckedAsBackupChecksItWithoutWriting) {
   ManualClock clock(1'800'000'000'000'000);
   ScratchDir live("live"), other("other"), empty("empty"), absent("absent"), busy("busy");
-  std::unique_ptr<Store> store = Open(live.path(), &clock);
+  std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
   ASSERT_TRUE(store);
-  (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
   std::filesystem::create_directories(other.path());
   test_util::WriteFile(other.path() + "/keep", "x");
   std::filesystem::create_directories(empty.path());
@@ -431,9 +435,8 @@ TEST(Backup, ARestoreIntoADirectoryAnotherIsWritingIsBusy) {
   ManualClock clock(1'800'000'000'000'000);
   ScratchDir live("live"), backup("backup"), target("target");
   {
-    std::unique_ptr<Store> store = Open(live.path(), &clock);
+    std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
     ASSERT_TRUE(store);
-    (void)store->Ingest(sim::GenerateHistory(sim::HistoryOptions{}).deliveries.front());
     ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
   }
   leveldb::Env* env = storage::EnvOrDefault(nullptr);
