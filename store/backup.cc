@@ -182,22 +182,28 @@ Result<BackupManifest> ManifestOf(const std::string& out, leveldb::Env* env) {
   return m;
 }
 
-// Takes LevelDB's lock on a backup's target `out`: kBusy, naming it, when a
-// backup or a Store (in any process) is writing there.
-Status LockBackupTarget(DirLock* lock, const std::string& out) {
-  Status st = lock->Lock(out);
-  if (!st.IsBusy()) return st;
-  return Status::Busy("backup into " + out + ": another backup or a store is writing there (" +
-                      st.message() + "); nothing in it was touched");
-}
-
-// Takes LevelDB's lock on a restore's target `dir`: kBusy, naming it, when a
-// restore or a Store (in any process) is writing there.
-Status LockRestoreTarget(DirLock* lock, const std::string& dir) {
+// Takes LevelDB's lock on the target `dir` of a copy of `kind` ("backup",
+// "restore"): kBusy, naming it, when another such copy or a Store (in any
+// process) is writing there.
+Status LockCopyTarget(DirLock* lock, const std::string& dir, const std::string& kind) {
   Status st = lock->Lock(dir);
   if (!st.IsBusy()) return st;
-  return Status::Busy("restoring into " + dir + ": another restore or a store is writing there (" +
-                      st.message() + "); nothing in it was touched");
+  return Status::Busy(kind + " into " + dir + ": another " + kind +
+                      " or a store is writing there (" + st.message() +
+                      "); nothing in it was touched");
+}
+
+// A copy's target must be new or empty. Where `dir` has a lock file (a copy
+// under way there, or a store), its lock is taken first, into `lock`, and
+// what `dir` holds is looked at only under it: while another copy writes
+// there this one hears kBusy, not that the other's copy did not finish
+// and is to be removed.
+Status LockedOrEmptyTarget(leveldb::Env* env, DirLock* lock, const std::string& dir,
+                           const std::string& kind) {
+  if (env->FileExists(dir + "/LOCK")) {
+    if (Status st = LockCopyTarget(lock, dir, kind); !st.ok()) return st;
+  }
+  return RefuseNonEmpty(env, dir, /*ignore_lock=*/lock->held());
 }
 
 // kCorruption unless the records restored from `backup`'s database `what`
@@ -230,13 +236,10 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   // LevelDB's lock on `dir` from before its first file is copied to the
   // last record read back: a Store opening `dir` meanwhile gets kBusy
   // instead of half a store, or one a failed check is about to remove (the
-  // check opens it through lock.env()). Taken first where `dir` has a lock
-  // file already: while another restore (or a Store) writes there, this one
-  // hears kBusy, not that the other's copy did not finish and is to be
-  // removed.
+  // check opens it through lock.env()). Taken here already where `dir` has
+  // a lock file.
   DirLock lock(env);
-  if (st.ok() && env->FileExists(dir + "/LOCK")) st = LockRestoreTarget(&lock, dir);
-  if (st.ok()) st = RefuseNonEmpty(env, dir, /*ignore_lock=*/lock.held());
+  if (st.ok()) st = LockedOrEmptyTarget(env, &lock, dir, "restore");
   if (!st.ok()) return st;
   st = RefuseUnfinishedCopy(env, backup);
   if (!st.ok()) return st.WithContext("restoring from " + backup);
@@ -281,7 +284,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     st = storage::FromLevelDb(env->CreateDir(dir), "creating the store directory " + dir);
   }
   if (st.ok() && !lock.held()) {
-    st = LockRestoreTarget(&lock, dir);
+    st = LockCopyTarget(&lock, dir, "restore");
     // Empty still, now that no one else may write there: a restore that
     // finished between the check above and the lock is neither written
     // over nor removed below as this one's.
@@ -344,12 +347,8 @@ Status CheckBackupTarget(const std::string& store_dir, const std::string& out,
   leveldb::Env* env = EnvOf(options);
   const std::string target = BackupTargetPath(out);
   if (Status st = RefuseBackupPlacement(env, store_dir, target); !st.ok()) return st;
-  if (!env->FileExists(target + "/LOCK")) return RefuseNonEmpty(env, target);
-  // A backup under way there, or a store: kBusy while it is writing, as
-  // Backup answers, and whatever it left is looked at only under its lock.
-  DirLock lock(env);
-  if (Status st = LockBackupTarget(&lock, target); !st.ok()) return st;
-  return RefuseNonEmpty(env, target, /*ignore_lock=*/true);
+  DirLock lock(env);  // let go on return
+  return LockedOrEmptyTarget(env, &lock, target, "backup");
 }
 
 namespace storage {
@@ -364,21 +363,16 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
   // LevelDB's lock on `out` from before the mark to the end: another backup
   // (in this process or another) into the same `out` gets kBusy and touches
   // nothing, instead of removing this one's files as its own when it fails.
-  // Taken first where `out` has a lock file already (a backup under way
-  // there, or a store): a second backup must hear kBusy, not be told to
-  // remove the first one's unfinished copy. A directory without one gets
-  // none before it is known to be empty. The copy and its checks open `out`
-  // through lock.env().
+  // Taken first where `out` has a lock file already (LockedOrEmptyTarget).
+  // A directory without one gets none before it is known to be empty. The
+  // copy and its checks open `out` through lock.env().
   DirLock lock(env);
   bool out_existed = env->FileExists(out);
-  if (st.ok() && out_existed && env->FileExists(out + "/LOCK")) {
-    st = LockBackupTarget(&lock, out);
-  }
-  if (st.ok() && !lock.held()) {
-    st = RefuseNonEmpty(env, out);
+  if (st.ok()) {
+    st = LockedOrEmptyTarget(env, &lock, out, "backup");
     // Written meanwhile by a backup that made its lock file since: its own.
-    if (!st.ok() && env->FileExists(out + "/LOCK")) {
-      if (Status busy = LockBackupTarget(&lock, out); busy.IsBusy()) st = busy;
+    if (st.IsInvalidArgument() && !lock.held() && env->FileExists(out + "/LOCK")) {
+      if (Status busy = LockCopyTarget(&lock, out, "backup"); busy.IsBusy()) st = busy;
     }
   }
   std::vector<std::string> created;
@@ -394,7 +388,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
     }
   }
   if (st.ok() && !lock.held()) {
-    st = LockBackupTarget(&lock, out);
+    st = LockCopyTarget(&lock, out, "backup");
     if (st.IsBusy()) return st;
     // Any other failure (no permission) goes on to the removal below: of
     // the directories this backup made, empty, nothing else.

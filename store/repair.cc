@@ -48,10 +48,9 @@ Status SetDamagedTablesRight(
   }
   for (const std::string& t : tables) {
     if (!env->FileExists(dir + "/" + t)) continue;  // missing: nothing to set right
-    const std::function<Status(uint64_t)> before_replace =
-        on_rewrite ? [&](uint64_t size) { return on_rewrite(t, size); }
-                   : std::function<Status(uint64_t)>();
-    Result<uint64_t> kept = RewriteIntactEntries(dir, t, env, before_replace);
+    Result<uint64_t> kept = RewriteIntactEntries(dir, t, env, [&](uint64_t size) {
+      return on_rewrite ? on_rewrite(t, size) : Status::OK();
+    });
     if (kept.ok()) continue;
     // A write that failed (a full disk, the journal's sync) is no reason to
     // give up a table whose intact blocks could be kept.
