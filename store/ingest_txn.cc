@@ -236,13 +236,15 @@ Status IngestTxn::Stage(DecodedEvent&& decoded, const Delivery& delivery,
                Describe(first.type, first.occurred_at, first.entity) + "; this delivery has " +
                Describe(ev.type, ev.occurred_at, ref);
     c.body = delivery.body;
-    batch_->Put(ConflictKey(store_->next_seq_.fetch_add(1)), EncodeConflict(c));
+    highest_seq_ = store_->next_seq_.fetch_add(1);
+    batch_->Put(ConflictKey(highest_seq_), EncodeConflict(c));
     result->outcome = Outcome::kConflict;
     result->message = "event_id: " + c.reason + " (the first one wins)";
     return Status::OK();
   }
 
   const uint64_t seq = store_->next_seq_.fetch_add(1);
+  highest_seq_ = seq;
   // The record is the arrival time and the body: the rest is the body's.
   batch_->Put(EventKey(seq), EncodeEventRecord(now, delivery.body));
 

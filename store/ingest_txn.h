@@ -104,6 +104,9 @@ class IngestTxn {
   uint64_t unrouted() const { return unrouted_; }  // events MarkUnrouted
   uint64_t late() const { return late_; }
   uint64_t refolded() const { return refolded_; }
+  // The highest arrival seq Stage took for an event or conflict record (0:
+  // none): stored once Commit succeeds.
+  uint64_t highest_seq() const { return highest_seq_; }
 
  private:
   // What the transaction knows and changed about one entity.
@@ -147,6 +150,7 @@ class IngestTxn {
   uint64_t unrouted_ = 0;
   uint64_t late_ = 0;
   uint64_t refolded_ = 0;
+  uint64_t highest_seq_ = 0;
 };
 
 }  // namespace eventfold::storage

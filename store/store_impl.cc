@@ -72,6 +72,14 @@ bool IsUpgradableFormat(std::string_view format) {
          format == "6" || format == "7";
 }
 
+// Sets `*at` to `value` when that is higher (std::atomic has no fetch_max
+// before C++26).
+void RaiseTo(std::atomic<uint64_t>* at, uint64_t value) {
+  uint64_t seen = at->load();
+  while (seen < value && !at->compare_exchange_weak(seen, value)) {
+  }
+}
+
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
 std::string RebuildMarker(uint32_t gen, const Profile& p) {
   return std::to_string(gen) + "\n" + p.ToJson();
@@ -346,6 +354,7 @@ Status StoreImpl::RecoverSequence() {
     if (!it->status().ok()) return FromLevelDb(it->status(), "scanning sequence numbers");
   }
   next_seq_.store(last + 1);
+  last_stored_seq_.store(last);
   return Status::OK();
 }
 
@@ -561,6 +570,7 @@ std::vector<IngestResult> StoreImpl::IngestAll(const Delivery* const* deliveries
       st = txn.Commit(options_.durability == Durability::kSync);
     }
     if (st.ok()) {
+      RaiseTo(&last_stored_seq_, txn.highest_seq());
       for (const auto& [i, decoded] : items) {
         if (results[i].outcome == Outcome::kAccepted && learned[i].key) {
           recent_.Add(*learned[i].key, results[i].event_id, results[i].entity, recent_epoch);
@@ -1109,7 +1119,7 @@ StoreStats StoreImpl::Stats() {
     s.profile_stale = requested != s.profile_fingerprint;
     if (s.profile_stale) s.requested_fingerprint = requested;
   }
-  s.last_seq = next_seq_.load() - 1;
+  s.last_seq = last_stored_seq_.load();
   s.unrouted = unrouted_stored_.load();
   s.refused = quarantine_->Held();
   s.approximate_bytes = ApproximateBytes();

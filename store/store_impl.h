@@ -314,6 +314,10 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   // compaction, a switch of generation, a recovery's reopen.
   RecentEvents recent_;
   std::atomic<uint64_t> next_seq_{1};
+  // The highest arrival seq a successful write stored (Stats().last_seq).
+  // Not next_seq_ - 1: a write that fails has taken its seqs, and the
+  // reopen that follows gives them out again.
+  std::atomic<uint64_t> last_stored_seq_{0};
   // The filters of stored event ids and of the live generation's
   // projection keys. Their pointers are swapped only under `rebuild_mu_`
   // held exclusively, so one read under it shared stays valid while the

@@ -71,8 +71,10 @@ struct StoreStats {
   // Live log generation: the projections' until a rebuild under the same
   // profile builds new projections over the logs it keeps.
   uint32_t log_generation = 0;
-  uint64_t last_seq = 0;  // highest arrival sequence used so far
-  uint64_t refused = 0;   // deliveries in the quarantine
+  // The highest arrival seq of a stored event or conflict record (0: none).
+  // A write that fails stores nothing and counts nothing here.
+  uint64_t last_seq = 0;
+  uint64_t refused = 0;  // deliveries in the quarantine
   // Stored events the profile routes to no entity (UnroutedEvent): kept
   // current by ingest and rebuild, not counted by a scan.
   uint64_t unrouted = 0;

@@ -265,6 +265,7 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
   ManualClock clock(1795000000LL * 1000000);
   const Options o = FaultOptions(&env, Durability::kSync, &clock);
   Acked acked;
+  uint64_t last_seq_at_close = 0;
   {
     std::unique_ptr<Store> store = MustOpen(o);
     ASSERT_TRUE(store);
@@ -278,6 +279,8 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
     Result<std::unique_ptr<Receiver>> receiver = Receiver::Make(store.get(), ro);
     ASSERT_TRUE(receiver.ok());
     const Visible before = See(store.get());
+    const uint64_t stored_seq = store->Stats().last_seq;
+    EXPECT_EQ(stored_seq, 10u);
 
     Inject(&env, fault);
     if (fault == Fault::kClose) {
@@ -299,6 +302,7 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
     EXPECT_EQ(batch[0].outcome, Outcome::kStorageError);
     EXPECT_EQ(batch[1].outcome, Outcome::kDuplicate) << "a duplicate needs no write";
     EXPECT_TRUE(before == See(store.get())) << "a failed write made something visible";
+    EXPECT_EQ(store->Stats().last_seq, stored_seq) << "seqs of failed writes counted as stored";
     EXPECT_GT(env.faults_injected(), 0u);
 
     // The fault persists past the recovery interval: still 503 (the disk
@@ -339,8 +343,12 @@ TEST_P(StoreFaults, Answer503ShowNothingPartialAndRecoverInPlace) {
     ExpectFeedWithoutGap(store.get());
     ExpectVerifyClean(store.get());
     ExpectCheckClean(store.get());
+    last_seq_at_close = store->Stats().last_seq;
+    EXPECT_GE(last_seq_at_close, stored_seq + 53);
   }
   ExpectConsistent(o, &env, acked);
+  EXPECT_EQ(MustOpen(o)->Stats().last_seq, last_seq_at_close)
+      << "the running store's last_seq is not what its stored events say";
   // And a power cut now loses nothing acknowledged either.
   env.DropUnsyncedData();
   ExpectConsistent(o, &env, acked);
