@@ -7,14 +7,17 @@
 // its copy and destroy between the quarantine and the database, and a Store
 // opening the directory in those windows was not refused.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <leveldb/env.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "eventfold/backup.h"
 #include "eventfold/maintenance.h"
 #include "eventfold/repair.h"
@@ -30,16 +33,27 @@ using test_util::ScratchDir;
 
 // Counts the locks taken on one directory's LOCK file and, at each file
 // opened, removed, renamed or listed there, tries that lock as another
-// opener would: taking it must fail (LevelDB refuses a lock its process
-// already holds, as another process's is refused by fcntl).
+// process would: taking it must fail.
+//
+// The probe is an open file description lock (F_OFD_SETLK), which conflicts
+// with the tool's fcntl record lock even within this process, as another
+// process's lock would. Not LevelDB's LockFile: LevelDB refuses a lock its
+// process holds only after opening the file, and its close of that
+// descriptor drops the process's record locks on the file, the tool's
+// included. For the same reason the probe's descriptors stay open until the
+// Env is destroyed, after the tool has let go.
 class LockProbeEnv : public leveldb::EnvWrapper {
  public:
   explicit LockProbeEnv(const std::string& dir)
       : leveldb::EnvWrapper(leveldb::Env::Default()), dir_(dir), lock_path_(dir + "/LOCK") {}
+  ~LockProbeEnv() override {
+    MutexLock l(&mu_);
+    for (int fd : fds_) ::close(fd);
+  }
 
   leveldb::Status LockFile(const std::string& name, leveldb::FileLock** lock) override {
     if (name == lock_path_) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++locks_;
     }
     return target()->LockFile(name, lock);
@@ -75,44 +89,64 @@ class LockProbeEnv : public leveldb::EnvWrapper {
   }
 
   int locks() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return locks_;
   }
   int probes() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return probes_;
   }
   std::vector<std::string> windows() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return windows_;
   }
 
  private:
   void Probe(const std::string& path) {
     if (!path.starts_with(dir_ + "/")) return;
-    // Without a LOCK file there is nothing to open yet, and the probe would
-    // create one (after a destroy has deleted it, one that stays).
-    if (!target()->FileExists(lock_path_)) return;
-    {
-      // What it reads before locking (is there a store at all?) decides
-      // nothing a Store opening meanwhile could spoil: the lock is kBusy then.
-      std::lock_guard<std::mutex> l(mu_);
-      if (locks_ == 0) return;
+    MutexLock l(&mu_);
+    // What it reads before locking (is there a store at all?) decides
+    // nothing a Store opening meanwhile could spoil: the lock is kBusy then.
+    if (locks_ == 0) return;
+    // Without a LOCK file there is nothing to open yet (and after a
+    // destroy has deleted it, nothing to keep).
+    const int fd = LockFileDescriptor();
+    if (fd < 0) return;
+    struct flock probe = {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    const bool taken = ::fcntl(fd, F_OFD_SETLK, &probe) == 0;
+    if (taken) {
+      probe.l_type = F_UNLCK;
+      ::fcntl(fd, F_OFD_SETLK, &probe);
     }
-    leveldb::FileLock* lock = nullptr;
-    const bool taken = target()->LockFile(lock_path_, &lock).ok();
-    if (taken) (void)target()->UnlockFile(lock);
-    std::lock_guard<std::mutex> l(mu_);
     ++probes_;
     if (taken) windows_.push_back(path);
   }
 
+  // A descriptor of the LOCK file now at lock_path_ (-1: none), opened once
+  // for each file that has been there.
+  int LockFileDescriptor() REQUIRES(mu_) {
+    struct stat now;
+    if (::stat(lock_path_.c_str(), &now) != 0) return -1;
+    struct stat open_one;
+    if (!fds_.empty() && ::fstat(fds_.back(), &open_one) == 0 && open_one.st_dev == now.st_dev &&
+        open_one.st_ino == now.st_ino) {
+      return fds_.back();
+    }
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) fds_.push_back(fd);
+    return fd;
+  }
+
   const std::string dir_;
   const std::string lock_path_;
-  std::mutex mu_;
-  int locks_ = 0;
-  int probes_ = 0;
-  std::vector<std::string> windows_;  // files touched while another could open
+  Mutex mu_;
+  int locks_ GUARDED_BY(mu_) = 0;
+  int probes_ GUARDED_BY(mu_) = 0;
+  // Files touched while another could open the store.
+  std::vector<std::string> windows_ GUARDED_BY(mu_);
+  std::vector<int> fds_ GUARDED_BY(mu_);  // of each LOCK file probed, the newest last
 };
 
 // A store with events, a refusal in its quarantine, and its backup.
