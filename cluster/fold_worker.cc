@@ -213,7 +213,21 @@ class FoldWorkerImpl final : public FoldWorker {
 
   void MarkStale(int k) const {
     std::ofstream out(StalePath(k), std::ios::trunc);
-    out << "partition " << k << " is owned by another worker; this copy is behind\n";
+    out << "partition " << k << " is not this worker's; another copy is ahead of this one\n";
+  }
+
+  // The copies this worker left when it last ran (stopped or died) are
+  // current only as of their last batch, and another worker may have folded
+  // past them since: each is marked stale until this worker owns the
+  // partition or keeps it warm again (Acquire and OpenStandby remove the
+  // mark). A standby's mark from then goes too: it is no standby now.
+  void MarkLeftCopiesStale() const {
+    for (int k = 0; k < layout_.partitions; ++k) {
+      std::error_code ec;
+      if (!fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec)) continue;
+      MarkStale(k);
+      fs::remove(StandbyPath(k), ec);
+    }
   }
   std::string Durable(int k) const {
     return cluster::OwnerDurable(cluster_.stream, k, options_.worker_id);
@@ -275,6 +289,7 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
   void Run() {
+    MarkLeftCopiesStale();
     int64_t next_lease = 0;
     while (!stop_.load()) {
       const int64_t now = clock_->NowMicros();

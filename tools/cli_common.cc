@@ -90,8 +90,8 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_
       continue;
     }
     if (fs::exists(e.path().string() + ".stale", ec)) {
-      std::cerr << "eventfold: skipping " << e.path().string()
-                << ": stale (another worker took partition " << k << ")\n";
+      std::cerr << "eventfold: skipping " << e.path().string() << ": stale (partition " << k
+                << " was not this worker's when it last ran)\n";
       continue;
     }
     if (fs::exists(e.path().string() + ".standby", ec)) {

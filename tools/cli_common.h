@@ -81,7 +81,8 @@ void PrintJson(const std::string& json, bool pretty);
 // DIR/p<k> is partition k's store), in partition order, when `dir` is not a
 // store itself but holds such stores; empty otherwise (a plain store, or
 // nothing). A store marked stale (DIR/p<k>.stale: the worker lost or gave
-// away partition k, another worker has moved past it) or a standby copy
+// away partition k, or did not take it back when it started again; another
+// worker may have moved past it) or a standby copy
 // (DIR/p<k>.standby: kept warm, owned by another worker) is skipped, with a
 // note on stderr. Read commands given such a directory answer over the rest.
 // With `behind_too`, those are listed as well, without a note (a migration

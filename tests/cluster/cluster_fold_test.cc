@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -75,9 +76,10 @@ class ClusterFoldTest : public ::testing::Test {
   }
 
   std::unique_ptr<FoldWorker> Worker(const std::string& dir, const std::string& id,
-                                     Clock* clock = nullptr) {
+                                     Clock* clock = nullptr, int standbys = 1) {
     FoldWorkerOptions fo;
     fo.clock = clock;
+    fo.standbys = standbys;
     fo.data_dir = dir;
     fo.worker_id = id;
     fo.fetch_batch = 64;
@@ -275,6 +277,94 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
     for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
   }
   EXPECT_EQ(merged, AllProjections(ref->get()));
+}
+
+// A worker that comes back after another took its partitions marks the
+// copies it does not take back stale (here it stopped; one that died
+// leaves the same copies): read over both workers' directories, every
+// partition is answered once, by its current copy.
+TEST_F(ClusterFoldTest, ARestartedWorkerMarksTheCopiesItDoesNotTakeBackStale) {
+  const uint64_t seed = test_util::TestSeed("ARestartedWorkerMarksTheCopies", 1013);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 40;
+  ho.products = 10;
+  ho.malformed = 0;
+  ho.target_body_bytes = 200;
+  const sim::History history = sim::GenerateHistory(ho);
+  std::unique_ptr<IngestSink> sink = Sink();
+  ASSERT_TRUE(sink);
+  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  TempDir ref_dir("reference");
+  const std::string ref_path = ref_dir.path() + "/store";
+  Result<std::unique_ptr<Store>> ref = Store::Open(ref_path, Options{});
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  // The first half of the history, then the rest.
+  const size_t half = history.deliveries.size() / 2;
+  auto send = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const Delivery& d = history.deliveries[i];
+      EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
+      (void)(*ref)->Ingest(d);
+    }
+  };
+  auto owns = [](const std::unique_ptr<FoldWorker>& w, size_t n) { return w->Owned().size() == n; };
+
+  TempDir dirs[2] = {TempDir("restarted"), TempDir("other")};
+  std::unique_ptr<FoldWorker> a = Worker(dirs[0].path(), "a", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(WaitFor([&] { return owns(a, kPartitions); }, 60)) << a->LastError();
+  send(0, half);
+  ASSERT_EQ(WaitFolded({a.get()}).size(), static_cast<size_t>(kPartitions));
+  a->Stop();
+  a.reset();
+
+  std::unique_ptr<FoldWorker> b = Worker(dirs[1].path(), "b", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(WaitFor([&] { return owns(b, kPartitions); }, 60)) << b->LastError();
+  send(half, history.deliveries.size());
+  ASSERT_EQ(WaitFolded({b.get()}).size(), static_cast<size_t>(kPartitions));
+
+  a = Worker(dirs[0].path(), "a", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(WaitFor([&] { return owns(a, kPartitions / 2) && owns(b, kPartitions / 2); }, 60))
+      << a->LastError() << " / " << b->LastError();
+  std::map<int, int> owner = WaitFolded({a.get(), b.get()});
+  ASSERT_EQ(owner.size(), static_cast<size_t>(kPartitions));
+  a->Stop();
+  b->Stop();
+  ref->reset();
+
+  // Each partition has one copy not marked behind: its owner's.
+  for (int k = 0; k < kPartitions; ++k) {
+    for (int w = 0; w < 2; ++w) {
+      const std::string copy = dirs[w].path() + "/p" + std::to_string(k);
+      const bool current =
+          !std::filesystem::exists(copy + ".stale") && !std::filesystem::exists(copy + ".standby");
+      EXPECT_EQ(current, owner[k] == w)
+          << copy
+          << (current
+                  ? " is read as current; partition " + std::to_string(k) + " is the other worker's"
+                  : " is marked behind, and it is the partition's owner's");
+    }
+  }
+  // What a reader of the two stopped workers' directories gets.
+  TempDir scratch("list");
+  std::vector<std::string> listed;
+  for (int w = 0; w < 2; ++w) {
+    test_util::CliResult cli =
+        test_util::RunCli(EVENTFOLD_CLI, {"list", "--data", dirs[w].path()}, scratch.path() + "/l");
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    for (std::string& line : test_util::Lines(cli.out)) listed.push_back(std::move(line));
+  }
+  test_util::CliResult expected =
+      test_util::RunCli(EVENTFOLD_CLI, {"list", "--data", ref_path}, scratch.path() + "/r");
+  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+  std::vector<std::string> want = test_util::Lines(expected.out);
+  ASSERT_FALSE(want.empty());
+  std::sort(listed.begin(), listed.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(listed, want) << "the two directories' lists are not the single store's";
 }
 
 // A consumer that skips messages the stream holds (nats-server 2.9 does,
