@@ -128,17 +128,13 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
       if (!*done) p.lag = 1;  // at least: not yet confirmed by the owner
     }
   }
-  kvKeysList keys{};
-  std::vector<std::string> all_keys;
-  if (kvStore_Keys(&keys, leases.get(), nullptr) == NATS_OK) {
-    for (int i = 0; i < keys.Count; ++i) {
-      const std::string_view key(keys.Keys[i]);
-      all_keys.emplace_back(key);
-      if (key.starts_with(cluster::kWorkerKeyPrefix)) {
-        status.workers.emplace_back(key.substr(cluster::kWorkerKeyPrefix.size()));
-      }
+  Result<std::vector<std::string>> keys = cluster::KvKeys(leases.get(), options.timeout_ms);
+  if (!keys.ok()) return keys.status();
+  const std::vector<std::string>& all_keys = *keys;
+  for (const std::string& key : all_keys) {
+    if (key.starts_with(cluster::kWorkerKeyPrefix)) {
+      status.workers.push_back(key.substr(cluster::kWorkerKeyPrefix.size()));
     }
-    kvKeysList_Destroy(&keys);
   }
 
   // Standbys ("s.<k>.<id>") and what each has not folded: the partition's

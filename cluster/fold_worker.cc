@@ -318,17 +318,6 @@ class FoldWorkerImpl final : public FoldWorker {
     }
   }
 
-  // Every key in the lease bucket (empty when it cannot be read).
-  std::vector<std::string> Keys() {
-    kvKeysList list{};
-    std::vector<std::string> keys;
-    if (kvStore_Keys(&list, leases_->get(), nullptr) == NATS_OK) {
-      for (int i = 0; i < list.Count; ++i) keys.emplace_back(list.Keys[i]);
-      kvKeysList_Destroy(&list);
-    }
-    return keys;
-  }
-
   // The number of live workers, from their "w.<id>" keys; at least 1.
   static int LiveWorkers(const std::vector<std::string>& keys) {
     const auto live = std::count_if(keys.begin(), keys.end(), [](const std::string& k) {
@@ -348,9 +337,8 @@ class FoldWorkerImpl final : public FoldWorker {
       return;  // JetStream is unreachable: renewing would fail too
     }
     const int p = layout_.partitions;
-    const std::vector<std::string> keys = Keys();
-    const int live = LiveWorkers(keys);
-    const size_t share = static_cast<size_t>((p + live - 1) / live);
+    // Within a third of the TTL, so that the renewals below stay in time.
+    const Result<std::vector<std::string>> keys = cluster::KvKeys(leases_->get(), renew_ms_);
 
     std::vector<int> lost;
     for (auto& [k, part] : parts_) {
@@ -370,6 +358,15 @@ class FoldWorkerImpl final : public FoldWorker {
       Close(k);
       MarkStale(k);
     }
+    if (!keys.ok()) {
+      // Without the live workers the share is unknown: this round renews
+      // only, and takes, gives back and keeps warm nothing new.
+      Fail(keys.status());
+      Publish();
+      return;
+    }
+    const int live = LiveWorkers(*keys);
+    const size_t share = static_cast<size_t>((p + live - 1) / live);
     while (parts_.size() > share) {
       const int k = std::prev(parts_.end())->first;
       Release(k);
@@ -420,6 +417,9 @@ class FoldWorkerImpl final : public FoldWorker {
       }
       if (!st.ok()) {
         Fail(st);
+        // Not ours, nor kept warm (a warm copy was closed for the takeover).
+        std::error_code ec;
+        if (fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec)) MarkStale(k);
         // Given back only while it is still the entry we wrote: one that
         // expired during a slow set-up may be another worker's by now.
         Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
@@ -428,7 +428,7 @@ class FoldWorkerImpl final : public FoldWorker {
         }
       }
     }
-    Standbys(live, keys);
+    Standbys(live, *keys);
     Publish();
   }
 

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/json_writer.h"
@@ -82,6 +83,20 @@ Result<KvValue> KvGet(kvStore* kv, const std::string& key) {
   v.revision = kvEntry_Revision(e);
   kvEntry_Destroy(e);
   return v;
+}
+
+Result<std::vector<std::string>> KvKeys(kvStore* kv, int64_t timeout_ms) {
+  kvWatchOptions o;
+  kvWatchOptions_Init(&o);
+  o.Timeout = std::max<int64_t>(timeout_ms, 1);
+  kvKeysList list{};
+  const natsStatus s = kvStore_Keys(&list, kv, &o);
+  if (s != NATS_OK) return FromNats(s, "listing the keys of the lease bucket");
+  std::vector<std::string> keys;
+  keys.reserve(static_cast<size_t>(list.Count));
+  for (int i = 0; i < list.Count; ++i) keys.emplace_back(list.Keys[i]);
+  kvKeysList_Destroy(&list);
+  return keys;
 }
 
 Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value) {

@@ -71,6 +71,10 @@ struct KvValue {
 // Reads `key`; kNotFound when absent or deleted.
 Result<KvValue> KvGet(kvStore* kv, const std::string& key);
 
+// Every key in `kv` (deleted ones left out), gathered within `timeout_ms`
+// (kUnavailable past it): nats.c's kvStore_Keys waits for ever without one.
+Result<std::vector<std::string>> KvKeys(kvStore* kv, int64_t timeout_ms);
+
 // Creates `key` only if absent: its revision, or kBusy ("exists") when
 // another writer created it first.
 Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value);
