@@ -57,6 +57,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -522,27 +523,40 @@ class FoldWorkerImpl final : public FoldWorker {
     if (stale) MarkStale(k);
   }
 
-  // The store's .seq; 0 (fold the partition from the start of the stream,
-  // which the store's dedup makes harmless, only slower) when the file is
-  // absent or does not hold exactly a decimal number: a torn write cannot
-  // make one (WriteSeq renames), so that is damage, and guessing past it
-  // could skip messages.
-  uint64_t ReadSeq(int k) const {
+  // DIR/p<k>.seq: "<intake> <stored>\n", the last intake sequence folded
+  // into the store, and the store's last_seq (StoreStats) once it was
+  // stored. Files written before `stored` was recorded hold "<intake>\n"
+  // (stored: 0, nothing to compare).
+  struct SeqFile {
+    uint64_t intake = 0;
+    uint64_t stored = 0;
+  };
+
+  // The store's .seq; {0, 0} (fold the partition from the start of the
+  // stream, which the store's dedup makes harmless, only slower) when the
+  // file is absent or does not hold exactly one or two decimal numbers: a
+  // torn write cannot make such a file (WriteSeq renames), so that is
+  // damage, and guessing past it could skip messages.
+  SeqFile ReadSeq(int k) const {
     std::ifstream in(SeqPath(k));
     std::string text;
     std::getline(in, text);
-    uint64_t seq = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seq);
-    if (ec != std::errc() || end != text.data() + text.size()) return 0;
-    return seq;
+    const char* const last = text.data() + text.size();
+    SeqFile f;
+    std::from_chars_result r = std::from_chars(text.data(), last, f.intake);
+    if (r.ec == std::errc() && r.ptr != last && *r.ptr == ' ') {
+      r = std::from_chars(r.ptr + 1, last, f.stored);
+    }
+    if (r.ec != std::errc() || r.ptr != last) return SeqFile{};
+    return f;
   }
 
   // Replaces DIR/p<k>.seq; a torn write leaves the old file (rename).
-  Status WriteSeq(int k, uint64_t seq) const {
+  Status WriteSeq(int k, const SeqFile& f) const {
     const std::string tmp = SeqPath(k) + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
-      out << seq << "\n";
+      out << f.intake << " " << f.stored << "\n";
       if (!out.flush()) return Status::IOError("writing " + tmp);
     }
     std::error_code ec;
@@ -560,7 +574,8 @@ class FoldWorkerImpl final : public FoldWorker {
     std::error_code ec;
     // No store: replay the whole subject (a .seq without its store is void).
     const bool have_store = fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec);
-    part->folded_seq = have_store ? ReadSeq(k) : 0;
+    const SeqFile seq = have_store ? ReadSeq(k) : SeqFile{};
+    part->folded_seq = seq.intake;
     Options so;
     so.create_if_missing = true;
     so.profile = profile_;
@@ -570,6 +585,23 @@ class FoldWorkerImpl final : public FoldWorker {
     Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
     if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
     part->store = std::move(*store);
+    const uint64_t holds = part->store->Stats().last_seq;
+    if (seq.stored > holds) {
+      // Writes the store acknowledged are gone (a damaged disk: a cut log,
+      // a lost table), and the .seq would resume past them: the partition
+      // is folded again from the start of the stream, whose copies the
+      // store's dedup takes only where it lost them. Recorded first, so
+      // that a restart during that fold does not resume past them either.
+      part->folded_seq = 0;
+      if (Status st = WriteSeq(k, SeqFile{0, holds}); !st.ok()) return st;
+      Fail(Status::Corruption(
+          "partition " + std::to_string(k) + ": the store at " + StoreDir(k) +
+          " holds arrivals up to seq " + std::to_string(holds) + " but had stored up to seq " +
+          std::to_string(seq.stored) + " when it folded intake sequence " +
+          std::to_string(seq.intake) +
+          ": acknowledged writes were lost (a damaged disk?); folding the partition again from "
+          "the start of the stream"));
+    }
     if (before_consumer) {
       if (Status st = before_consumer(); !st.ok()) return st;
     }
@@ -703,16 +735,19 @@ class FoldWorkerImpl final : public FoldWorker {
             bool owned) {
     if (batch.empty()) return true;
     std::vector<IngestResult> results = part->store->IngestBatch(batch);
-    const bool stored = std::none_of(results.begin(), results.end(), [](const IngestResult& r) {
+    const auto refused = std::find_if(results.begin(), results.end(), [](const IngestResult& r) {
       return r.outcome == Outcome::kStorageError || r.outcome == Outcome::kOverloaded;
     });
-    if (!stored) {
-      Fail(Status::Unavailable("partition " + std::to_string(k) +
-                               ": the store refused a batch; JetStream redelivers it"));
+    if (refused != results.end()) {
+      Fail(Status::Unavailable("partition " + std::to_string(k) + ": the store at " + StoreDir(k) +
+                               " refused a batch (" + refused->message +
+                               "); JetStream redelivers it"));
       return false;
     }
     if (through > part->folded_seq) {
-      if (Status st = WriteSeq(k, through); !st.ok()) Fail(st);
+      if (Status st = WriteSeq(k, SeqFile{through, part->store->Stats().last_seq}); !st.ok()) {
+        Fail(st);
+      }
       part->folded_seq = through;
     }
     if (owned) folded_.fetch_add(batch.size());

@@ -367,6 +367,72 @@ TEST_F(ClusterFoldTest, ARestartedWorkerMarksTheCopiesItDoesNotTakeBackStale) {
   EXPECT_EQ(listed, want) << "the two directories' lists are not the single store's";
 }
 
+// A partition store that lost writes it had acknowledged (here: each store
+// put back as it was before the second half of the history, as a disk that
+// lost them would leave it, with the worker's .seq files from after) is
+// folded again from the start of the stream: the worker does not resume past
+// what was lost, and says so.
+TEST_F(ClusterFoldTest, AStoreThatLostAcknowledgedWritesIsFoldedAgainFromTheStream) {
+  const uint64_t seed = test_util::TestSeed("AStoreThatLostAcknowledgedWrites", 1014);
+  sim::HistoryOptions ho;
+  ho.seed = seed;
+  ho.receipts = 40;
+  ho.products = 10;
+  ho.malformed = 0;
+  ho.target_body_bytes = 200;
+  const sim::History history = sim::GenerateHistory(ho);
+  std::unique_ptr<IngestSink> sink = Sink();
+  ASSERT_TRUE(sink);
+  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  TempDir ref_dir("reference");
+  Result<std::unique_ptr<Store>> ref = Store::Open(ref_dir.path() + "/store", Options{});
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  const size_t half = history.deliveries.size() / 2;
+  auto send = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const Delivery& d = history.deliveries[i];
+      EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
+      (void)(*ref)->Ingest(d);
+    }
+  };
+  namespace fs = std::filesystem;
+  TempDir dir("worker"), before("before");
+  auto fold = [&](size_t from, size_t to) {
+    std::unique_ptr<FoldWorker> w = Worker(dir.path(), "a", nullptr, /*standbys=*/0);
+    ASSERT_TRUE(w);
+    send(from, to);
+    ASSERT_EQ(WaitFolded({w.get()}).size(), static_cast<size_t>(kPartitions));
+    w->Stop();
+  };
+  ASSERT_NO_FATAL_FAILURE(fold(0, half));
+  for (int k = 0; k < kPartitions; ++k) {
+    const std::string p = "/p" + std::to_string(k);
+    fs::copy(dir.path() + p, before.path() + p, fs::copy_options::recursive);
+  }
+  ASSERT_NO_FATAL_FAILURE(fold(half, history.deliveries.size()));
+  for (int k = 0; k < kPartitions; ++k) {
+    const std::string p = "/p" + std::to_string(k);
+    fs::remove_all(dir.path() + p);
+    fs::copy(before.path() + p, dir.path() + p, fs::copy_options::recursive);
+  }
+
+  std::unique_ptr<FoldWorker> w = Worker(dir.path(), "a", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(w);
+  ASSERT_EQ(WaitFolded({w.get()}).size(), static_cast<size_t>(kPartitions));
+  EXPECT_NE(w->LastError().find("acknowledged writes were lost"), std::string::npos)
+      << w->LastError();
+  w->Stop();
+  std::map<std::pair<std::string, std::string>, Projection> merged;
+  for (int k = 0; k < kPartitions; ++k) {
+    Options o;
+    o.create_if_missing = false;
+    Result<std::unique_ptr<Store>> part = Store::Open(dir.path() + "/p" + std::to_string(k), o);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
+  }
+  EXPECT_EQ(merged, AllProjections(ref->get())) << "what the stores lost was not folded again";
+}
+
 // A consumer that skips messages the stream holds (nats-server 2.9 does,
 // when a replica whose copy of the stream is behind leads the consumer)
 // loses nothing: the worker asks the stream leader and folds what was
