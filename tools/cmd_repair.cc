@@ -8,10 +8,15 @@
 //   resend events received <from> .. <to>: <detail>
 //   feed changes <first>..<last> are placeholders: <detail>
 //   dropped record: <detail>
+// Given a fold worker's partition store whose repair lost events, it also
+// removes the worker's DIR.seq (ForgetIntakeSequence).
 // Exit 0 when the repaired store checks clean, 1 when problems are left,
 // 2 when the repair could not run (e.g. the store is in use).
 
+#include <charconv>
+#include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "core/json_writer.h"
 #include "core/rfc3339.h"
@@ -48,12 +53,40 @@ void PrintLost(const LostData& l) {
   std::cout.flush();
 }
 
+// A fold worker's partition store (DIR/p<k>, docs/CLUSTER.md) that lost
+// events resumes after DIR/p<k>.seq, past what it lost. Removing the file
+// makes the worker fold the partition again from the start of the intake
+// stream, which holds the lost events (unless they are older than its
+// retention); the store's dedup takes only those. Says so on stderr.
+void ForgetIntakeSequence(const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path store = fs::path(dir).lexically_normal();
+  if (store.filename().empty()) store = store.parent_path();  // "DIR/p3/"
+  const std::string name = store.filename().string();
+  int k = -1;
+  if (name.size() < 2 || name[0] != 'p') return;
+  const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
+  if (err != std::errc() || end != name.data() + name.size()) return;
+  const std::string seq = store.string() + ".seq";
+  std::error_code ec;
+  if (!fs::exists(seq, ec)) return;
+  if (!fs::remove(seq, ec) || ec) {
+    std::cerr << "eventfold: repair: events were lost, and removing " << seq
+              << " failed: " << ec.message() << "; remove it before the fold worker takes "
+              << "partition " << k << " again, so that it folds them from the intake stream\n";
+    return;
+  }
+  std::cerr << "eventfold: repair: removed " << seq << ": the fold worker folds partition " << k
+            << " again from the start of the intake stream, which holds what was lost\n";
+}
+
 int RepairCmd(const std::string& dir) {
   Result<RepairSummary> r = RepairStore(dir, Options(), PrintLost);
   if (!r.ok()) {
     std::cerr << "eventfold: repair: " << r.status().ToString() << "\n";
     return kExitError;
   }
+  if (r->lost_events + r->lost_windows > 0) ForgetIntakeSequence(dir);
   JsonWriter w;
   w.BeginObject()
       .Key("ok")

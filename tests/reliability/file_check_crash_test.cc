@@ -254,5 +254,32 @@ TEST(RepairCrash, ARepairKilledAfterRewritingATableIsResumedWithTheSameList) {
   EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
 }
 
+// `eventfold repair` of a fold worker's partition store (DIR/p<k>,
+// docs/CLUSTER.md) that lost events removes the worker's DIR/p<k>.seq, so
+// that the worker folds the partition again from the intake stream instead
+// of resuming past what was lost; a store of any other name keeps a file so
+// named, and the repair says nothing of it.
+TEST(RepairCli, APartitionStoreThatLostEventsForgetsItsIntakeSequence) {
+  ScratchDir base("repair-partition");
+  const uint64_t seed = test_util::TestSeed("RepairCli", 19);
+  for (const std::string name : {"p3", "store"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = base.path() + "/" + name;
+    ASSERT_NO_FATAL_FAILURE(MakeDamagedStore(dir, seed));
+    test_util::WriteFile(dir + ".seq", "1234 5678\n");
+    const CliResult r =
+        RunCli(EVENTFOLD_CLI, {"repair", "--data", dir + "/"}, base.path() + "/" + name + "-out");
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("resend "), std::string::npos) << "nothing was listed lost: " << r.out;
+    if (name == "p3") {
+      EXPECT_FALSE(fs::exists(dir + ".seq")) << "the worker would resume past the lost events";
+      EXPECT_NE(r.err.find("removed " + dir + ".seq"), std::string::npos) << r.err;
+    } else {
+      EXPECT_EQ(test_util::ReadFile(dir + ".seq"), "1234 5678\n");
+      EXPECT_EQ(r.err, "");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace eventfold::reliability
