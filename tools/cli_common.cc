@@ -71,7 +71,8 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
   return std::move(*store);
 }
 
-std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too) {
+std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too,
+                                            std::vector<std::string>* incomplete) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (HasStore(dir)) return {};
@@ -84,7 +85,17 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_
     int k = -1;
     const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
     if (err != std::errc() || end != name.data() + name.size() || k < 0) continue;
-    if (!fs::exists(e.path() / "CURRENT", ec)) continue;
+    if (!fs::exists(e.path() / "CURRENT", ec)) {
+      // LevelDB's files without the one that names the live MANIFEST (lost,
+      // or a first open cut short): no store to read, and not nothing.
+      if (!fs::is_directory(e.path(), ec) || fs::is_empty(e.path(), ec)) continue;
+      std::cerr << "eventfold: skipping " << e.path().string()
+                << ": not a whole store (no CURRENT file); `eventfold repair --data "
+                << e.path().string() << "` salvages what it holds, and a fold worker that "
+                << "takes partition " << k << " folds it again from the stream\n";
+      if (incomplete) incomplete->push_back(e.path().string());
+      continue;
+    }
     if (behind_too) {
       by_partition.emplace(k, e.path().string());
       continue;

@@ -86,8 +86,11 @@ void PrintJson(const std::string& json, bool pretty);
 // (DIR/p<k>.standby: kept warm, owned by another worker) is skipped, with a
 // note on stderr. Read commands given such a directory answer over the rest.
 // With `behind_too`, those are listed as well, without a note (a migration
-// must reach every store a worker may open again).
-std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too = false);
+// must reach every store a worker may open again). A p<k> directory that
+// holds files but no CURRENT is never listed: it is named on stderr, and
+// added to `*incomplete` when given.
+std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too = false,
+                                            std::vector<std::string>* incomplete = nullptr);
 
 // A line of one partition store's JSON answer with the partition named
 // first: `{"a":1}` from DIR/p3 becomes `{"partition":3,"a":1}`. The feed and

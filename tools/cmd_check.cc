@@ -251,8 +251,9 @@ int CheckOne(const std::string& dir, const std::string& label, FileCheckSummary*
 // One store, or every partition store of a fold worker's directory with
 // one merged summary (problems prefixed with the partition's directory).
 int CheckCmd(const std::string& dir) {
-  std::vector<std::string> partitions = PartitionStoreDirs(dir);
-  const bool worker_dir = !partitions.empty();
+  std::vector<std::string> incomplete;
+  std::vector<std::string> partitions = PartitionStoreDirs(dir, /*behind_too=*/false, &incomplete);
+  const bool worker_dir = !partitions.empty() || !incomplete.empty();
   if (!worker_dir) {
     if (!HasStore(dir)) {
       std::cerr << "eventfold: no store at " << dir << "\n";
@@ -277,6 +278,11 @@ int CheckCmd(const std::string& dir) {
           d, files.damaged > damaged_before || files.unfinished_repairs.size() > unfinished_before);
     }
     code = std::max(code, one);
+  }
+  for (const std::string& d : incomplete) {  // named on stderr already
+    ++total.problems;
+    code = std::max(code, kExitRefused);
+    to_mend.emplace_back(d, /*damaged_files=*/true);
   }
   if (code == kExitError) return kExitError;
   const bool ok = code == kExitOk;

@@ -433,6 +433,39 @@ TEST_F(cli_e2e, MigrateUpgradesAStoreAndEveryPartitionStoreOfAWorker) {
   EXPECT_NE(none.err.find("no store at"), std::string::npos) << none.err;
 }
 
+// A partition directory of a fold worker that holds LevelDB's files but no
+// CURRENT (lost, or a first open cut short) is no store to read, and not
+// nothing either: the read commands skip it naming it and the repair that
+// salvages it, and check counts it as a problem (exit 1) where it used to
+// say ok.
+TEST_F(cli_e2e, APartitionStoreWithoutItsCurrentFileIsNamedAndCheckFails) {
+  const std::string worker = root_ + "/worker";
+  const std::string f = File("one.ndjson", {kIssue});
+  for (const char* p : {"p0", "p1"}) {
+    ASSERT_EQ(Run({"ingest", "--data", worker + "/" + p, f}).exit_code, 0);
+  }
+  ASSERT_TRUE(std::filesystem::remove(worker + "/p1/CURRENT"));
+  CliResult list = Run({"list", "--data", worker});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.err.find("skipping " + worker + "/p1: not a whole store (no CURRENT file)"),
+            std::string::npos)
+      << list.err;
+  EXPECT_NE(list.err.find("eventfold repair --data " + worker + "/p1"), std::string::npos)
+      << list.err;
+  CliResult check = Run({"check", "--data", worker});
+  EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+  EXPECT_NE(check.out.find("\"ok\":false"), std::string::npos) << check.out;
+  EXPECT_NE(check.err.find("repair --data " + worker + "/p1"), std::string::npos) << check.err;
+  // Repaired, it is a store again, and the worker's directory checks clean.
+  CliResult repair = Run({"repair", "--data", worker + "/p1"});
+  EXPECT_EQ(repair.exit_code, 0) << repair.out << repair.err;
+  CliResult again = Run({"check", "--data", worker});
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  CliResult both = Run({"list", "--data", worker});
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(both.err.find("skipping"), std::string::npos) << both.err;
+}
+
 TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
   IngestGood();
   const std::string profile = root_ + "/invoices.json";
