@@ -583,7 +583,12 @@ class FoldWorkerImpl final : public FoldWorker {
     // recent bodies as one store's default.
     so.recent_events = Options().recent_events / std::max(1, layout_.partitions);
     Result<std::unique_ptr<Store>> store = Store::Open(StoreDir(k), so);
-    if (!store.ok()) return store.status().WithContext("partition " + std::to_string(k));
+    if (!store.ok()) {
+      Status st = store.status().WithContext("partition " + std::to_string(k));
+      if (!st.IsCorruption()) return st;
+      return Status::Corruption(
+          st.message() + "; stop the worker and run `eventfold repair --data " + StoreDir(k) + "`");
+    }
     part->store = std::move(*store);
     const uint64_t holds = part->store->Stats().last_seq;
     if (seq.stored > holds) {
