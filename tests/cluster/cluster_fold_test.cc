@@ -118,6 +118,60 @@ class ClusterFoldTest : public ::testing::Test {
     return {};
   }
 
+  // Signed deliveries through one receiver over a cluster sink, each also
+  // ingested by a reference store: what the partition stores must equal.
+  struct Sender {
+    std::unique_ptr<IngestSink> sink;
+    std::unique_ptr<Receiver> receiver;
+    TempDir ref_dir{"reference"};
+    std::unique_ptr<Store> ref;
+    std::string RefPath() const { return ref_dir.path() + "/store"; }
+  };
+  std::unique_ptr<Sender> MakeSender() {
+    auto s = std::make_unique<Sender>();
+    s->sink = Sink();
+    if (!s->sink) return nullptr;
+    s->receiver = MakeReceiver(s->sink.get());
+    Result<std::unique_ptr<Store>> ref = Store::Open(s->RefPath(), Options{});
+    EXPECT_TRUE(ref.ok()) << ref.status().ToString();
+    if (!s->receiver || !ref.ok()) return nullptr;
+    s->ref = std::move(*ref);
+    return s;
+  }
+  // Sends deliveries [from, to), each answered 200, and ingests them into
+  // the reference.
+  static void Send(Sender* s, const std::vector<Delivery>& deliveries, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const Delivery& d = deliveries[i];
+      EXPECT_EQ(s->receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
+      (void)s->ref->Ingest(d);
+    }
+  }
+  // Every projection of the partition stores DIR/p0 .. DIR/p<kPartitions-1>.
+  static std::map<std::pair<std::string, std::string>, Projection> MergedProjections(
+      const std::string& dir) {
+    std::map<std::pair<std::string, std::string>, Projection> merged;
+    for (int k = 0; k < kPartitions; ++k) {
+      Options o;
+      o.create_if_missing = false;
+      Result<std::unique_ptr<Store>> part = Store::Open(dir + "/p" + std::to_string(k), o);
+      EXPECT_TRUE(part.ok()) << part.status().ToString();
+      if (!part.ok()) continue;
+      for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
+    }
+    return merged;
+  }
+  // 40 receipts and 10 products, no malformed body.
+  static sim::History SmallHistory(uint64_t seed) {
+    sim::HistoryOptions ho;
+    ho.seed = seed;
+    ho.receipts = 40;
+    ho.products = 10;
+    ho.malformed = 0;
+    ho.target_body_bytes = 200;
+    return sim::GenerateHistory(ho);
+  }
+
   NatsCluster nats_;
   ClusterOptions cluster_;
 };
@@ -268,14 +322,8 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
   owner->Stop();
   stalled->Stop();
 
-  std::map<std::pair<std::string, std::string>, Projection> merged;
-  for (int k = 0; k < kPartitions; ++k) {
-    Options o;
-    o.create_if_missing = false;
-    Result<std::unique_ptr<Store>> part = Store::Open(dirs[1].path() + "/p" + std::to_string(k), o);
-    ASSERT_TRUE(part.ok()) << part.status().ToString();
-    for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
-  }
+  const std::map<std::pair<std::string, std::string>, Projection> merged =
+      MergedProjections(dirs[1].path());
   EXPECT_EQ(merged, AllProjections(ref->get()));
 }
 
@@ -284,30 +332,13 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
 // leaves the same copies): read over both workers' directories, every
 // partition is answered once, by its current copy.
 TEST_F(ClusterFoldTest, ARestartedWorkerMarksTheCopiesItDoesNotTakeBackStale) {
-  const uint64_t seed = test_util::TestSeed("ARestartedWorkerMarksTheCopies", 1013);
-  sim::HistoryOptions ho;
-  ho.seed = seed;
-  ho.receipts = 40;
-  ho.products = 10;
-  ho.malformed = 0;
-  ho.target_body_bytes = 200;
-  const sim::History history = sim::GenerateHistory(ho);
-  std::unique_ptr<IngestSink> sink = Sink();
-  ASSERT_TRUE(sink);
-  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
-  TempDir ref_dir("reference");
-  const std::string ref_path = ref_dir.path() + "/store";
-  Result<std::unique_ptr<Store>> ref = Store::Open(ref_path, Options{});
-  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  const sim::History history =
+      SmallHistory(test_util::TestSeed("ARestartedWorkerMarksTheCopies", 1013));
+  std::unique_ptr<Sender> sender = MakeSender();
+  ASSERT_TRUE(sender);
   // The first half of the history, then the rest.
   const size_t half = history.deliveries.size() / 2;
-  auto send = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      const Delivery& d = history.deliveries[i];
-      EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
-      (void)(*ref)->Ingest(d);
-    }
-  };
+  auto send = [&](size_t from, size_t to) { Send(sender.get(), history.deliveries, from, to); };
   auto owns = [](const std::unique_ptr<FoldWorker>& w, size_t n) { return w->Owned().size() == n; };
 
   TempDir dirs[2] = {TempDir("restarted"), TempDir("other")};
@@ -333,7 +364,7 @@ TEST_F(ClusterFoldTest, ARestartedWorkerMarksTheCopiesItDoesNotTakeBackStale) {
   ASSERT_EQ(owner.size(), static_cast<size_t>(kPartitions));
   a->Stop();
   b->Stop();
-  ref->reset();
+  sender->ref.reset();
 
   // Each partition has one copy not marked behind: its owner's.
   for (int k = 0; k < kPartitions; ++k) {
@@ -357,8 +388,8 @@ TEST_F(ClusterFoldTest, ARestartedWorkerMarksTheCopiesItDoesNotTakeBackStale) {
     ASSERT_EQ(cli.exit_code, 0) << cli.err;
     for (std::string& line : test_util::Lines(cli.out)) listed.push_back(std::move(line));
   }
-  test_util::CliResult expected =
-      test_util::RunCli(EVENTFOLD_CLI, {"list", "--data", ref_path}, scratch.path() + "/r");
+  test_util::CliResult expected = test_util::RunCli(
+      EVENTFOLD_CLI, {"list", "--data", sender->RefPath()}, scratch.path() + "/r");
   ASSERT_EQ(expected.exit_code, 0) << expected.err;
   std::vector<std::string> want = test_util::Lines(expected.out);
   ASSERT_FALSE(want.empty());
@@ -373,34 +404,17 @@ TEST_F(ClusterFoldTest, ARestartedWorkerMarksTheCopiesItDoesNotTakeBackStale) {
 // folded again from the start of the stream: the worker does not resume past
 // what was lost, and says so.
 TEST_F(ClusterFoldTest, AStoreThatLostAcknowledgedWritesIsFoldedAgainFromTheStream) {
-  const uint64_t seed = test_util::TestSeed("AStoreThatLostAcknowledgedWrites", 1014);
-  sim::HistoryOptions ho;
-  ho.seed = seed;
-  ho.receipts = 40;
-  ho.products = 10;
-  ho.malformed = 0;
-  ho.target_body_bytes = 200;
-  const sim::History history = sim::GenerateHistory(ho);
-  std::unique_ptr<IngestSink> sink = Sink();
-  ASSERT_TRUE(sink);
-  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
-  TempDir ref_dir("reference");
-  Result<std::unique_ptr<Store>> ref = Store::Open(ref_dir.path() + "/store", Options{});
-  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  const sim::History history =
+      SmallHistory(test_util::TestSeed("AStoreThatLostAcknowledgedWrites", 1014));
+  std::unique_ptr<Sender> sender = MakeSender();
+  ASSERT_TRUE(sender);
   const size_t half = history.deliveries.size() / 2;
-  auto send = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      const Delivery& d = history.deliveries[i];
-      EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
-      (void)(*ref)->Ingest(d);
-    }
-  };
   namespace fs = std::filesystem;
   TempDir dir("worker"), before("before");
   auto fold = [&](size_t from, size_t to) {
     std::unique_ptr<FoldWorker> w = Worker(dir.path(), "a", nullptr, /*standbys=*/0);
     ASSERT_TRUE(w);
-    send(from, to);
+    Send(sender.get(), history.deliveries, from, to);
     ASSERT_EQ(WaitFolded({w.get()}).size(), static_cast<size_t>(kPartitions));
     w->Stop();
   };
@@ -422,15 +436,10 @@ TEST_F(ClusterFoldTest, AStoreThatLostAcknowledgedWritesIsFoldedAgainFromTheStre
   EXPECT_NE(w->LastError().find("acknowledged writes were lost"), std::string::npos)
       << w->LastError();
   w->Stop();
-  std::map<std::pair<std::string, std::string>, Projection> merged;
-  for (int k = 0; k < kPartitions; ++k) {
-    Options o;
-    o.create_if_missing = false;
-    Result<std::unique_ptr<Store>> part = Store::Open(dir.path() + "/p" + std::to_string(k), o);
-    ASSERT_TRUE(part.ok()) << part.status().ToString();
-    for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
-  }
-  EXPECT_EQ(merged, AllProjections(ref->get())) << "what the stores lost was not folded again";
+  const std::map<std::pair<std::string, std::string>, Projection> merged =
+      MergedProjections(dir.path());
+  EXPECT_EQ(merged, AllProjections(sender->ref.get()))
+      << "what the stores lost was not folded again";
 }
 
 // A consumer that skips messages the stream holds (nats-server 2.9 does,
@@ -520,14 +529,8 @@ TEST_F(ClusterFoldTest, MessagesTheConsumerSkipsAreFoldedFromTheStream) {
   natsConnection_Destroy(nc);
   worker->Stop();
 
-  std::map<std::pair<std::string, std::string>, Projection> merged;
-  for (int k = 0; k < kPartitions; ++k) {
-    Options o;
-    o.create_if_missing = false;
-    Result<std::unique_ptr<Store>> part = Store::Open(dir.path() + "/p" + std::to_string(k), o);
-    ASSERT_TRUE(part.ok()) << part.status().ToString();
-    for (auto& [key, p] : AllProjections(part->get())) merged.emplace(key, p);
-  }
+  const std::map<std::pair<std::string, std::string>, Projection> merged =
+      MergedProjections(dir.path());
   EXPECT_EQ(merged, AllProjections(ref->get()));
 }
 
