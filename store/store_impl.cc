@@ -80,6 +80,27 @@ void RaiseTo(std::atomic<uint64_t>* at, uint64_t value) {
   }
 }
 
+// kCorruption when `dir` holds a database's data (tables, logs) but no
+// CURRENT file, which names its live MANIFEST: LevelDB would take the
+// directory for a new database (with create_if_missing) and delete every
+// table as one no MANIFEST names. A creation cut short before CURRENT
+// leaves no data file, and is created again.
+Status RefuseStoreWithoutCurrent(leveldb::Env* env, const std::string& dir) {
+  if (env->FileExists(dir + "/CURRENT")) return Status::OK();
+  std::vector<std::string> children;
+  if (!env->GetChildren(dir, &children).ok()) return Status::OK();  // DB::Open says why
+  for (const std::string& name : children) {
+    const std::string_view n(name);
+    if (n.ends_with(".ldb") || n.ends_with(".sst") || n.ends_with(".log")) {
+      return Status::Corruption("opening store " + dir + ": it holds a store's files (" + name +
+                                ") but no CURRENT file, so it is damaged; nothing was changed: "
+                                "`eventfold repair --data " +
+                                dir + "` salvages it");
+    }
+  }
+  return Status::OK();
+}
+
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
 std::string RebuildMarker(uint32_t gen, const Profile& p) {
   return std::to_string(gen) + "\n" + p.ToJson();
@@ -142,6 +163,10 @@ Status StoreImpl::Init(const std::string& path) {
   if (!st.ok()) return st;
   lo.env = env_.get();
   const bool existed = lo.env->FileExists(path);
+  if (existed) {
+    st = RefuseStoreWithoutCurrent(lo.env, path);
+    if (!st.ok()) return st;
+  }
   std::vector<std::string> created;
   if (options_.create_if_missing) {
     st = CreateParentDirs(lo.env, path, &created);

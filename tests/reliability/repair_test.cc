@@ -473,6 +473,48 @@ TEST_F(RepairTest, AMissingTableIsReportedAndRepaired) {
   EXPECT_EQ(summary.problems_left, 0u);
 }
 
+// A store that lost its CURRENT file is refused by Open, even one that may
+// create a store, and nothing in it changes: LevelDB would take the
+// directory for a new database and delete every table. The repair then
+// salvages it whole.
+TEST_F(RepairTest, AStoreWithoutItsCurrentFileIsRefusedAndRepairedWhole) {
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->maintenance().Compact().ok());
+  }
+  ASSERT_FALSE(FilesEndingIn(dir_.path(), ".ldb").empty());
+  ASSERT_TRUE(std::filesystem::remove(dir_.path() + "/CURRENT"));
+  auto files = [&] {
+    std::map<std::string, uintmax_t> sizes;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+      if (e.is_regular_file()) sizes[e.path().filename().string()] = e.file_size();
+    }
+    return sizes;
+  };
+  const std::map<std::string, uintmax_t> before = files();
+  Options create = Buffered();
+  create.create_if_missing = true;
+  Result<std::unique_ptr<Store>> refused = Store::Open(dir_.path(), create);
+  ASSERT_FALSE(refused.ok()) << "opened as a new store";
+  EXPECT_EQ(refused.status().code(), Status::Code::kCorruption) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("no CURRENT file"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("eventfold repair --data " + dir_.path()),
+            std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(files(), before) << "the refused open changed the store's files";
+
+  RepairSummary summary;
+  (void)Repair(&summary);  // without a MANIFEST it cannot rule out a loss, and says so
+  EXPECT_EQ(summary.problems_left, 0u);
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  for (const Delivery& d : accepted_) {
+    EXPECT_EQ((*s)->Ingest(d).outcome, Outcome::kDuplicate) << "lost: " << d.body;
+  }
+}
+
 // A damaged write-ahead log record: which events it held is unknown, so the
 // repair lists a received-at window for the sender to resend from (the
 // newest surviving event's arrival onward), and the store ends clean.
