@@ -86,13 +86,21 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_
     const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
     if (err != std::errc() || end != name.data() + name.size() || k < 0) continue;
     if (!fs::exists(e.path() / "CURRENT", ec)) {
-      // LevelDB's files without the one that names the live MANIFEST (lost,
-      // or a first open cut short): no store to read, and not nothing.
-      if (!fs::is_directory(e.path(), ec) || fs::is_empty(e.path(), ec)) continue;
+      // Tables or logs without the file that names the live MANIFEST: no
+      // store to read, and not nothing (Store::Open refuses it the same way;
+      // a creation cut short before CURRENT holds neither).
+      bool data = false;
+      std::error_code inner;  // not `ec`, which the outer loop reads
+      for (fs::directory_iterator f(e.path(), inner), end_f; !inner && !data && f != end_f;
+           f.increment(inner)) {
+        const std::string ext = f->path().extension().string();
+        data = ext == ".ldb" || ext == ".sst" || ext == ".log";
+      }
+      if (!data) continue;
       std::cerr << "eventfold: skipping " << e.path().string()
                 << ": not a whole store (no CURRENT file); `eventfold repair --data "
-                << e.path().string() << "` salvages what it holds, and a fold worker that "
-                << "takes partition " << k << " folds it again from the stream\n";
+                << e.path().string() << "` salvages what it holds (until then a fold worker "
+                << "refuses partition " << k << ")\n";
       if (incomplete) incomplete->push_back(e.path().string());
       continue;
     }
