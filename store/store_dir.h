@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/leveldb_file_names.h"
 #include "eventfold/options.h"
 #include "eventfold/status.h"
 #include "storage/dir_sync.h"
@@ -44,20 +45,6 @@ inline std::string QuarantineDir(const std::string& dir) {
 inline Status CheckStorePath(std::string_view what, const std::string& path) {
   if (path.empty()) return Status::InvalidArgument(std::string(what) + ": an empty path");
   return Status::OK();
-}
-
-// Whether `name` is one LevelDB gives its own files (CURRENT, LOCK,
-// MANIFEST-<n>, <n>.log, <n>.ldb, <n>.sst); an "app.log" is not.
-// (LevelDB's own ParseFileName is not in its public headers.)
-inline bool IsLevelDbFileName(std::string_view name) {
-  const auto numbered = [name](std::string_view prefix, std::string_view suffix) {
-    if (!name.starts_with(prefix) || !name.ends_with(suffix)) return false;
-    const std::string_view n =
-        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    return !n.empty() && n.find_first_not_of("0123456789") == std::string_view::npos;
-  };
-  return name == "CURRENT" || name == "LOCK" || numbered("MANIFEST-", "") || numbered("", ".log") ||
-         numbered("", ".ldb") || numbered("", ".sst");
 }
 
 // Whether `dir` holds a file LevelDB names: a store, maybe a damaged one,

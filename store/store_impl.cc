@@ -90,8 +90,7 @@ Status RefuseStoreWithoutCurrent(leveldb::Env* env, const std::string& dir) {
   std::vector<std::string> children;
   if (!env->GetChildren(dir, &children).ok()) return Status::OK();  // DB::Open says why
   for (const std::string& name : children) {
-    const std::string_view n(name);
-    if (n.ends_with(".ldb") || n.ends_with(".sst") || n.ends_with(".log")) {
+    if (IsLevelDbDataFileName(name)) {
       return Status::Corruption("opening store " + dir + ": it holds a store's files (" + name +
                                 ") but no CURRENT file, so it is damaged; nothing was changed: "
                                 "`eventfold repair --data " +

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 
+#include "core/leveldb_file_names.h"
 #include "eventfold/backup.h"
 #include "tools/read_views.h"
 #include "tools/store_waits.h"
@@ -93,8 +94,7 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_
       std::error_code inner;  // not `ec`, which the outer loop reads
       for (fs::directory_iterator f(e.path(), inner), end_f; !inner && !data && f != end_f;
            f.increment(inner)) {
-        const std::string ext = f->path().extension().string();
-        data = ext == ".ldb" || ext == ".sst" || ext == ".log";
+        data = IsLevelDbDataFileName(f->path().filename().string());
       }
       if (!data) continue;
       std::cerr << "eventfold: skipping " << e.path().string()

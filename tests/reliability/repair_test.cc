@@ -515,6 +515,23 @@ TEST_F(RepairTest, AStoreWithoutItsCurrentFileIsRefusedAndRepairedWhole) {
   }
 }
 
+// Only LevelDB's own data files make a directory without CURRENT a damaged
+// store: an application's "notes.log" beside nothing else is a place to
+// create one.
+TEST(StoreOpen, AnotherProgramsLogFileIsNoDamagedStore) {
+  test_util::ScratchDir dir("open-beside-log");
+  test_util::WriteFile(dir.path() + "/notes.log", "not LevelDB's\n");
+  Options create;
+  create.create_if_missing = true;
+  Result<std::unique_ptr<Store>> s = Store::Open(dir.path(), create);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->Ingest(std::string_view(R"({"event_id":"evt_1","type":"receipt.issued",)"
+                                          R"("occurred_at":"2026-11-01T10:00:00Z",)"
+                                          R"("data":{"receipt_id":"rcp_1","amount":1}})"))
+                .outcome,
+            Outcome::kAccepted);
+}
+
 // A damaged write-ahead log record: which events it held is unknown, so the
 // repair lists a received-at window for the sender to resend from (the
 // newest surviving event's arrival onward), and the store ends clean.
