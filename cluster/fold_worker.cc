@@ -200,6 +200,11 @@ class FoldWorkerImpl final : public FoldWorker {
     return (fs::path(options_.data_dir) / ("p" + std::to_string(k))).string();
   }
   std::string SeqPath(int k) const { return StoreDir(k) + ".seq"; }
+  // Whether DIR/p<k> holds a store (its CURRENT file).
+  bool HasStore(int k) const {
+    std::error_code ec;
+    return fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec);
+  }
   // Present while DIR/p<k> is a copy another worker has moved past: the
   // partition was lost or given away, not just stopped with this worker.
   // `eventfold list|show|log|check --data DIR` skip such stores.
@@ -224,9 +229,9 @@ class FoldWorkerImpl final : public FoldWorker {
   // mark). A standby's mark from then goes too: it is no standby now.
   void MarkLeftCopiesStale() const {
     for (int k = 0; k < layout_.partitions; ++k) {
-      std::error_code ec;
-      if (!fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec)) continue;
+      if (!HasStore(k)) continue;
       MarkStale(k);
+      std::error_code ec;
       fs::remove(StandbyPath(k), ec);
     }
   }
@@ -419,8 +424,7 @@ class FoldWorkerImpl final : public FoldWorker {
       if (!st.ok()) {
         Fail(st);
         // Not ours, nor kept warm (a warm copy was closed for the takeover).
-        std::error_code ec;
-        if (fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec)) MarkStale(k);
+        if (HasStore(k)) MarkStale(k);
         // Given back only while it is still the entry we wrote: one that
         // expired during a slow set-up may be another worker's by now.
         Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
@@ -571,10 +575,8 @@ class FoldWorkerImpl final : public FoldWorker {
   // when given, runs between the two and can stop the set-up.
   Status OpenFed(int k, const std::string& durable, Partition* part,
                  const std::function<Status()>& before_consumer = nullptr) {
-    std::error_code ec;
     // No store: replay the whole subject (a .seq without its store is void).
-    const bool have_store = fs::exists(fs::path(StoreDir(k)) / "CURRENT", ec);
-    const SeqFile seq = have_store ? ReadSeq(k) : SeqFile{};
+    const SeqFile seq = HasStore(k) ? ReadSeq(k) : SeqFile{};
     part->folded_seq = seq.intake;
     Options so;
     so.create_if_missing = true;

@@ -72,6 +72,14 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
   return std::move(*store);
 }
 
+std::optional<int> PartitionNumber(std::string_view name) {
+  if (name.size() < 2 || name[0] != 'p') return std::nullopt;
+  int k = -1;
+  const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
+  if (err != std::errc() || end != name.data() + name.size() || k < 0) return std::nullopt;
+  return k;
+}
+
 std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too,
                                             std::vector<std::string>* incomplete) {
   namespace fs = std::filesystem;
@@ -82,10 +90,9 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_
   for (fs::directory_iterator it(dir, ec), last; !ec && it != last; it.increment(ec)) {
     const fs::directory_entry& e = *it;
     const std::string name = e.path().filename().string();
-    if (name.size() < 2 || name[0] != 'p') continue;
-    int k = -1;
-    const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
-    if (err != std::errc() || end != name.data() + name.size() || k < 0) continue;
+    const std::optional<int> partition = PartitionNumber(name);
+    if (!partition) continue;
+    const int k = *partition;
     if (!fs::exists(e.path() / "CURRENT", ec)) {
       // Tables or logs without the file that names the live MANIFEST: no
       // store to read, and not nothing (Store::Open refuses it the same way;

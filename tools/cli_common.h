@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "eventfold/store.h"
@@ -76,6 +78,9 @@ void ExplainNoProjection(Store* store, const std::string& entity, const std::str
 
 // Prints `json` as is, or indented two spaces per level when `pretty`.
 void PrintJson(const std::string& json, bool pretty);
+
+// k, when `name` is that of a fold worker's partition directory, p<k>.
+std::optional<int> PartitionNumber(std::string_view name);
 
 // The partition stores of a fold worker's directory (docs/CLUSTER.md:
 // DIR/p<k> is partition k's store), in partition order, when `dir` is not a

@@ -13,9 +13,9 @@
 // Exit 0 when the repaired store checks clean, 1 when problems are left,
 // 2 when the repair could not run (e.g. the store is in use).
 
-#include <charconv>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "core/json_writer.h"
@@ -62,11 +62,9 @@ void ForgetIntakeSequence(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path store = fs::path(dir).lexically_normal();
   if (store.filename().empty()) store = store.parent_path();  // "DIR/p3/"
-  const std::string name = store.filename().string();
-  int k = -1;
-  if (name.size() < 2 || name[0] != 'p') return;
-  const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
-  if (err != std::errc() || end != name.data() + name.size()) return;
+  const std::optional<int> partition = PartitionNumber(store.filename().string());
+  if (!partition) return;
+  const int k = *partition;
   const std::string seq = store.string() + ".seq";
   std::error_code ec;
   if (!fs::exists(seq, ec)) return;
