@@ -209,7 +209,8 @@ std::vector<std::string> EntityType::KeyPath() const {
   return path;
 }
 
-Profile::Profile(const Profile& other) : name_(other.name_), entities_(other.entities_) {
+Profile::Profile(const Profile& other)
+    : name_(other.name_), entities_(other.entities_), fingerprint_(other.fingerprint_) {
   Reindex();
 }
 
@@ -217,6 +218,7 @@ Profile& Profile::operator=(const Profile& other) {
   if (this != &other) {
     name_ = other.name_;
     entities_ = other.entities_;
+    fingerprint_ = other.fingerprint_;
     Reindex();
   }
   return *this;
@@ -252,6 +254,7 @@ Result<Profile> Profile::Make(std::string name, std::vector<EntityType> entities
   p.name_ = std::move(name);
   p.entities_ = std::move(entities);
   p.Reindex();
+  p.fingerprint_ = Sha256Hex(p.ToJson());
   return p;
 }
 
@@ -329,8 +332,6 @@ std::string Profile::ToJson() const {
   w.EndArray().EndObject();
   return w.Take();
 }
-
-std::string Profile::Fingerprint() const { return Sha256Hex(ToJson()); }
 
 const Profile& Profile::ReceiptRoller() {
   static const Profile* const kProfile = [] {

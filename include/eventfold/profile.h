@@ -85,8 +85,9 @@ class Profile {
   std::string ToJson() const;
 
   // Hex SHA-256 of ToJson(): two profiles with the same fingerprint route
-  // and fold identically.
-  std::string Fingerprint() const;
+  // and fold identically. Computed once, when the profile is built (a
+  // store's Stats() reads it, a cluster worker's after every batch).
+  const std::string& Fingerprint() const { return fingerprint_; }
 
  private:
   Profile() = default;
@@ -95,6 +96,7 @@ class Profile {
   std::string name_;
   std::vector<EntityType> entities_;
   std::map<std::string, Route, std::less<>> routes_;
+  std::string fingerprint_;
 };
 
 }  // namespace eventfold
