@@ -12,9 +12,11 @@
 
 #include "core/start_thread.h"
 #include "replay/check.h"
+#include "storage/dir_sync.h"
 #include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
+#include "storage/missing_current.h"
 #include "storage/record_codec.h"
 
 namespace eventfold::storage {
@@ -90,10 +92,22 @@ Result<std::shared_ptr<leveldb::DB>> QuarantineLog::OpenDb() {
   lo.write_buffer_size = 1 << 20;  // small records, rarely read
   lo.max_open_files = 64;          // beside the store's own
   if (options_.env) lo.env = options_.env;
+  // Refused deliveries are diagnostics, but a lost CURRENT must not cost
+  // them all: the quarantine stays closed (retried) until it is repaired.
+  Status st = storage::RefuseDatabaseWithoutCurrent(lo.env, dir_, "the quarantine",
+                                                    storage::ParentDir(dir_));
+  if (!st.ok()) return st;
+  const bool existed = lo.env->FileExists(dir_);
   leveldb::DB* raw = nullptr;
-  Status st = FromLevelDb(leveldb::DB::Open(lo, dir_, &raw), "opening the quarantine " + dir_);
+  st = FromLevelDb(leveldb::DB::Open(lo, dir_, &raw), "opening the quarantine " + dir_);
   if (!st.ok()) return st;
   std::shared_ptr<leveldb::DB> db(raw);
+  // LevelDB syncs what it writes inside the directory; the directory's own
+  // name, new in the store's, is ours to make durable.
+  if (!existed) {
+    st = storage::SyncDir(lo.env, storage::ParentDir(dir_));
+    if (!st.ok()) return st;
+  }
   // Every entry's size, for the byte cap: the cap bounds the scan too.
   sizes_.clear();
   bytes_ = 0;

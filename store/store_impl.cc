@@ -23,6 +23,7 @@
 #include "storage/leveldb_util.h"
 #include "storage/log_data.h"
 #include "storage/meta_text.h"
+#include "storage/missing_current.h"
 #include "storage/projection_read.h"
 #include "storage/scratch_space.h"
 #include "store/ingest_txn.h"
@@ -78,26 +79,6 @@ void RaiseTo(std::atomic<uint64_t>* at, uint64_t value) {
   uint64_t seen = at->load();
   while (seen < value && !at->compare_exchange_weak(seen, value)) {
   }
-}
-
-// kCorruption when `dir` holds a database's data (tables, logs) but no
-// CURRENT file, which names its live MANIFEST: LevelDB would take the
-// directory for a new database (with create_if_missing) and delete every
-// table as one no MANIFEST names. A creation cut short before CURRENT
-// leaves no data file, and is created again.
-Status RefuseStoreWithoutCurrent(leveldb::Env* env, const std::string& dir) {
-  if (env->FileExists(dir + "/CURRENT")) return Status::OK();
-  std::vector<std::string> children;
-  if (!env->GetChildren(dir, &children).ok()) return Status::OK();  // DB::Open says why
-  for (const std::string& name : children) {
-    if (IsLevelDbDataFileName(name)) {
-      return Status::Corruption("opening store " + dir + ": it holds a store's files (" + name +
-                                ") but no CURRENT file, so it is damaged; nothing was changed: "
-                                "`eventfold repair --data " +
-                                dir + "` salvages it");
-    }
-  }
-  return Status::OK();
 }
 
 // m/rebuild: "<target gen>\n<profile json>" while a rebuild is under way.
@@ -163,7 +144,7 @@ Status StoreImpl::Init(const std::string& path) {
   lo.env = env_.get();
   const bool existed = lo.env->FileExists(path);
   if (existed) {
-    st = RefuseStoreWithoutCurrent(lo.env, path);
+    st = storage::RefuseDatabaseWithoutCurrent(lo.env, path, "store", path);
     if (!st.ok()) return st;
   }
   std::vector<std::string> created;

@@ -515,6 +515,71 @@ TEST_F(RepairTest, AStoreWithoutItsCurrentFileIsRefusedAndRepairedWhole) {
   }
 }
 
+// The same for the quarantine's own database, which every store open may
+// create: without its CURRENT file the quarantine stays closed and its files
+// as they were, while the store opens and stores; the repair brings every
+// refused delivery back.
+TEST_F(RepairTest, AQuarantineWithoutItsCurrentFileIsKeptForTheRepair) {
+  auto refused = [](int i) {
+    RefusedDelivery r;
+    r.outcome = Outcome::kUnauthorized;
+    r.reason = "X-RR-Signature: missing";
+    r.headers = {{"X-RR-Event-Id", "evt_refused_" + std::to_string(i)}};
+    r.body_prefix = "{}";
+    return r;
+  };
+  auto held = [](Store* s) {
+    std::vector<std::string> ids;
+    Status st = s->quarantine().List([&](const RefusedDelivery& r) {
+      ids.push_back(r.headers.empty() ? "" : r.headers[0].second);
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return ids;
+  };
+  std::vector<std::string> want;  // the history's refusals, then three more
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*s)->quarantine().Add(refused(i)).ok());
+    want = held(s->get());
+    ASSERT_GE(want.size(), 3u);
+    ASSERT_EQ(want.back(), "evt_refused_2");
+  }
+  const std::string qdir = dir_.path() + "/quarantine";
+  ASSERT_TRUE(std::filesystem::remove(qdir + "/CURRENT"));
+  auto files = [&] {
+    std::map<std::string, uintmax_t> sizes;
+    for (const auto& e : std::filesystem::directory_iterator(qdir)) {
+      if (e.is_regular_file()) sizes[e.path().filename().string()] = e.file_size();
+    }
+    return sizes;
+  };
+  const std::map<std::string, uintmax_t> before = files();
+  {
+    Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE(
+        (*s)->quarantine().List([](const RefusedDelivery&) { return true; }).IsUnavailable())
+        << "the quarantine opened as a new one";
+    std::vector<std::string> problems;
+    Result<CheckSummary> check = (*s)->maintenance().Check(
+        [&](const CheckProblem& p) { problems.push_back(p.key + ": " + p.message); });
+    ASSERT_TRUE(check.ok()) << check.status().ToString();
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("not open"), std::string::npos) << problems[0];
+    EXPECT_EQ((*s)->Ingest(accepted_.front()).outcome, Outcome::kDuplicate);
+  }
+  EXPECT_EQ(files(), before) << "the store's open changed the quarantine's files";
+
+  RepairSummary summary;
+  (void)Repair(&summary);
+  EXPECT_EQ(summary.problems_left, 0u);
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(held(s->get()), want);
+}
+
 // Only LevelDB's own data files make a directory without CURRENT a damaged
 // store: an application's "notes.log" beside nothing else is a place to
 // create one.
