@@ -62,6 +62,7 @@
 #include <utility>
 
 #include "cluster/consumer_names.h"
+#include "cluster/marker_file.h"
 #include "cluster/nats_connection.h"
 #include "cluster/wire.h"
 #include "core/start_thread.h"
@@ -178,6 +179,8 @@ class FoldWorkerImpl final : public FoldWorker {
     return last_error_;
   }
 
+  bool Failing() const override { return failing_.load(); }
+
   void Stop() override {
     {
       MutexLock lock(&mu_);
@@ -217,9 +220,15 @@ class FoldWorkerImpl final : public FoldWorker {
     return cluster::StandbyDurable(cluster_.stream, k, options_.worker_id);
   }
 
-  void MarkStale(int k) const {
-    std::ofstream out(StalePath(k), std::ios::trunc);
-    out << "partition " << k << " is not this worker's; another copy is ahead of this one\n";
+  // Synced: after a power cut, a copy that was marked must not read as
+  // current. (A removed mark that comes back only makes a copy read as
+  // stale, and the worker marks every copy again when it starts.)
+  void MarkStale(int k) {
+    const std::string text = "partition " + std::to_string(k) +
+                             " is not this worker's; another copy is ahead of this one\n";
+    if (Status st = cluster::ReplaceFile(StalePath(k), text, /*sync=*/true); !st.ok()) {
+      Fail(st.WithContext("marking partition " + std::to_string(k) + "'s copy stale"));
+    }
   }
 
   // The copies this worker left when it last ran (stopped or died) are
@@ -227,7 +236,7 @@ class FoldWorkerImpl final : public FoldWorker {
   // past them since: each is marked stale until this worker owns the
   // partition or keeps it warm again (Acquire and OpenStandby remove the
   // mark). A standby's mark from then goes too: it is no standby now.
-  void MarkLeftCopiesStale() const {
+  void MarkLeftCopiesStale() {
     for (int k = 0; k < layout_.partitions; ++k) {
       if (!HasStore(k)) continue;
       MarkStale(k);
@@ -259,9 +268,12 @@ class FoldWorkerImpl final : public FoldWorker {
     jsConsumerNamesList_Destroy(names);
   }
 
-  void Fail(const Status& st) {
+  void Fail(const Status& st) { Note(st.ToString()); }
+  // What LastError() says next: a failure, or what the worker did about a
+  // problem it worked around.
+  void Note(std::string text) {
     MutexLock lock(&mu_);
-    last_error_ = st.ToString();
+    last_error_ = std::move(text);
   }
 
   // Recomputes SubscriptionBacklog() over the owned partitions.
@@ -297,13 +309,15 @@ class FoldWorkerImpl final : public FoldWorker {
   void Run() {
     MarkLeftCopiesStale();
     int64_t next_lease = 0;
+    bool leases_failed = false;  // the last lease round's
     while (!stop_.load()) {
       const int64_t now = clock_->NowMicros();
       if (now >= next_lease) {
-        Leases();
+        leases_failed = !Leases();
         next_lease = now + renew_ms_ * 1000;
       }
       if (parts_.empty() && standby_.empty()) {
+        failing_.store(leases_failed);
         Pause(std::max<int64_t>(renew_ms_ / 4, 10) * 1000);
         continue;
       }
@@ -317,6 +331,7 @@ class FoldWorkerImpl final : public FoldWorker {
         failed |= !FoldSome(k, &p, /*owned=*/false);
       }
       NoteBacklog();
+      failing_.store(failed || leases_failed);
       if (failed) {
         // JetStream unreachable or a store failing: do not spin.
         Pause(200 * 1000);
@@ -333,14 +348,15 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
   // One lease round: say we are alive, renew what we own, give back what is
-  // over our share, take free partitions up to it.
-  void Leases() {
+  // over our share, take free partitions up to it. False when JetStream did
+  // not answer the announcement or the listing of the keys.
+  bool Leases() {
     uint64_t rev = 0;
     natsStatus s =
         kvStore_PutString(&rev, leases_->get(), WorkerKey().c_str(), options_.worker_id.c_str());
     if (s != NATS_OK) {
       Fail(FromNats(s, "announcing worker " + options_.worker_id));
-      return;  // JetStream is unreachable: renewing would fail too
+      return false;  // JetStream is unreachable: renewing would fail too
     }
     const int p = layout_.partitions;
     // Within a third of the TTL, so that the renewals below stay in time.
@@ -349,12 +365,13 @@ class FoldWorkerImpl final : public FoldWorker {
     std::vector<int> lost;
     for (auto& [k, part] : parts_) {
       const std::string& id = options_.worker_id;
-      s = kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), id.data(),
-                         static_cast<int>(id.size()), part.lease_rev);
-      if (s == NATS_OK) {
-        part.lease_rev = rev;
+      Result<uint64_t> renewed =
+          cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), id, part.lease_rev);
+      if (renewed.ok()) {
+        part.lease_rev = *renewed;
       } else {
-        Fail(FromNats(s, "renewing the lease of partition " + std::to_string(k)));
+        Fail(renewed.status().WithContext("partition " + std::to_string(k) +
+                                          " given up: renewing its lease"));
         lost.push_back(k);
         continue;
       }
@@ -369,7 +386,7 @@ class FoldWorkerImpl final : public FoldWorker {
       // only, and takes, gives back and keeps warm nothing new.
       Fail(keys.status());
       Publish();
-      return;
+      return false;
     }
     const int live = LiveWorkers(*keys);
     const size_t share = static_cast<size_t>((p + live - 1) / live);
@@ -411,12 +428,12 @@ class FoldWorkerImpl final : public FoldWorker {
       if (st.ok()) {
         // Ready: the lease now names us plainly (revision-checked).
         const std::string& id = options_.worker_id;
-        s = kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), id.data(),
-                           static_cast<int>(id.size()), lease_rev);
-        if (s == NATS_OK) {
-          parts_[k].lease_rev = rev;
+        Result<uint64_t> taken =
+            cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), id, lease_rev);
+        if (taken.ok()) {
+          parts_[k].lease_rev = *taken;
         } else {
-          st = FromNats(s, "taking the lease of partition " + std::to_string(k));
+          st = taken.status().WithContext("taking the lease of partition " + std::to_string(k));
           Close(k);
           MarkStale(k);
         }
@@ -435,6 +452,7 @@ class FoldWorkerImpl final : public FoldWorker {
     }
     Standbys(live, *keys);
     Publish();
+    return true;
   }
 
   // Keeps this worker's standbys at its share: with n = min(standbys, live
@@ -493,9 +511,15 @@ class FoldWorkerImpl final : public FoldWorker {
   Status OpenStandby(int k) {
     Partition part;
     if (Status st = OpenFed(k, StandbyDurable(k), &part); !st.ok()) return st;
-    {
-      std::ofstream out(StandbyPath(k), std::ios::trunc);
-      out << "a standby copy of partition " << k << ", owned by another worker\n";
+    // Synced, as MarkStale's.
+    if (Status st = cluster::ReplaceFile(
+            StandbyPath(k),
+            "a standby copy of partition " + std::to_string(k) + ", owned by another worker\n",
+            /*sync=*/true);
+        !st.ok()) {
+      standby_.emplace(k, std::move(part));
+      CloseStandby(k, /*stale=*/true);
+      return st.WithContext("marking partition " + std::to_string(k) + "'s copy a standby");
     }
     std::error_code ec;
     fs::remove(StalePath(k), ec);  // kept warm again: it catches up from its .seq
@@ -555,18 +579,15 @@ class FoldWorkerImpl final : public FoldWorker {
     return f;
   }
 
-  // Replaces DIR/p<k>.seq; a torn write leaves the old file (rename).
+  // Replaces DIR/p<k>.seq; a torn write leaves the old file (rename). Not
+  // synced (it is rewritten after every batch): what a power cut can leave
+  // is an older .seq, from which the partition is folded again and the
+  // store's dedup takes nothing twice, never one ahead of the store, whose
+  // batch was synced before.
   Status WriteSeq(int k, const SeqFile& f) const {
-    const std::string tmp = SeqPath(k) + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << f.intake << " " << f.stored << "\n";
-      if (!out.flush()) return Status::IOError("writing " + tmp);
-    }
-    std::error_code ec;
-    fs::rename(tmp, SeqPath(k), ec);
-    if (ec) return Status::IOError("renaming " + tmp + ": " + ec.message());
-    return Status::OK();
+    return cluster::ReplaceFile(SeqPath(k),
+                                std::to_string(f.intake) + " " + std::to_string(f.stored) + "\n",
+                                /*sync=*/false);
   }
 
   // Opens partition k's store DIR/p<k> into `part` and (re)creates the
@@ -660,15 +681,13 @@ class FoldWorkerImpl final : public FoldWorker {
   // still going on; kBusy when it is no longer ours.
   Status RenewAcquiring(int k, uint64_t* lease_rev) {
     const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
-    uint64_t rev = 0;
-    const natsStatus s =
-        kvStore_Update(&rev, leases_->get(), cluster::LeaseKey(k).c_str(), acquiring.data(),
-                       static_cast<int>(acquiring.size()), *lease_rev);
-    if (s != NATS_OK) {
-      return FromNats(s,
-                      "renewing the lease of partition " + std::to_string(k) + " while taking it");
+    Result<uint64_t> renewed =
+        cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), acquiring, *lease_rev);
+    if (!renewed.ok()) {
+      return renewed.status().WithContext("renewing the lease of partition " + std::to_string(k) +
+                                          " while taking it");
     }
-    *lease_rev = rev;
+    *lease_rev = *renewed;
     return Status::OK();
   }
 
@@ -807,10 +826,9 @@ class FoldWorkerImpl final : public FoldWorker {
     }
     if (!batch.empty() && !Fold(k, part, batch, through, owned)) return false;
     if (count > 0) {
-      Fail(Status::Unavailable("partition " + std::to_string(k) + ": the consumer skipped " +
-                               std::to_string(count) + " message(s) from sequence " +
-                               std::to_string(first) +
-                               " that the stream holds; folded them from the stream leader"));
+      Note("partition " + std::to_string(k) + ": the consumer skipped " + std::to_string(count) +
+           " message(s) from sequence " + std::to_string(first) +
+           " that the stream holds; folded them from the stream leader");
     }
     return ok;
   }
@@ -1010,6 +1028,7 @@ class FoldWorkerImpl final : public FoldWorker {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> folded_{0};
   std::atomic<uint64_t> backlog_{0};
+  std::atomic<bool> failing_{false};  // Failing()
   mutable Mutex mu_;
   std::condition_variable cv_;  // Stop, for Pause
   bool stopped_ GUARDED_BY(mu_) = false;

@@ -111,6 +111,27 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
   return failed;
 }
 
+Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view value,
+                          uint64_t last) {
+  uint64_t rev = 0;
+  const natsStatus s =
+      kvStore_Update(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size()), last);
+  if (s == NATS_OK) return rev;
+  const Status failed = FromNats(s, "rewriting key " + key);
+  // A revision that moved on comes back as a generic JetStream error ("wrong
+  // last sequence: <r>"); tell it apart by looking.
+  Result<KvValue> now = KvGet(kv, key);
+  const std::string since = "key " + key + " at revision " + std::to_string(last);
+  if (!now.ok() && now.status().code() == Status::Code::kNotFound) {
+    return Status::Busy(since + " expired or was deleted");
+  }
+  if (now.ok() && now->revision != last) {
+    return Status::Busy(since + " was rewritten: now \"" + now->value + "\" at revision " +
+                        std::to_string(now->revision));
+  }
+  return failed;
+}
+
 Result<uint64_t> NextSeqOnSubject(natsConnection* nc, const std::string& stream,
                                   const std::string& subject, uint64_t from, int64_t timeout_ms) {
   const std::string api = "$JS.API.STREAM.MSG.GET." + stream;

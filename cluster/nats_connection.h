@@ -79,6 +79,13 @@ Result<std::vector<std::string>> KvKeys(kvStore* kv, int64_t timeout_ms);
 // another writer created it first.
 Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value);
 
+// Rewrites `key` only while it is still at revision `last`: its new
+// revision, or kBusy naming what happened to it ("... expired or was
+// deleted", "... was rewritten: now <value> at revision <r>") when it is
+// not; kUnavailable when JetStream does not answer.
+Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view value,
+                          uint64_t last);
+
 // The sequence of the first message on `subject` at or after sequence
 // `from` in `stream`, as the stream's leader holds it; 0 when there is none.
 // Asked with a JetStream message-get request ("next_by_subj"), which only

@@ -86,6 +86,7 @@ int Fold(const FoldArgs& a) {
   // Report ownership changes once a second until a stop signal.
   std::vector<int> owned, standing_by;
   std::string error;
+  bool failing = false;
   while (true) {
     const timespec second{1, 0};
     const int sig = sigtimedwait(&stop_signals, nullptr, &second);
@@ -97,10 +98,17 @@ int Fold(const FoldArgs& a) {
       std::cerr << "eventfold: owns partitions " << Join(owned) << "; standby for "
                 << Join(standing_by) << std::endl;
     }
-    if (std::string e = (*worker)->LastError(); e != error) {
+    // A failure is printed when it is new, or when it comes back after a
+    // recovery; a recovery is printed once.
+    const bool now_failing = (*worker)->Failing();
+    if (std::string e = (*worker)->LastError(); e != error || (now_failing && !failing)) {
       error = e;
       if (!error.empty()) std::cerr << "eventfold: " << error << std::endl;
     }
+    if (failing && !now_failing) {
+      std::cerr << "eventfold: folding again: the last round had no failure" << std::endl;
+    }
+    failing = now_failing;
   }
   std::cerr << "eventfold: stopping; giving partitions back" << std::endl;
   (*worker)->Stop();

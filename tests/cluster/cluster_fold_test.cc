@@ -637,10 +637,19 @@ TEST_F(ClusterFoldTest, RefusedStreamIsListedOldestFirst) {
       << lines[1];
 }
 
+// A receiver answers 503 within its deadline while JetStream is down and
+// 200 once it is back; a worker says it is failing meanwhile, and that it
+// is not once it folds again.
 TEST_F(ClusterFoldTest, UnreachableJetStreamIs503WithinTheDeadlineAndRecovers) {
   std::unique_ptr<IngestSink> sink = Sink(/*publish_timeout_ms=*/1000);
   ASSERT_TRUE(sink);
   std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  TempDir dir("unreachable");
+  std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "w1");
+  ASSERT_TRUE(worker);
+  ASSERT_TRUE(WaitFor([&] { return worker->Owned().size() == size_t{kPartitions}; }, 60))
+      << worker->LastError();
+  EXPECT_FALSE(worker->Failing()) << worker->LastError();
   sim::HistoryOptions ho;
   ho.receipts = 3;
   ho.products = 1;
@@ -657,6 +666,8 @@ TEST_F(ClusterFoldTest, UnreachableJetStreamIs503WithinTheDeadlineAndRecovers) {
   EXPECT_EQ(down.status, 503) << down.body;
   // The deadline (1 s) plus slack for a busy machine.
   EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_TRUE(WaitFor([&] { return worker->Failing(); }, 60)) << worker->LastError();
+  EXPECT_NE(worker->LastError(), "");
 
   // Same ports, same store directories: the cluster comes back, and the
   // receiver reconnects by itself.
@@ -670,6 +681,8 @@ TEST_F(ClusterFoldTest, UnreachableJetStreamIs503WithinTheDeadlineAndRecovers) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_EQ(status, 200);
+  EXPECT_TRUE(WaitFor([&] { return !worker->Failing(); }, 60)) << worker->LastError();
+  WaitFolded({worker.get()});
 }
 
 }  // namespace
