@@ -32,7 +32,10 @@
 // skipped is read from the stream leader and folded first, in stream order.
 // When the consumer has nothing, the same question, at most once per lease
 // period, finds a tail it does not deliver: that tail is folded from the
-// stream leader and the consumer replaced (see TailCheck).
+// stream leader and the consumer replaced (see TailCheck). At the end of
+// the subject, a consumer that has waited a whole period for the
+// acknowledgement of a delivery the worker never received is replaced too
+// (see OwedAcks).
 //
 // Standbys: key "s.<k>.<id>" (same TTL) says worker <id> keeps a warm copy
 // of partition k in its DIR/p<k>, fed by its own durable consumer
@@ -110,6 +113,10 @@ struct Partition {
   bool at_end = false;
   uint64_t end_seq = 0;
   int64_t next_end_check = 0;  // clock micros; see ConfirmEnd
+  // For OwedAcks: the consumer's ack floor + 1 when, at the last
+  // TailCheck that found the end, it waited for an acknowledgement (0: it
+  // did not).
+  uint64_t owed_seen = 0;
   // After `store`: destroyed (stopped) first, as they read it.
   std::vector<std::unique_ptr<Subscription>> subs;
 };
@@ -644,6 +651,7 @@ class FoldWorkerImpl final : public FoldWorker {
     const std::string& durable = part->durable;
     const std::string subject = PartitionSubject(cluster_.stream, k);
     part->delivered_seq = part->folded_seq;
+    part->owed_seen = 0;
     jsErrCode err = jsErrCode{};
     (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), durable.c_str(), nullptr, &err);
     jsConsumerConfig cc;
@@ -855,18 +863,50 @@ class FoldWorkerImpl final : public FoldWorker {
       if (!FoldSkipped(k, part, ~uint64_t{0}, static_cast<size_t>(options_.fetch_batch), owned)) {
         return false;
       }
-      natsSubscription_Destroy(part->sub);
-      part->sub = nullptr;
-      if (Status st = Subscribe(k, part); !st.ok()) {
-        Fail(st);
-        return false;
-      }
-      return true;
+      return Resubscribe(k, part);
     }
     Result<uint64_t> next = FirstUnfolded(k, *part);
     if (!next.ok()) return false;
     part->tail_seen = *next;
-    if (*next == 0) RecordEnd(k, part, owned);
+    if (*next != 0) return true;
+    RecordEnd(k, part, owned);
+    return OwedAcks(k, part);
+  }
+
+  // At the end of the subject, with no message in hand (TailCheck): a
+  // consumer still waiting for an acknowledgement waits for one of a
+  // delivery the worker never received. nats-server 2.9 can lose a
+  // redelivery (after a nak) that it takes off its queue for a pull request
+  // that has just expired: the message stays unacknowledged and is not sent
+  // again, while the worker has folded it from the stream leader as one the
+  // consumer skipped. `cluster status` counts it as lag for as long as the
+  // consumer lives. So when the same oldest unacknowledged message is still
+  // waiting at the next such check, a lease period later, the consumer is
+  // replaced to start after the .seq, which is past every message it owes.
+  bool OwedAcks(int k, Partition* part) {
+    jsConsumerInfo* ci = nullptr;
+    jsErrCode err = jsErrCode{};
+    const natsStatus s = js_GetConsumerInfo(&ci, conn_->js(), cluster_.stream.c_str(),
+                                            part->durable.c_str(), nullptr, &err);
+    if (s != NATS_OK) {
+      Fail(FromNats(s, "reading consumer " + part->durable, err));
+      return false;
+    }
+    const uint64_t waiting = ci->NumAckPending > 0 ? ci->AckFloor.Stream + 1 : 0;
+    jsConsumerInfo_Destroy(ci);
+    const uint64_t seen = std::exchange(part->owed_seen, waiting);
+    if (waiting == 0 || waiting != seen) return true;
+    return Resubscribe(k, part);
+  }
+
+  // Replaces partition k's consumer with one that starts after the .seq.
+  bool Resubscribe(int k, Partition* part) {
+    natsSubscription_Destroy(part->sub);
+    part->sub = nullptr;
+    if (Status st = Subscribe(k, part); !st.ok()) {
+      Fail(st);
+      return false;
+    }
     return true;
   }
 

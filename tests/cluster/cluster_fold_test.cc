@@ -534,6 +534,112 @@ TEST_F(ClusterFoldTest, MessagesTheConsumerSkipsAreFoldedFromTheStream) {
   EXPECT_EQ(merged, AllProjections(ref->get()));
 }
 
+// A consumer that waits for the acknowledgement of a delivery its worker
+// never received (nats-server 2.9 loses a redelivery it takes off its queue
+// for a pull request that has just expired, and never sends it again) does
+// not keep the partition's lag above 0 once the worker has folded the
+// message from the stream leader as one the consumer skipped. Here each
+// partition's consumer is replaced behind the worker's back by one that
+// refuses the worker's batches (max_batch 1) while the test takes its first
+// new message and does not acknowledge it; the batches are then allowed
+// again. Every partition must settle at lag 0 well within the 30 s ack wait
+// after which JetStream would redeliver the taken message.
+TEST_F(ClusterFoldTest, AConsumerOwingAnAcknowledgementIsReplacedOnceFolded) {
+  const sim::History history =
+      SmallHistory(test_util::TestSeed("AConsumerOwingAnAcknowledgement", 1015));
+  std::unique_ptr<Sender> sender = MakeSender();
+  ASSERT_TRUE(sender);
+  const size_t half = history.deliveries.size() / 2;
+  TempDir dir("worker");
+  std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "w", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(worker);
+  Send(sender.get(), history.deliveries, 0, half);
+  ASSERT_EQ(WaitFolded({worker.get()}).size(), static_cast<size_t>(kPartitions));
+
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, nats_.Urls().c_str()), NATS_OK);
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  jsStreamInfo* si = nullptr;
+  ASSERT_EQ(js_GetStreamInfo(&si, js, cluster_.stream.c_str(), nullptr, nullptr), NATS_OK);
+  const uint64_t last = si->State.LastSeq;
+  jsStreamInfo_Destroy(si);
+  std::vector<std::string> durables, subjects;
+  for (int k = 0; k < kPartitions; ++k) {
+    durables.push_back(cluster::OwnerDurable(cluster_.stream, k, "w"));
+    subjects.push_back(PartitionSubject(cluster_.stream, k));
+  }
+  // The worker's consumer of partition k, starting after the first half,
+  // with pull requests limited to `max_batch` messages (0: no limit).
+  auto config = [&](int k, int64_t max_batch) {
+    jsConsumerConfig cc;
+    jsConsumerConfig_Init(&cc);
+    cc.Durable = durables[k].c_str();
+    cc.FilterSubject = subjects[k].c_str();
+    cc.AckPolicy = js_AckExplicit;
+    cc.AckWait = int64_t{30} * 1000000000;
+    cc.MaxAckPending = 1024;
+    cc.MaxWaiting = 512;
+    cc.DeliverPolicy = js_DeliverByStartSequence;
+    cc.OptStartSeq = last + 1;
+    cc.MaxRequestBatch = max_batch;
+    return cc;
+  };
+  for (int k = 0; k < kPartitions; ++k) {
+    ASSERT_EQ(js_DeleteConsumer(js, cluster_.stream.c_str(), durables[k].c_str(), nullptr, nullptr),
+              NATS_OK);
+    jsConsumerConfig cc = config(k, 1);
+    jsConsumerInfo* ci = nullptr;
+    ASSERT_EQ(js_AddConsumer(&ci, js, cluster_.stream.c_str(), &cc, nullptr, nullptr), NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+  }
+  Send(sender.get(), history.deliveries, half, history.deliveries.size());
+
+  // Each consumer's first new message, delivered to the test and never
+  // acknowledged: the consumer waits for its acknowledgement.
+  std::vector<natsSubscription*> takers(kPartitions, nullptr);
+  int taken_from = 0;
+  for (int k = 0; k < kPartitions; ++k) {
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = cluster_.stream.c_str();
+    so.Consumer = durables[k].c_str();
+    ASSERT_EQ(js_PullSubscribe(&takers[k], js, subjects[k].c_str(), durables[k].c_str(), nullptr,
+                               &so, nullptr),
+              NATS_OK);
+    natsMsgList taken{};
+    // A partition the second half did not reach has nothing to take.
+    if (natsSubscription_Fetch(&taken, takers[k], 1, 2000, nullptr) == NATS_OK) {
+      natsMsgList_Destroy(&taken);
+      ++taken_from;
+    }
+  }
+  ASSERT_GT(taken_from, 0);
+  for (int k = 0; k < kPartitions; ++k) {
+    jsConsumerConfig cc = config(k, 0);
+    jsConsumerInfo* ci = nullptr;
+    ASSERT_EQ(js_UpdateConsumer(&ci, js, cluster_.stream.c_str(), &cc, nullptr, nullptr), NATS_OK);
+    jsConsumerInfo_Destroy(ci);
+  }
+
+  const auto settled = [&] {
+    Result<ClusterStatus> status = ReadClusterStatus(cluster_);
+    return status.ok() &&
+           std::all_of(status->partitions.begin(), status->partitions.end(),
+                       [](const PartitionStatus& p) { return p.lag == 0 && p.messages > 0; });
+  };
+  EXPECT_TRUE(WaitFor(settled, 15))
+      << "a consumer still waits for an acknowledgement; " << worker->LastError();
+  for (natsSubscription* sub : takers) natsSubscription_Destroy(sub);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  worker->Stop();
+
+  const std::map<std::pair<std::string, std::string>, Projection> merged =
+      MergedProjections(dir.path());
+  EXPECT_EQ(merged, AllProjections(sender->ref.get()));
+}
+
 // A worker id names JetStream consumers and lease keys: one those names
 // cannot hold is refused before anything is created.
 TEST(FoldWorkerOptionsTest, AWorkerIdWithADotOrSpaceIsRefused) {
