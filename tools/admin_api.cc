@@ -219,7 +219,9 @@ class AdminApi final : public Receiver {
     }
     std::string_view token = auth->substr(kBearer.size());
     token.remove_prefix(std::min(token.find_first_not_of(' '), token.size()));
-    return ConstantTimeEquals(token, opt_.token);
+    // Compared as MACs of equal length, so that the time taken says
+    // nothing about the token's length either.
+    return ConstantTimeEquals(HmacSha256(opt_.token, token), token_mac_);
   }
 
   // What needs no store is answered on the event loop's thread: health,
@@ -354,7 +356,7 @@ class AdminApi final : public Receiver {
     uint64_t n = 0;
     std::string last;
     const auto page = [&](const Projection& p) {
-      if (n == *limit) {
+      if (n == *limit || Full(r)) {
         // Percent-encoded: an id may hold any byte, a header line may not.
         r.headers.emplace_back(kNextAfterHeader, PercentEncode(last));
         return false;
@@ -384,7 +386,7 @@ class AdminApi final : public Receiver {
     HttpResponse r{200, kNdjson, "", {}};
     uint64_t n = 0, last = 0;
     Status st = store_->quarantine().ListAfter(*after, [&](const RefusedDelivery& d) {
-      if (n == *limit) {
+      if (n == *limit || Full(r)) {
         r.headers.emplace_back(kNextAfterHeader, std::to_string(last));
         return false;
       }
@@ -466,7 +468,9 @@ class AdminApi final : public Receiver {
     return FeedPage(*q);
   }
 
-  // The changes after q.after, up to q.limit, and the next cursor.
+  // The changes after q.after, up to q.limit (or max_page_bytes), and the
+  // next cursor: a page with fewer than q.limit changes is not the last one;
+  // an empty page is.
   HttpResponse FeedPage(const FeedQuery& q) {
     HttpResponse r{200, kNdjson, "", {}};
     uint64_t last = q.after;
@@ -474,7 +478,7 @@ class AdminApi final : public Receiver {
       r.body += ChangeToJson(c);
       r.body += '\n';
       last = c.seq;
-      return true;
+      return !Full(r);
     });
     if (!st.ok()) return FromStatus(st);
     r.headers.emplace_back(kNextAfterHeader, std::to_string(last));
@@ -483,12 +487,16 @@ class AdminApi final : public Receiver {
 
   bool Stopping() const { return opt_.stopping != nullptr && opt_.stopping->load(); }
 
+  // Whether a page's body has reached its byte budget.
+  bool Full(const HttpResponse& r) const { return r.body.size() >= opt_.max_page_bytes; }
+
   Result<uint64_t> Limit(const Request& req) const {
     return req.Number("limit", opt_.default_limit, opt_.max_limit, /*min=*/1);
   }
 
   Store* const store_;
   AdminApiOptions opt_;
+  const std::string token_mac_ = HmacSha256(opt_.token, opt_.token);
   std::atomic<bool> backup_running_{false};
   // Last: its destructor answers what is still parked, through this object.
   FeedLongPolls polls_{&store_->feed(), opt_.stopping,

@@ -73,9 +73,6 @@ Result<std::string> AdminToken(const ServeArgs& a) {
                                      ": " + std::strerror(errno));
     }
     std::getline(in, token);
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-      token.pop_back();
-    }
     source = "--admin-token-file " + a.admin_token_file;
   } else if (const char* env = std::getenv(kAdminTokenEnv)) {
     token = env;
@@ -83,6 +80,19 @@ Result<std::string> AdminToken(const ServeArgs& a) {
   } else {
     return Status::InvalidArgument(std::string("--admin-listen needs a bearer token: ") +
                                    "--admin-token-file FILE or " + kAdminTokenEnv);
+  }
+  // Surrounding white space is no part of a header's value (RFC 9110
+  // §5.5): a token kept with it could never be presented.
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!token.empty() && space(token.back())) token.pop_back();
+  token.erase(0, std::find_if_not(token.begin(), token.end(), space) - token.begin());
+  // It travels in a header field: visible ASCII without spaces (RFC 6750
+  // §2.1's b64token is a subset of that).
+  for (const char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return Status::InvalidArgument(
+          source + ": the admin token must be visible ASCII characters without spaces");
+    }
   }
   if (token.size() < kMinAdminTokenBytes) {
     return Status::InvalidArgument(source + ": the admin token must be at least " +

@@ -8,7 +8,6 @@
 #include <simdjson.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -28,12 +27,15 @@ namespace {
 // How long a long-poll asks the server to wait, and how much longer the
 // client waits for its answer before giving up.
 constexpr int64_t kFollowWaitMs = 10000;
-constexpr int64_t kReadSlackMs = 10000;
+constexpr int64_t kReadSlackMs = 60000;
 constexpr size_t kPage = 1000;
+// How long --follow waits before asking again a server that did not answer.
+constexpr int64_t kFollowRetryMs = 1000;
 
 struct Answer {
   std::string body;
-  std::string next_after;  // the Eventfold-Next-After header; empty: last page
+  std::string next_after;    // the Eventfold-Next-After header; empty: last page
+  bool unreachable = false;  // no answer at all (connection refused, lost, timed out)
 };
 
 // The "error" string of the admin API's error body {"error":"..."}; nullopt
@@ -75,8 +77,10 @@ std::optional<ServerAddress> ParseServerUrl(std::string_view url) {
 // GETs `target`; on 200 fills `out` and returns kExitOk, otherwise prints why
 // and returns the exit code (404: kExitRefused, as a missing entity with
 // --data).
+// With `quiet`, a request that got no answer at all (out->unreachable) is
+// not reported.
 int Get(const std::string& server_url, const std::string& target, Answer* out, int64_t wait_ms = 0,
-        bool post = false) {
+        bool post = false, bool quiet = false) {
   // Targets begin with '/': "http://host:port/" names the same server.
   std::string server = server_url;
   while (!server.empty() && server.back() == '/') server.pop_back();
@@ -96,11 +100,18 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
   httplib::Result res =
       post ? client.Post(target, headers, "", "text/plain") : client.Get(target, headers);
   if (!res) {
-    std::cerr << "eventfold: " << server << target << ": "
-              << (res.error() == httplib::Error::Connection
-                      ? "cannot connect (is `eventfold serve --admin-listen` running there?)"
-                      : httplib::to_string(res.error()))
-              << "\n";
+    out->unreachable = true;
+    if (quiet) return kExitError;
+    std::cerr << "eventfold: " << server << target << ": ";
+    if (res.error() == httplib::Error::Connection) {
+      std::cerr << "cannot connect (is `eventfold serve --admin-listen` running there?)";
+    } else if (res.error() == httplib::Error::Read) {
+      std::cerr << "no whole answer within " << (wait_ms + kReadSlackMs) / 1000
+                << " s (the connection was closed, or the admin listener is busy)";
+    } else {
+      std::cerr << httplib::to_string(res.error());
+    }
+    std::cerr << "\n";
     return kExitError;
   }
   if (res->get_header_value("Server") != kAdminServerName) {
@@ -123,9 +134,10 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
       std::cerr << " (set " << kTokenEnv << ")";
     std::cerr << "\n";
     // 404: a missing entity; 400 and 409: a refused backup target; 422: a
-    // backup that failed its verification (as with --data).
-    const bool refused =
-        res->status == 404 || res->status == 400 || res->status == 409 || res->status == 422;
+    // backup that failed its verification (as with --data). A read's 400
+    // (say, a token no header can carry) is an error, as a 401 is.
+    const bool refused = res->status == 404 ||
+                         (post && (res->status == 400 || res->status == 409 || res->status == 422));
     return refused ? kExitRefused : kExitError;
   }
   out->body = std::move(res->body);
@@ -263,6 +275,17 @@ int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
                        "/v1/feed?after=" + after_text + "&limit=" + std::to_string(kPage) +
                            "&wait_ms=" + std::to_string(wait_ms),
                        &a, wait_ms);
+    if (rc != kExitOk && follow && a.unreachable) {
+      // A receiver restarting (a deploy) is waited for, as --data waits
+      // for a busy store; a stop signal ends the wait.
+      std::cerr << "eventfold: retrying every " << kFollowRetryMs / 1000 << " s\n";
+      do {
+        usleep(static_cast<useconds_t>(kFollowRetryMs * 1000));
+        a = Answer{};
+        (void)Get(server, "/v1/status", &a, 0, /*post=*/false, /*quiet=*/true);
+      } while (a.unreachable);
+      continue;  // the same page again; any other answer is told there
+    }
     if (rc != kExitOk) return rc;
     printing.store(true);
     std::cout << a.body << std::flush;
@@ -275,9 +298,11 @@ int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
       std::cerr << "eventfold: " << server << " sent no usable " << kNextAfterHeader << "\n";
       return kExitError;
     }
-    const bool full = static_cast<size_t>(std::count(a.body.begin(), a.body.end(), '\n')) >= kPage;
+    // A page ends at kPage changes or at the server's byte budget
+    // (AdminApiOptions::max_page_bytes): only an empty one is the end.
+    const bool empty = next == after;
     after = next;
-    if (!full && !follow) return kExitOk;
+    if (empty && !follow) return kExitOk;
   }
 }
 

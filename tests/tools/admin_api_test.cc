@@ -395,6 +395,88 @@ TEST_F(AdminApiTest, StatusRefusedAndSubscriptionsAnswerTheCliBytes) {
   EXPECT_NE(subs->body.find("\"name\":\"mailer\""), std::string::npos);
 }
 
+// A page also ends at AdminApiOptions::max_page_bytes, after the item that
+// reaches it, whatever `limit` allows: with a budget of one byte each page
+// holds one item, and the cursor leads through every one of them, for
+// projections, refusals and the feed alike (the feed's last page is an
+// empty one).
+TEST_F(AdminApiTest, APageEndsAtItsByteBudget) {
+  for (int i = 0; i < 3; ++i) {
+    RefusedDelivery r;
+    r.status = 400;
+    r.reason = "event_id: missing " + std::to_string(i);
+    r.body_prefix = "{}";
+    ASSERT_TRUE(store_->quarantine().Add(r).ok());
+  }
+  AdminApiOptions ao;
+  ao.token = kToken;
+  ao.clock = &clock_;
+  ao.stopping = &stopping_;
+  ao.max_page_bytes = 1;
+  Result<std::unique_ptr<Receiver>> api = MakeAdminApi(store_.get(), ao);
+  ASSERT_TRUE(api.ok());
+  HttpServerOptions so;
+  so.pass_query = true;
+  so.workers = 2;
+  HttpServer server(api->get(), so);
+  ASSERT_TRUE(server.Start().ok());
+  // Every page of `target` (limit 1000), following the cursor; each page's
+  // line count in `sizes`.
+  auto pages = [&](const std::string& target, std::vector<size_t>* sizes) {
+    std::string all, after;
+    for (int round = 0; round < 20; ++round) {
+      httplib::Client client("127.0.0.1", server.port());
+      client.set_read_timeout(std::chrono::seconds(60));
+      const std::string page_target =
+          target + "limit=1000" + (round == 0 ? "" : "&after=" + PercentEncode(after));
+      auto page = client.Get(page_target, httplib::Headers{{"Authorization", "Bearer " + kToken}});
+      EXPECT_TRUE(page) << page_target;
+      if (!page) break;
+      EXPECT_EQ(page->status, 200) << page->body;
+      sizes->push_back(Lines(page->body).size());
+      all += page->body;
+      const std::string next = page->get_header_value(kNextAfterHeader);
+      if (next.empty() || page->body.empty()) break;
+      after = next;
+    }
+    return all;
+  };
+
+  std::string projections;
+  ASSERT_TRUE(store_
+                  ->List("",
+                         [&](const Projection& p) {
+                           projections += ProjectionToJson(p) + "\n";
+                           return true;
+                         })
+                  .ok());
+  std::vector<size_t> sizes;
+  EXPECT_EQ(pages("/v1/projections?", &sizes), projections);
+  EXPECT_EQ(sizes, std::vector<size_t>(6, 1));
+
+  std::string refused;
+  ASSERT_TRUE(store_->quarantine()
+                  .List([&](const RefusedDelivery& r) {
+                    refused += RefusedLine(r);
+                    return true;
+                  })
+                  .ok());
+  sizes.clear();
+  EXPECT_EQ(pages("/v1/refused?", &sizes), refused);
+  EXPECT_EQ(sizes, std::vector<size_t>(3, 1));
+
+  std::vector<Change> changes;
+  ASSERT_TRUE(store_->feed().Read(0, 1000, AppendTo<Change>(&changes)).ok());
+  std::string feed;
+  for (const Change& c : changes) feed += ChangeToJson(c) + "\n";
+  sizes.clear();
+  EXPECT_EQ(pages("/v1/feed?", &sizes), feed);
+  std::vector<size_t> want(changes.size(), 1);
+  want.push_back(0);
+  EXPECT_EQ(sizes, want);
+  server.Stop();
+}
+
 TEST_F(AdminApiTest, FeedReadsFromASequenceNumber) {
   const uint64_t last = store_->feed().LastSeq();
   ASSERT_EQ(last, 6u);

@@ -190,18 +190,9 @@ TEST_F(ServeAdminE2e, ServesWithATokenFile) {
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 
-TEST_F(ServeAdminE2e, FeedFollowWithServerPrintsANewIngest) {
-  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
-  ServerProcess serve(kCli, data_, scratch_.path());
-  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
-  ASSERT_GT(serve.admin_port(), 0) << serve.log();
-  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
-
-  // The follower, its stdout to a file.
-  const std::string out_path = scratch_.path() + "/follow.out";
-  std::vector<std::string> args = {kCli, "feed", "--server",
-                                   "http://127.0.0.1:" + std::to_string(serve.admin_port()),
-                                   "--follow"};
+// `eventfold feed --server URL --follow`, its stdout to `out_path`.
+pid_t SpawnFollower(const std::string& url, const std::string& out_path) {
+  std::vector<std::string> args = {kCli, "feed", "--server", url, "--follow"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -209,37 +200,123 @@ TEST_F(ServeAdminE2e, FeedFollowWithServerPrintsANewIngest) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t follower = 0;
-  ASSERT_EQ(posix_spawn(&follower, kCli.c_str(), &fa, nullptr, argv.data(), environ), 0);
+  if (posix_spawn(&follower, kCli.c_str(), &fa, nullptr, argv.data(), environ) != 0) follower = 0;
   posix_spawn_file_actions_destroy(&fa);
+  return follower;
+}
 
+// Posts one unsigned receipt.issued for `receipt_id` to the receiver.
+void PostIssued(const ServerProcess& serve, const std::string& event_id,
+                const std::string& receipt_id) {
   httplib::Client client("127.0.0.1", serve.port());
   auto posted = client.Post("/hooks",
-                            "{\"event_id\":\"e9\",\"type\":\"receipt.issued\",\"occurred_at\":"
-                            "\"2026-11-29T13:00:00Z\",\"data\":{\"receipt_id\":\"rcp_9\"}}",
+                            "{\"event_id\":\"" + event_id +
+                                "\",\"type\":\"receipt.issued\",\"occurred_at\":"
+                                "\"2026-11-29T13:00:00Z\",\"data\":{\"receipt_id\":\"" +
+                                receipt_id + "\"}}",
                             "application/json");
   ASSERT_TRUE(posted);
   EXPECT_EQ(posted->status, 200) << posted->body;
+}
 
-  // Bounded wait for the follower to print the new change: the ingest above
-  // wrote seqs 1-3 (one change per entity per batch), so it is seq 4.
-  std::string printed;
+// What the file at `path` holds once it contains `needle`, or after 20 s.
+std::string WaitForText(const std::string& path, const std::string& needle) {
+  std::string text;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    printed = test_util::ReadFile(out_path);
-    if (printed.find("\"id\":\"rcp_9\"") != std::string::npos) break;
+    text = test_util::ReadFile(path);
+    if (text.find(needle) != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // bounded output poll
   }
-  // A stop signal ends it with exit 0, as with --data, even while its
-  // long-poll waits.
+  return text;
+}
+
+// A stop signal ends a follower with exit 0, as with --data, even while its
+// long-poll waits.
+void StopFollower(pid_t follower) {
   ::kill(follower, SIGTERM);
   int status = 0;
   ::waitpid(follower, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) : "");
+}
+
+TEST_F(ServeAdminE2e, FeedFollowWithServerPrintsANewIngest) {
+  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
+  ASSERT_GT(serve.admin_port(), 0) << serve.log();
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+  const std::string out_path = scratch_.path() + "/follow.out";
+  const pid_t follower =
+      SpawnFollower("http://127.0.0.1:" + std::to_string(serve.admin_port()), out_path);
+  ASSERT_GT(follower, 0);
+  PostIssued(serve, "e9", "rcp_9");
+  // The ingest above wrote seqs 1-3 (one change per entity per batch), so
+  // the new change is seq 4.
+  const std::string printed = WaitForText(out_path, "\"id\":\"rcp_9\"");
+  StopFollower(follower);
   EXPECT_NE(printed.find("\"seq\":4,\"entity\":\"receipt\",\"id\":\"rcp_9\""), std::string::npos)
       << printed;
   EXPECT_EQ(test_util::Lines(printed).size(), 4u) << printed;
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+// A follower through the server outlives a restart of the receiver (a
+// deploy), as a follower of --data waits for a busy store: it says it is
+// retrying, and goes on from where it was.
+TEST_F(ServeAdminE2e, FeedFollowWithServerWaitsForARestartedReceiver) {
+  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
+  const int admin_port = serve.admin_port();
+  ASSERT_GT(admin_port, 0) << serve.log();
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+  const std::string out_path = scratch_.path() + "/follow.out";
+  const pid_t follower = SpawnFollower("http://127.0.0.1:" + std::to_string(admin_port), out_path);
+  ASSERT_GT(follower, 0);
+  PostIssued(serve, "e8", "rcp_8");
+  ASSERT_NE(WaitForText(out_path, "\"id\":\"rcp_8\"").find("rcp_8"), std::string::npos);
+
+  ASSERT_EQ(serve.Stop(), 0) << serve.log();
+  ASSERT_TRUE(serve.Start(
+      {"--allow-unsigned", "--admin-listen", "127.0.0.1:" + std::to_string(admin_port)}))
+      << serve.log();
+  PostIssued(serve, "e9", "rcp_9");
+  const std::string printed = WaitForText(out_path, "\"id\":\"rcp_9\"");
+  StopFollower(follower);
+  EXPECT_NE(printed.find("\"seq\":5,\"entity\":\"receipt\",\"id\":\"rcp_9\""), std::string::npos)
+      << printed;
+  EXPECT_EQ(test_util::Lines(printed).size(), 5u) << "each change once:\n" << printed;
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+// The admin token from EVENTFOLD_ADMIN_TOKEN is taken without surrounding
+// white space, as from a file (a header's value never carries it); one no
+// header can carry is refused at start, naming its source.
+TEST_F(ServeAdminE2e, AnAdminTokenIsTakenWithoutSurroundingSpaceAndMustFitAHeader) {
+  setenv("EVENTFOLD_ADMIN_TOKEN", (" " + kToken + " \n").c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
+  ASSERT_GT(serve.admin_port(), 0) << serve.log();
+  const std::string url = "http://127.0.0.1:" + std::to_string(serve.admin_port());
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+  CliResult r = Run({"status", "--server", url});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A token the header cannot carry is the caller's error (exit 2, as for a
+  // wrong one), not a missing entity (exit 1).
+  setenv("EVENTFOLD_TOKEN", (kToken + "\n").c_str(), 1);
+  r = Run({"status", "--server", url});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+
+  setenv("EVENTFOLD_ADMIN_TOKEN", "admin token with spaces 0123", 1);
+  r = Run({"serve", "--data", data_, "--listen", "127.0.0.1:0", "--allow-unsigned",
+           "--admin-listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("EVENTFOLD_ADMIN_TOKEN: the admin token must be visible ASCII"),
+            std::string::npos)
+      << r.err;
 }
 
 // The first number after "KEY": in a JSON line (0 when absent).
