@@ -63,7 +63,7 @@ struct AdminApiOptions {
   // that takes its body to this many bytes (at least one item a page), so
   // that one request cannot make the receiver's process hold `limit` large
   // items at once. The cursor header says where the next page starts.
-  size_t max_page_bytes = size_t{4} << 20;
+  size_t max_page_bytes = size_t{1} << 20;
   // The longest long-poll a client may ask for with wait_ms. Through the
   // HttpServer a waiting poll is parked, holding no worker
   // (tools/feed_long_polls.h); only a direct Handle() call waits in place.
