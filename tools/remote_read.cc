@@ -62,6 +62,7 @@ std::optional<ServerAddress> ParseServerUrl(std::string_view url) {
   const size_t colon = url.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return std::nullopt;
   if (url.find('/') != std::string_view::npos) return std::nullopt;  // a path
+  if (url.find('@') != std::string_view::npos) return std::nullopt;  // user info
   ServerAddress a{std::string(url.substr(0, colon)), 0};
   const std::string_view digits = url.substr(colon + 1);
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), a.port);
@@ -192,7 +193,7 @@ void AddServerOption(CLI::App* cmd, std::string* server) {
       ->check([](const std::string& url) {
         return ParseServerUrl(url)
                    ? std::string()
-                   : "--server wants http://HOST:PORT (no path), got \"" + url + "\"";
+                   : "--server wants http://HOST:PORT (no user, no path), got \"" + url + "\"";
       });
 }
 

@@ -479,7 +479,7 @@ TEST_F(cli_ux, ServeRefusesABodyLimitOfZero) {
 TEST_F(cli_ux, ServerUrlsOtherThanHttpHostPortAreUsageErrors) {
   for (const std::string url :
        {"https://127.0.0.1:8081", "http://127.0.0.1:8081/v1", "http://127.0.0.1:99999",
-        "http://127.0.0.1", "127.0.0.1:8081", ""}) {
+        "http://127.0.0.1", "127.0.0.1:8081", "http://user@127.0.0.1:8081", ""}) {
     CliResult r = Run({"show", "--server", url, "receipt", "rcp_1"});
     EXPECT_EQ(r.exit_code, 2) << url << ": " << r.err;
     EXPECT_TRUE(Contains(r.err, "wants http://HOST:PORT")) << url << ": " << r.err;
