@@ -161,6 +161,34 @@ class ClusterFoldTest : public ::testing::Test {
     }
     return merged;
   }
+  // The test's own JetStream context, beside the workers'.
+  struct TestJs {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    TestJs() = default;
+    TestJs(const TestJs&) = delete;
+    TestJs& operator=(const TestJs&) = delete;
+    ~TestJs() {
+      jsCtx_Destroy(js);
+      natsConnection_Destroy(nc);
+    }
+  };
+  // Connects `*t` to the cluster; `*last` is the stream's last sequence.
+  ::testing::AssertionResult ConnectJs(TestJs* t, uint64_t* last) {
+    if (natsConnection_ConnectTo(&t->nc, nats_.Urls().c_str()) != NATS_OK) {
+      return ::testing::AssertionFailure() << "connecting to " << nats_.Urls();
+    }
+    if (natsConnection_JetStream(&t->js, t->nc, nullptr) != NATS_OK) {
+      return ::testing::AssertionFailure() << "a JetStream context";
+    }
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, t->js, cluster_.stream.c_str(), nullptr, nullptr) != NATS_OK) {
+      return ::testing::AssertionFailure() << "reading stream " << cluster_.stream;
+    }
+    *last = si->State.LastSeq;
+    jsStreamInfo_Destroy(si);
+    return ::testing::AssertionSuccess();
+  }
   // 40 receipts and 10 products, no malformed body.
   static sim::History SmallHistory(uint64_t seed) {
     sim::HistoryOptions ho;
@@ -460,33 +488,18 @@ TEST_F(ClusterFoldTest, MessagesTheConsumerSkipsAreFoldedFromTheStream) {
   ho.target_body_bytes = 200;
   sim::History history = sim::GenerateHistory(ho);
   const size_t half = history.deliveries.size() / 2;
-  std::unique_ptr<IngestSink> sink = Sink();
-  ASSERT_TRUE(sink);
-  std::unique_ptr<Receiver> receiver = MakeReceiver(sink.get());
+  std::unique_ptr<Sender> sender = MakeSender();
+  ASSERT_TRUE(sender);
   TempDir dir("worker");
   std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "w");
   ASSERT_TRUE(worker);
-  TempDir ref_dir("reference");
-  Result<std::unique_ptr<Store>> ref = Store::Open(ref_dir.path() + "/store", Options{});
-  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-  auto send = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      const Delivery& d = history.deliveries[i];
-      EXPECT_EQ(receiver->Handle("POST", "/", Signed(d), d.body).status, 200);
-      (void)(*ref)->Ingest(d);
-    }
-  };
-  send(0, half);
+  Send(sender.get(), history.deliveries, 0, half);
   ASSERT_EQ(WaitFolded({worker.get()}).size(), static_cast<size_t>(kPartitions));
 
-  natsConnection* nc = nullptr;
-  ASSERT_EQ(natsConnection_ConnectTo(&nc, nats_.Urls().c_str()), NATS_OK);
-  jsCtx* js = nullptr;
-  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
-  jsStreamInfo* si = nullptr;
-  ASSERT_EQ(js_GetStreamInfo(&si, js, cluster_.stream.c_str(), nullptr, nullptr), NATS_OK);
-  const uint64_t last = si->State.LastSeq;
-  jsStreamInfo_Destroy(si);
+  TestJs t;
+  uint64_t last = 0;
+  ASSERT_TRUE(ConnectJs(&t, &last));
+  jsCtx* js = t.js;
   // The second half is published one by one: it takes the sequences right
   // after `last`.
   const uint64_t rest = history.deliveries.size() - half;
@@ -506,7 +519,7 @@ TEST_F(ClusterFoldTest, MessagesTheConsumerSkipsAreFoldedFromTheStream) {
     ASSERT_EQ(js_AddConsumer(&ci, js, cluster_.stream.c_str(), &cc, nullptr, nullptr), NATS_OK);
     jsConsumerInfo_Destroy(ci);
   }
-  send(half, history.deliveries.size());
+  Send(sender.get(), history.deliveries, half, history.deliveries.size());
 
   // Every partition's .seq reaches the last message of its subject.
   auto caught_up = [&] {
@@ -525,13 +538,11 @@ TEST_F(ClusterFoldTest, MessagesTheConsumerSkipsAreFoldedFromTheStream) {
     return true;
   };
   EXPECT_TRUE(WaitFor(caught_up, 60)) << worker->LastError();
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
   worker->Stop();
 
   const std::map<std::pair<std::string, std::string>, Projection> merged =
       MergedProjections(dir.path());
-  EXPECT_EQ(merged, AllProjections(ref->get()));
+  EXPECT_EQ(merged, AllProjections(sender->ref.get()));
 }
 
 // A consumer that waits for the acknowledgement of a delivery its worker
@@ -556,14 +567,10 @@ TEST_F(ClusterFoldTest, AConsumerOwingAnAcknowledgementIsReplacedOnceFolded) {
   Send(sender.get(), history.deliveries, 0, half);
   ASSERT_EQ(WaitFolded({worker.get()}).size(), static_cast<size_t>(kPartitions));
 
-  natsConnection* nc = nullptr;
-  ASSERT_EQ(natsConnection_ConnectTo(&nc, nats_.Urls().c_str()), NATS_OK);
-  jsCtx* js = nullptr;
-  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
-  jsStreamInfo* si = nullptr;
-  ASSERT_EQ(js_GetStreamInfo(&si, js, cluster_.stream.c_str(), nullptr, nullptr), NATS_OK);
-  const uint64_t last = si->State.LastSeq;
-  jsStreamInfo_Destroy(si);
+  TestJs t;
+  uint64_t last = 0;
+  ASSERT_TRUE(ConnectJs(&t, &last));
+  jsCtx* js = t.js;
   std::vector<std::string> durables, subjects;
   for (int k = 0; k < kPartitions; ++k) {
     durables.push_back(cluster::OwnerDurable(cluster_.stream, k, "w"));
@@ -631,8 +638,6 @@ TEST_F(ClusterFoldTest, AConsumerOwingAnAcknowledgementIsReplacedOnceFolded) {
   EXPECT_TRUE(WaitFor(settled, 15))
       << "a consumer still waits for an acknowledgement; " << worker->LastError();
   for (natsSubscription* sub : takers) natsSubscription_Destroy(sub);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
   worker->Stop();
 
   const std::map<std::pair<std::string, std::string>, Projection> merged =
