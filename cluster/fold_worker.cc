@@ -780,7 +780,9 @@ class FoldWorkerImpl final : public FoldWorker {
     }
     if (through > part->folded_seq) {
       if (Status st = WriteSeq(k, SeqFile{through, part->store->Stats().last_seq}); !st.ok()) {
-        Fail(st);
+        Fail(st.WithContext("partition " + std::to_string(k) +
+                            ": the batch is stored, but its .seq is behind (a restart folds "
+                            "from there again, which the store takes as duplicates)"));
       }
       part->folded_seq = through;
     }
