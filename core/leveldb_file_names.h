@@ -5,7 +5,9 @@
 #ifndef EVENTFOLD_CORE_LEVELDB_FILE_NAMES_H_
 #define EVENTFOLD_CORE_LEVELDB_FILE_NAMES_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace eventfold {
 
@@ -30,6 +32,19 @@ inline bool IsLevelDbDataFileName(std::string_view name) {
 inline bool IsLevelDbFileName(std::string_view name) {
   return name == "CURRENT" || name == "LOCK" || IsNumberedLevelDbName(name, "MANIFEST-", "") ||
          IsLevelDbDataFileName(name);
+}
+
+// Given a directory's entries: the first of LevelDB's data files among
+// them when there is no CURRENT (the file that names the live MANIFEST),
+// the mark of a database that lost it; "" otherwise, for a whole database
+// or none (a creation cut short before CURRENT leaves no data file).
+inline std::string DataFileWithoutCurrent(const std::vector<std::string>& names) {
+  std::string data;
+  for (const std::string& name : names) {
+    if (name == "CURRENT") return "";
+    if (data.empty() && IsLevelDbDataFileName(name)) data = name;
+  }
+  return data;
 }
 
 }  // namespace eventfold

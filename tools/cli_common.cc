@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "core/leveldb_file_names.h"
 #include "eventfold/backup.h"
@@ -97,13 +99,13 @@ std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_
       // Tables or logs without the file that names the live MANIFEST: no
       // store to read, and not nothing (Store::Open refuses it the same way;
       // a creation cut short before CURRENT holds neither).
-      bool data = false;
+      std::vector<std::string> names;
       std::error_code inner;  // not `ec`, which the outer loop reads
-      for (fs::directory_iterator f(e.path(), inner), end_f; !inner && !data && f != end_f;
+      for (fs::directory_iterator f(e.path(), inner), end_f; !inner && f != end_f;
            f.increment(inner)) {
-        data = IsLevelDbDataFileName(f->path().filename().string());
+        names.push_back(f->path().filename().string());
       }
-      if (!data) continue;
+      if (DataFileWithoutCurrent(names).empty()) continue;
       std::cerr << "eventfold: skipping " << e.path().string()
                 << ": not a whole store (no CURRENT file); `eventfold repair --data "
                 << e.path().string() << "` salvages what it holds (until then a fold worker "
