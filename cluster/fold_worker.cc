@@ -441,8 +441,7 @@ class FoldWorkerImpl final : public FoldWorker {
           parts_[k].lease_rev = *taken;
         } else {
           st = taken.status().WithContext("taking the lease of partition " + std::to_string(k));
-          Close(k);
-          MarkStale(k);
+          Close(k);  // and marked stale below
         }
       }
       if (!st.ok()) {
