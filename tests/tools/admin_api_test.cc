@@ -77,12 +77,71 @@ class AdminApiTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
 
-  httplib::Result Get(const std::string& target, const std::string& token = kToken) {
-    httplib::Client client("127.0.0.1", server_->port());
+  // GETs `target` from the fixture's server, or from the one on `port`.
+  httplib::Result Get(const std::string& target, const std::string& token = kToken, int port = 0) {
+    httplib::Client client("127.0.0.1", port != 0 ? port : server_->port());
     client.set_read_timeout(std::chrono::seconds(60));
     httplib::Headers h;
     if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
     return client.Get(target, h);
+  }
+
+  // Every page of `target` (ending in "?" or "&"), `limit` items a page,
+  // following the cursor until a page without one, or an empty page (the
+  // feed's last); each page's line count in `sizes`.
+  std::string AllPages(const std::string& target, size_t limit, std::vector<size_t>* sizes,
+                       int port = 0) {
+    std::string all, after;
+    for (int round = 0; round < 20; ++round) {
+      const std::string page_target = target + "limit=" + std::to_string(limit) +
+                                      (round == 0 ? "" : "&after=" + PercentEncode(after));
+      auto page = Get(page_target, kToken, port);
+      EXPECT_TRUE(page) << page_target;
+      if (!page) break;
+      EXPECT_EQ(page->status, 200) << page->body;
+      sizes->push_back(Lines(page->body).size());
+      all += page->body;
+      // cpp-httplib hands the header's value percent-decoded: the cursor.
+      after = page->get_header_value(kNextAfterHeader);
+      if (after.empty() || page->body.empty()) break;
+    }
+    return all;
+  }
+
+  // The store's projections of `entity` ("": all), as `eventfold list`
+  // prints them.
+  std::string Listed(const std::string& entity) {
+    std::string text;
+    EXPECT_TRUE(store_
+                    ->List(entity,
+                           [&](const Projection& p) {
+                             text += ProjectionToJson(p) + "\n";
+                             return true;
+                           })
+                    .ok());
+    return text;
+  }
+  // Three refusals in the quarantine, told apart by their reasons.
+  void AddRefusals() {
+    for (int i = 0; i < 3; ++i) {
+      RefusedDelivery r;
+      r.status = 400;
+      r.reason = "event_id: missing " + std::to_string(i);
+      r.body_prefix = "{}";
+      r.body_bytes = 2;
+      ASSERT_TRUE(store_->quarantine().Add(r).ok());
+    }
+  }
+  // The quarantine, as `eventfold refused` prints it.
+  std::string RefusedLines() {
+    std::string text;
+    EXPECT_TRUE(store_->quarantine()
+                    .List([&](const RefusedDelivery& r) {
+                      text += RefusedLine(r);
+                      return true;
+                    })
+                    .ok());
+    return text;
   }
 
   ManualClock clock_{1764411330000000};
@@ -283,27 +342,9 @@ TEST_F(AdminApiTest, ShowAndLogAnswerTheCliBytes) {
 }
 
 TEST_F(AdminApiTest, ListPagesByEntityAndAcrossEntities) {
-  std::string all_receipts;
-  ASSERT_TRUE(store_
-                  ->List("receipt",
-                         [&](const Projection& p) {
-                           all_receipts += ProjectionToJson(p) + "\n";
-                           return true;
-                         })
-                  .ok());
-  std::string paged, after;
+  const std::string all_receipts = Listed("receipt");
   std::vector<size_t> sizes;
-  for (int round = 0; round < 10; ++round) {
-    auto page = Get("/v1/projections?entity=receipt&limit=2" +
-                    (round == 0 ? std::string() : "&after=" + PercentEncode(after)));
-    ASSERT_TRUE(page);
-    ASSERT_EQ(page->status, 200);
-    paged += page->body;
-    sizes.push_back(Lines(page->body).size());
-    // cpp-httplib hands the header's value percent-decoded: the cursor.
-    after = page->get_header_value(kNextAfterHeader);
-    if (after.empty()) break;
-  }
+  const std::string paged = AllPages("/v1/projections?entity=receipt&", 2, &sizes);
   EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 1}));
   EXPECT_EQ(paged, all_receipts);
 
@@ -358,14 +399,7 @@ TEST_F(AdminApiTest, AListCursorIsOneHeaderWhateverTheIdHolds) {
 }
 
 TEST_F(AdminApiTest, StatusRefusedAndSubscriptionsAnswerTheCliBytes) {
-  for (int i = 0; i < 3; ++i) {
-    RefusedDelivery r;
-    r.status = 400;
-    r.reason = "event_id: missing " + std::to_string(i);
-    r.body_prefix = "{}";
-    r.body_bytes = 2;
-    ASSERT_TRUE(store_->quarantine().Add(r).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(AddRefusals());
   ASSERT_TRUE(store_->feed().SetCheckpoint("mailer", 2).ok());
   clock_.Advance(5000000);
 
@@ -373,13 +407,7 @@ TEST_F(AdminApiTest, StatusRefusedAndSubscriptionsAnswerTheCliBytes) {
   ASSERT_TRUE(status);
   EXPECT_EQ(status->body, *StatusView(*store_));
 
-  std::string refused_all;
-  ASSERT_TRUE(store_->quarantine()
-                  .List([&](const RefusedDelivery& r) {
-                    refused_all += RefusedLine(r);
-                    return true;
-                  })
-                  .ok());
+  const std::string refused_all = RefusedLines();
   auto page1 = Get("/v1/refused?limit=2");
   ASSERT_TRUE(page1);
   const std::string next = page1->get_header_value(kNextAfterHeader);
@@ -401,13 +429,7 @@ TEST_F(AdminApiTest, StatusRefusedAndSubscriptionsAnswerTheCliBytes) {
 // projections, refusals and the feed alike (the feed's last page is an
 // empty one).
 TEST_F(AdminApiTest, APageEndsAtItsByteBudget) {
-  for (int i = 0; i < 3; ++i) {
-    RefusedDelivery r;
-    r.status = 400;
-    r.reason = "event_id: missing " + std::to_string(i);
-    r.body_prefix = "{}";
-    ASSERT_TRUE(store_->quarantine().Add(r).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(AddRefusals());
   AdminApiOptions ao;
   ao.token = kToken;
   ao.clock = &clock_;
@@ -420,49 +442,12 @@ TEST_F(AdminApiTest, APageEndsAtItsByteBudget) {
   so.workers = 2;
   HttpServer server(api->get(), so);
   ASSERT_TRUE(server.Start().ok());
-  // Every page of `target` (limit 1000), following the cursor; each page's
-  // line count in `sizes`.
-  auto pages = [&](const std::string& target, std::vector<size_t>* sizes) {
-    std::string all, after;
-    for (int round = 0; round < 20; ++round) {
-      httplib::Client client("127.0.0.1", server.port());
-      client.set_read_timeout(std::chrono::seconds(60));
-      const std::string page_target =
-          target + "limit=1000" + (round == 0 ? "" : "&after=" + PercentEncode(after));
-      auto page = client.Get(page_target, httplib::Headers{{"Authorization", "Bearer " + kToken}});
-      EXPECT_TRUE(page) << page_target;
-      if (!page) break;
-      EXPECT_EQ(page->status, 200) << page->body;
-      sizes->push_back(Lines(page->body).size());
-      all += page->body;
-      const std::string next = page->get_header_value(kNextAfterHeader);
-      if (next.empty() || page->body.empty()) break;
-      after = next;
-    }
-    return all;
-  };
-
-  std::string projections;
-  ASSERT_TRUE(store_
-                  ->List("",
-                         [&](const Projection& p) {
-                           projections += ProjectionToJson(p) + "\n";
-                           return true;
-                         })
-                  .ok());
   std::vector<size_t> sizes;
-  EXPECT_EQ(pages("/v1/projections?", &sizes), projections);
+  EXPECT_EQ(AllPages("/v1/projections?", 1000, &sizes, server.port()), Listed(""));
   EXPECT_EQ(sizes, std::vector<size_t>(6, 1));
 
-  std::string refused;
-  ASSERT_TRUE(store_->quarantine()
-                  .List([&](const RefusedDelivery& r) {
-                    refused += RefusedLine(r);
-                    return true;
-                  })
-                  .ok());
   sizes.clear();
-  EXPECT_EQ(pages("/v1/refused?", &sizes), refused);
+  EXPECT_EQ(AllPages("/v1/refused?", 1000, &sizes, server.port()), RefusedLines());
   EXPECT_EQ(sizes, std::vector<size_t>(3, 1));
 
   std::vector<Change> changes;
@@ -470,7 +455,7 @@ TEST_F(AdminApiTest, APageEndsAtItsByteBudget) {
   std::string feed;
   for (const Change& c : changes) feed += ChangeToJson(c) + "\n";
   sizes.clear();
-  EXPECT_EQ(pages("/v1/feed?", &sizes), feed);
+  EXPECT_EQ(AllPages("/v1/feed?", 1000, &sizes, server.port()), feed);
   std::vector<size_t> want(changes.size(), 1);
   want.push_back(0);
   EXPECT_EQ(sizes, want);
