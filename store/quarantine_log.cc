@@ -132,6 +132,7 @@ std::shared_ptr<leveldb::DB> QuarantineLog::Fail(const Status& st, uint64_t lost
   dropped_->fetch_add(lost + queue_.size(), std::memory_order_relaxed);
   handled_ += queue_.size();
   queue_.clear();
+  closed_by_ = st;
   retry_due_ = clock_->NowMicros() + retry_delay_;
   retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
   if (!failure_logged_) {
@@ -250,6 +251,7 @@ void QuarantineLog::WriterLoop() {
       ++reopen_attempts_;
       if (opened.ok()) {
         db_ = std::move(*opened);
+        closed_by_ = Status();
         retry_delay_ = kFirstRetryDelay;
         if (failure_logged_) {
           failure_logged_ = false;
@@ -364,6 +366,11 @@ void QuarantineLog::Check(const CheckProblemFn& on_problem, CheckSummary* sum) {
 uint64_t QuarantineLog::Held() {
   MutexLock lock(&mu_);
   return kept_.load() + in_flight_ + queue_.size();
+}
+
+Status QuarantineLog::Closed() {
+  MutexLock lock(&mu_);
+  return db_ ? Status() : closed_by_;
 }
 
 std::shared_ptr<leveldb::DB> QuarantineLog::db() {

@@ -99,6 +99,10 @@ class QuarantineLog {
   // Refusals kept and queued.
   uint64_t Held();
 
+  // OK while the database is open; otherwise the failure that closed it
+  // (it did not open, or a write failed), until a reopen succeeds.
+  Status Closed() EXCLUDES(mu_);
+
   // The open database (nullptr while it is closed), for backups and checks;
   // the caller's reference keeps it open.
   std::shared_ptr<leveldb::DB> db();
@@ -144,6 +148,7 @@ class QuarantineLog {
   int64_t retry_due_ GUARDED_BY(mu_) = 0;
   int64_t retry_delay_ GUARDED_BY(mu_) = kFirstRetryDelay;
   bool failure_logged_ GUARDED_BY(mu_) = false;
+  Status closed_by_ GUARDED_BY(mu_);  // the last failure while db_ is null
   uint64_t reopen_attempts_ GUARDED_BY(mu_) = 0;
   int64_t second_ GUARDED_BY(mu_) = -1;  // the rate window
   size_t this_second_ GUARDED_BY(mu_) = 0;

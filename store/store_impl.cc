@@ -1127,6 +1127,7 @@ StoreStats StoreImpl::Stats() {
   s.last_seq = last_stored_seq_.load();
   s.unrouted = unrouted_stored_.load();
   s.refused = quarantine_->Held();
+  if (Status closed = quarantine_->Closed(); !closed.ok()) s.quarantine_closed = closed.ToString();
   s.approximate_bytes = ApproximateBytes();
   return s;
 }

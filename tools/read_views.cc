@@ -44,14 +44,11 @@ Result<std::string> StatusView(Store& store) {
     for (const auto& [state, n] : by_state) w.Key(state).Uint(n);
     w.EndObject();
   }
-  w.EndObject()
-      .Key("unrouted")
-      .Uint(stats.unrouted)
-      .Key("refused")
-      .Uint(stats.refused)
-      .Key("approximate_bytes")
-      .Uint(stats.approximate_bytes)
-      .EndObject();
+  w.EndObject().Key("unrouted").Uint(stats.unrouted).Key("refused").Uint(stats.refused);
+  // Only when closed, as requested_fingerprint only when stale: a healthy
+  // store's status reads as before.
+  if (!stats.quarantine_closed.empty()) w.Key("quarantine_closed").String(stats.quarantine_closed);
+  w.Key("approximate_bytes").Uint(stats.approximate_bytes).EndObject();
   return w.str() + "\n";
 }
 

@@ -75,6 +75,12 @@ struct StoreStats {
   // A write that fails stores nothing and counts nothing here.
   uint64_t last_seq = 0;
   uint64_t refused = 0;  // deliveries in the quarantine
+  // Empty while the quarantine's database is open; otherwise why it is
+  // closed (it did not open, or a write failed): refused deliveries are
+  // then dropped (Counters::quarantine_dropped) until it reopens, which the
+  // store retries on its own, or until `eventfold repair` brings back one
+  // whose files are damaged.
+  std::string quarantine_closed;
   // Stored events the profile routes to no entity (UnroutedEvent): kept
   // current by ingest and rebuild, not counted by a scan.
   uint64_t unrouted = 0;

@@ -562,6 +562,8 @@ TEST_F(RepairTest, AQuarantineWithoutItsCurrentFileIsKeptForTheRepair) {
     EXPECT_TRUE(
         (*s)->quarantine().List([](const RefusedDelivery&) { return true; }).IsUnavailable())
         << "the quarantine opened as a new one";
+    const std::string closed = (*s)->Stats().quarantine_closed;
+    EXPECT_NE(closed.find("CURRENT"), std::string::npos) << "Stats says why: " << closed;
     std::vector<std::string> problems;
     Result<CheckSummary> check = (*s)->maintenance().Check(
         [&](const CheckProblem& p) { problems.push_back(p.key + ": " + p.message); });
@@ -578,6 +580,7 @@ TEST_F(RepairTest, AQuarantineWithoutItsCurrentFileIsKeptForTheRepair) {
   Result<std::unique_ptr<Store>> s = Store::Open(dir_.path(), Buffered());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(held(s->get()), want);
+  EXPECT_EQ((*s)->Stats().quarantine_closed, "");
 }
 
 // Only LevelDB's own data files make a directory without CURRENT a damaged

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,6 +126,34 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
   EXPECT_EQ(refused.out, "");
   EXPECT_NE(refused.err.find("401"), std::string::npos) << refused.err;
 
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+// A quarantine whose database is closed (here: its CURRENT file lost, so it
+// stays closed until a repair) shows in `status`, the same with --server as
+// with --data: refused deliveries are being dropped, and an operator who
+// only reads the status must see it.
+TEST_F(ServeAdminE2e, AClosedQuarantineShowsInStatusWithDataAndWithServer) {
+  CliResult healthy = Run({"status", "--data", data_});
+  ASSERT_EQ(healthy.exit_code, 0) << healthy.err;
+  EXPECT_EQ(healthy.out.find("quarantine_closed"), std::string::npos) << healthy.out;
+
+  ASSERT_TRUE(std::filesystem::remove(data_ + "/quarantine/CURRENT"));
+  CliResult local = Run({"status", "--data", data_});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const size_t at = local.out.find("\"quarantine_closed\":\"");
+  ASSERT_NE(at, std::string::npos) << local.out;
+  EXPECT_NE(local.out.find("CURRENT", at), std::string::npos) << local.out;
+
+  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
+  ASSERT_GT(serve.admin_port(), 0) << serve.log();
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+  CliResult remote =
+      Run({"status", "--server", "http://127.0.0.1:" + std::to_string(serve.admin_port())});
+  EXPECT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_EQ(remote.out, local.out);
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 
