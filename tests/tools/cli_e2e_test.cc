@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -595,6 +596,50 @@ TEST_F(cli_e2e, IngestAcrossBatchesReportsEachLineOnceUnderItsNumber) {
                              {"unauthorized", unauthorized},
                          }));
   EXPECT_EQ(malformed_quarantined, malformed_lines);
+}
+
+// Large bodies end a batch by their bytes, not only at 1,000 lines: 60
+// bodies of 900 KB (54 MB) in one write would leave them all in LevelDB's
+// write-ahead log, to be held and replayed whole by the next open. With
+// batches of at most a few MiB, LevelDB switches memtables between them and
+// no log holds more than its write buffer (16 MiB) and one batch. A line
+// over the longest the command reads (8 MiB) is refused as too large while
+// it is read, and the lines after it are ingested; so is a last line
+// without its newline.
+TEST_F(cli_e2e, IngestBatchesLargeBodiesByBytesAndRefusesAnOverlongLine) {
+  std::vector<std::string> lines;
+  const std::string note(900 * 1000, 'n');
+  for (int i = 0; i < 60; ++i) {
+    if (i == 30) lines.push_back(std::string(9 << 20, 'x'));  // line 31
+    lines.push_back(
+        Body("evt_big_" + std::to_string(i), "receipt.issued", "2026-11-29T10:00:00Z",
+             R"({"receipt_id":"rcp_big_)" + std::to_string(i) + R"(","note":")" + note + "\"}"));
+  }
+  std::string last = File("large.ndjson", lines);
+  {
+    std::ofstream out(last, std::ios::binary | std::ios::app);
+    out << Body("evt_last", "receipt.issued", "2026-11-29T10:00:00Z",
+                R"({"receipt_id":"rcp_last"})");  // no newline after it
+  }
+  CliResult r = Run({"ingest", "--data", data_, last});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"accepted\":61,\"duplicate\":0,\"conflict\":0,\"invalid\":1,\"unauthorized\":0}\n");
+  EXPECT_EQ(r.err, "line 31: too_large (413): line: " + std::to_string(9 << 20) +
+                       " bytes exceeds the limit of " + std::to_string(8 << 20) + "\n");
+  uintmax_t largest_log = 0;
+  for (const auto& entry : fs::directory_iterator(data_)) {
+    if (entry.path().extension() == ".log") {
+      largest_log = std::max(largest_log, entry.file_size());
+    }
+  }
+  EXPECT_LT(largest_log, uintmax_t{40} << 20) << "a write-ahead log holds more than a batch "
+                                                 "beside a full write buffer";
+  EXPECT_EQ(Run({"show", "--data", data_, "receipt", "rcp_last"}).exit_code, 0);
+  EXPECT_EQ(Run({"show", "--data", data_, "receipt", "rcp_big_59"}).exit_code, 0);
+  CliResult refused = Run({"refused", "--data", data_});
+  EXPECT_NE(refused.out.find("\"body_bytes\":" + std::to_string(9 << 20)), std::string::npos)
+      << refused.out.substr(0, 300);
 }
 
 TEST_F(cli_e2e, UsageErrorsExit2) {
