@@ -3,9 +3,12 @@
 // partition stores, in the same shape and order as over one store.
 
 #include <algorithm>
+#include <deque>
+#include <functional>
 #include <iostream>
 #include <memory>
-#include <tuple>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "tools/cli_common.h"
@@ -41,6 +44,55 @@ int Show(const EntityArgs& a) {
   return kExitOk;
 }
 
+// Calls `fn` with the JSON of every projection of `stores` (of `entity`
+// when given) in (entity, id) order: each partition store lists in that
+// order, and their listings are merged a page of each at a time, a page
+// ending at kMergePage projections or kMergePageBytes of JSON, so memory
+// holds about that much a store, not the union. Stops at the first store
+// that fails, `fn` having been called for every projection before it in
+// the merged order that was read.
+Status MergedList(const std::vector<std::unique_ptr<Store>>& stores, const std::string& entity,
+                  const std::function<void(const std::string& json)>& fn) {
+  constexpr size_t kMergePage = 256;
+  constexpr size_t kMergePageBytes = 1 << 20;
+  struct Source {
+    Store* store;
+    std::deque<std::pair<EntityRef, std::string>> page;  // each projection's key and JSON
+    std::optional<EntityRef> last;  // the last projection read, where the next page starts
+    bool done = false;              // its listing ended
+  };
+  std::vector<Source> sources;
+  for (const auto& store : stores) sources.push_back(Source{store.get(), {}, {}, false});
+  auto refill = [&](Source& s) -> Status {
+    if (s.done || !s.page.empty()) return Status::OK();
+    size_t bytes = 0;
+    bool full = false;
+    auto take = [&](const Projection& p) {
+      s.page.emplace_back(EntityRef{p.entity, p.id}, ProjectionToJson(p));
+      bytes += s.page.back().second.size();
+      full = s.page.size() >= kMergePage || bytes >= kMergePageBytes;
+      return !full;
+    };
+    Status st = s.last ? s.store->ListAfter(entity, *s.last, take) : s.store->List(entity, take);
+    if (!st.ok()) return st;
+    s.done = !full;
+    if (!s.page.empty()) s.last = s.page.back().first;
+    return Status::OK();
+  };
+  for (;;) {
+    Source* next = nullptr;
+    for (Source& s : sources) {
+      if (Status st = refill(s); !st.ok()) return st;
+      if (!s.page.empty() && (next == nullptr || s.page.front().first < next->page.front().first)) {
+        next = &s;
+      }
+    }
+    if (next == nullptr) return Status::OK();
+    fn(next->page.front().second);
+    next->page.pop_front();
+  }
+}
+
 // Prints every projection (of `entity` when given) as NDJSON in the store's
 // order, (entity, id) bytewise; over a worker's partition stores, the same
 // order, merged.
@@ -54,28 +106,16 @@ int List(const std::string& dir, const std::string& entity) {
     return kExitNotFound;
   }
   NdjsonOut out;
-  auto print = [&](const Projection& p) {
-    out.Line(ProjectionToJson(p));
-    return true;
-  };
+  auto print = [&](const Projection& p) { out.Line(ProjectionToJson(p)); };
   Status st;
   if (stores.size() == 1) {
-    st = stores.front()->List(entity, print);
-  } else {
-    // Each partition store lists in order; their union is sorted here, held
-    // in memory (a worker's stores together, so bounded by what it owns).
-    std::vector<Projection> all;
-    for (auto& store : stores) {
-      st = store->List(entity, [&](const Projection& p) {
-        all.push_back(p);
-        return true;
-      });
-      if (!st.ok()) break;
-    }
-    std::sort(all.begin(), all.end(), [](const Projection& a, const Projection& b) {
-      return std::tie(a.entity, a.id) < std::tie(b.entity, b.id);
+    // One snapshot of the one store, as Store::List gives.
+    st = stores.front()->List(entity, [&](const Projection& p) {
+      print(p);
+      return true;
     });
-    for (const Projection& p : all) print(p);
+  } else {
+    st = MergedList(stores, entity, [&](const std::string& json) { out.Line(json); });
   }
   out.Flush();
   if (!st.ok()) {

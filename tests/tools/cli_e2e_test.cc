@@ -642,6 +642,52 @@ TEST_F(cli_e2e, IngestBatchesLargeBodiesByBytesAndRefusesAnOverlongLine) {
       << refused.out.substr(0, 300);
 }
 
+// `list` over a fold worker's directory merges its partition stores a page
+// of each at a time: the same bytes, in the same order, as `list` of one
+// store holding every event, across page boundaries (each store holds
+// several pages) and with ids whose bytewise order differs from their
+// numeric one.
+TEST_F(cli_e2e, ListOverPartitionStoresIsOneStoresListingMerged) {
+  std::mt19937_64 rng(eventfold::test_util::TestSeed("ListOverPartitionStores", 20261207));
+  constexpr int kStores = 3;
+  std::vector<std::vector<std::string>> parts(kStores);
+  std::vector<std::string> all;
+  for (int i = 0; i < 600; ++i) {
+    const std::string n = std::to_string(std::uniform_int_distribution<int>(0, 99999)(rng));
+    const bool product = i % 5 == 0;
+    const std::string body =
+        product ? Body("evt_p" + std::to_string(i), "product.created", "2026-11-29T08:00:00Z",
+                       R"({"product_id":"sku_)" + n + R"("})")
+                : Body("evt_r" + std::to_string(i), "receipt.issued", "2026-11-29T10:00:00Z",
+                       R"({"receipt_id":"rcp_)" + n + R"(","amount":)" + std::to_string(i) + "}");
+    // One entity, one partition (as a worker routes it): by its id.
+    parts[std::hash<std::string>{}(n) % kStores].push_back(body);
+    all.push_back(body);
+  }
+  const std::string worker = root_ + "/worker";
+  for (int k = 0; k < kStores; ++k) {
+    ASSERT_GT(parts[k].size(), 64u * 2) << "each store should hold several pages";
+    CliResult r = Run({"ingest", "--data", worker + "/p" + std::to_string(k),
+                       File("p" + std::to_string(k) + ".ndjson", parts[k])});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  CliResult r = Run({"ingest", "--data", data_, File("all.ndjson", all)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::vector<std::string>& filter :
+       {std::vector<std::string>{}, {"receipt"}, {"product"}}) {
+    std::vector<std::string> one = {"list", "--data", data_};
+    std::vector<std::string> merged = {"list", "--data", worker};
+    one.insert(one.end(), filter.begin(), filter.end());
+    merged.insert(merged.end(), filter.begin(), filter.end());
+    CliResult want = Run(one);
+    CliResult got = Run(merged);
+    ASSERT_EQ(want.exit_code, 0) << want.err;
+    EXPECT_EQ(got.exit_code, 0) << got.err;
+    EXPECT_FALSE(want.out.empty());
+    EXPECT_EQ(got.out, want.out) << (filter.empty() ? "all" : filter[0]);
+  }
+}
+
 TEST_F(cli_e2e, UsageErrorsExit2) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"frobnicate"},
