@@ -18,6 +18,7 @@
 #include "core/json_writer.h"
 #include "core/signature.h"
 #include "core/start_thread.h"
+#include "eventfold/quarantine.h"
 #include "tools/cli_common.h"
 #include "tools/prefetch.h"
 #include "tools/secrets.h"
@@ -27,13 +28,14 @@ namespace {
 
 // Lines per IngestBatch: one atomic write and one sync each.
 constexpr size_t kBatchLines = 1000;
-// A batch also ends after the line that takes its bodies to this many
+// A batch also ends after the line that takes what it holds (its bodies,
+// and what it keeps of refused lines: a quarantine's share) to this many
 // bytes. Webhook bodies (under 1 KiB, typically) fill 1,000 lines long
 // before it; bodies near the store's limit (Options::max_body_bytes, 1 MiB)
 // would make a 1,000-line batch a 1 GiB write, held as the batch, again in
 // LevelDB's write batch and memtable (a 180 MB file of 900 KB bodies peaked
 // at 549 MB), and replayed whole from LevelDB's log by the next open.
-constexpr size_t kBatchBodyBytes = 8 << 20;
+constexpr size_t kBatchBytes = 8 << 20;
 // The longest line read whole. A longer one (a body over the store's limit,
 // or a file that is not NDJSON at all) is refused as too large while it is
 // read: its first kept bytes go to the quarantine, the rest is skipped, so
@@ -126,20 +128,42 @@ struct LineRefusal {
   std::optional<RefusedDelivery> quarantine;
 };
 
-// Up to kBatchLines deliveries, and the lines refused while reading them
-// (reported before the batch's results, in line order).
+// Up to kBatchLines lines and kBatchBytes: the deliveries, and the lines
+// refused while reading them (reported before the batch's results, in line
+// order).
 struct LineBatch {
   std::vector<Delivery> deliveries;
   std::vector<size_t> line_numbers;
   std::vector<LineRefusal> refusals;
   size_t last_line = 0;  // the input's last line read into this batch
+  size_t bytes = 0;      // the deliveries' bodies and what the refusals keep
 
+  bool Full() const {
+    return deliveries.size() + refusals.size() >= kBatchLines || bytes >= kBatchBytes;
+  }
+  void Add(Delivery d, size_t line_no) {
+    bytes += d.body.size();
+    deliveries.push_back(std::move(d));
+    line_numbers.push_back(line_no);
+  }
+  // Keeps of `quarantine` what the quarantine would (its body's first
+  // kQuarantineBodyBytes), not the whole line until the batch is settled.
   void Refuse(size_t line_no, Outcome outcome, std::string message,
               std::optional<RefusedDelivery> quarantine) {
     LineRefusal& r = refusals.emplace_back();
     r.line_no = line_no;
     r.result.outcome = outcome;
     r.result.message = std::move(message);
+    if (quarantine) {
+      std::string& prefix = quarantine->body_prefix;
+      if (quarantine->body_bytes == 0) quarantine->body_bytes = prefix.size();
+      if (prefix.size() > kQuarantineBodyBytes) {
+        prefix.resize(kQuarantineBodyBytes);
+        prefix.shrink_to_fit();
+      }
+      bytes += prefix.size() + r.result.message.size();
+      for (const auto& [name, value] : quarantine->headers) bytes += name.size() + value.size();
+    }
     r.quarantine = std::move(quarantine);
   }
 };
@@ -168,9 +192,9 @@ bool ReadLine(std::istream& in, size_t max, std::string* line, size_t* length) {
   }
 }
 
-// Reads lines from `in` until a batch is full (kBatchLines lines, or
-// kBatchBodyBytes of bodies) or the input ends; nullopt at the end with
-// nothing read. `line_no` is the last line read.
+// Reads lines from `in` until a batch is full (LineBatch::Full) or the
+// input ends; nullopt at the end with nothing read. `line_no` is the last
+// line read.
 std::optional<LineBatch> ReadBatch(std::istream& in,
                                    const std::optional<SignatureVerifier>& verifier,
                                    size_t* line_no) {
@@ -179,9 +203,7 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
   batch.line_numbers.reserve(kBatchLines);
   std::string line;
   size_t length = 0;
-  size_t body_bytes = 0;
-  while (batch.deliveries.size() < kBatchLines && body_bytes < kBatchBodyBytes &&
-         ReadLine(in, kMaxLineBytes, &line, &length)) {
+  while (!batch.Full() && ReadLine(in, kMaxLineBytes, &line, &length)) {
     ++*line_no;
     if (length > kMaxLineBytes) {
       const std::string reason = "line: " + std::to_string(length) +
@@ -190,7 +212,7 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
       r.outcome = Outcome::kTooLarge;
       r.reason = reason;
       r.body_bytes = length;
-      r.body_prefix = std::move(line);  // the quarantine keeps its first 1 KiB
+      r.body_prefix = std::move(line);
       line.clear();
       batch.Refuse(*line_no, Outcome::kTooLarge, reason, std::move(r));
       continue;
@@ -219,14 +241,13 @@ std::optional<LineBatch> ReadBatch(std::istream& in,
         r.outcome = Outcome::kUnauthorized;
         r.reason = st.message();
         r.headers = d->headers;
-        r.body_prefix = d->body;
+        r.body_bytes = d->body.size();
+        r.body_prefix = d->body.substr(0, kQuarantineBodyBytes);
         batch.Refuse(*line_no, Outcome::kUnauthorized, st.message(), std::move(r));
         continue;
       }
     }
-    body_bytes += d->body.size();
-    batch.deliveries.push_back(std::move(*d));
-    batch.line_numbers.push_back(*line_no);
+    batch.Add(std::move(*d), *line_no);
   }
   if (batch.deliveries.empty() && batch.refusals.empty()) return std::nullopt;
   batch.last_line = *line_no;
