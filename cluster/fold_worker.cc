@@ -356,7 +356,7 @@ class FoldWorkerImpl final : public FoldWorker {
 
   // One lease round: say we are alive, renew what we own, give back what is
   // over our share, take free partitions up to it. False when JetStream did
-  // not answer the announcement or the listing of the keys.
+  // not answer the announcement, a renewal or the listing of the keys.
   bool Leases() {
     uint64_t rev = 0;
     natsStatus s =
@@ -370,12 +370,27 @@ class FoldWorkerImpl final : public FoldWorker {
     const Result<std::vector<std::string>> keys = cluster::KvKeys(leases_->get(), renew_ms_);
 
     std::vector<int> lost;
+    bool unanswered = false;  // a renewal JetStream did not answer
     for (auto& [k, part] : parts_) {
       const std::string& id = options_.worker_id;
       Result<uint64_t> renewed =
           cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), id, part.lease_rev);
       if (renewed.ok()) {
         part.lease_rev = *renewed;
+      } else if (renewed.status().code() != Status::Code::kBusy) {
+        // No answer (a timeout) says nothing about the lease, and the
+        // renewal may even have been applied: kept, as when the
+        // announcement above goes unanswered and nothing is renewed. The
+        // next round renews it against the same revision and finds out
+        // (KvUpdate takes a renewal applied after all as done); meanwhile
+        // the worker folds from its own consumer only (see Fencing in
+        // docs/CLUSTER.md). The renewals after it would most likely wait
+        // out their timeouts too, one after the other: they are left to
+        // the next round as well.
+        Fail(renewed.status().WithContext("partition " + std::to_string(k) +
+                                          ": renewing its lease (tried again next round)"));
+        unanswered = true;
+        break;
       } else {
         Fail(renewed.status().WithContext("partition " + std::to_string(k) +
                                           " given up: renewing its lease"));
@@ -388,10 +403,11 @@ class FoldWorkerImpl final : public FoldWorker {
       Close(k);
       MarkStale(k);
     }
-    if (!keys.ok()) {
-      // Without the live workers the share is unknown: this round renews
-      // only, and takes, gives back and keeps warm nothing new.
-      Fail(keys.status());
+    if (unanswered || !keys.ok()) {
+      // JetStream is not answering, or without the live workers the share
+      // is unknown: this round renews only, and takes, gives back and
+      // keeps warm nothing new.
+      if (!keys.ok()) Fail(keys.status());
       Publish();
       return false;
     }

@@ -125,6 +125,12 @@ Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view 
   if (!now.ok() && now.status().code() == Status::Code::kNotFound) {
     return Status::Busy(since + " expired or was deleted");
   }
+  if (now.ok() && now->revision > last && now->value == value) {
+    // An earlier update of the caller's (this one, or one before it that
+    // timed out on the client) was applied after all: the key holds what
+    // this update writes, written after `last`. The update has happened.
+    return now->revision;
+  }
   if (now.ok() && now->revision != last) {
     return Status::Busy(since + " was rewritten: now \"" + now->value + "\" at revision " +
                         std::to_string(now->revision));

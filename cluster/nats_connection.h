@@ -83,6 +83,14 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
 // revision, or kBusy naming what happened to it ("... expired or was
 // deleted", "... was rewritten: now <value> at revision <r>") when it is
 // not; kUnavailable when JetStream does not answer.
+//
+// A key that already holds `value` at a revision after `last` counts as
+// rewritten, and that revision is returned: an update that timed out on
+// the client may still have been applied, and the next one, revision-checked
+// against `last`, is refused ("wrong last sequence") although the key says
+// what the caller wanted. So `value` must be one only this caller writes
+// (a worker's own lease entry, which names it): a value another writer may
+// also write would be taken for the caller's.
 Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view value,
                           uint64_t last);
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cluster/consumer_names.h"
+#include "cluster/nats_connection.h"
 #include "core/signature.h"
 #include "eventfold/cluster.h"
 #include "eventfold/partitioner.h"
@@ -353,6 +354,89 @@ TEST_F(ClusterFoldTest, AWorkerThatMissedItsLeaseLossTakesNothingFromTheNewOwner
   const std::map<std::pair<std::string, std::string>, Projection> merged =
       MergedProjections(dirs[1].path());
   EXPECT_EQ(merged, AllProjections(ref->get()));
+}
+
+// A lease renewal that timed out on the worker but was applied leaves the
+// partition's key at a later revision with the worker's own id, and the
+// next renewal, against the revision before, is refused ("wrong last
+// sequence"). That is no lost lease. Here the test rewrites the key of
+// partition 0 to the worker's id behind its back, as such a renewal
+// would: the worker keeps the partition (its consumer, which a worker
+// that gives a partition up deletes and creates again, is the same) and
+// folds what arrives. Another value written the same way is another
+// writer's: partition 1 is given up.
+TEST_F(ClusterFoldTest, ItsOwnRenewalAppliedAfterATimeoutIsNoLostLease) {
+  TempDir dir("worker");
+  std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "a", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(worker);
+  TestJs t;
+  uint64_t last = 0;
+  ASSERT_TRUE(ConnectJs(&t, &last));
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, t.js, (cluster_.stream + "_leases").c_str()), NATS_OK);
+  cluster::KvBucket leases(kv);
+  auto lease = [&](int k) {
+    Result<cluster::KvValue> v = cluster::KvGet(leases.get(), cluster::LeaseKey(k));
+    return v.ok() ? *v : cluster::KvValue{};
+  };
+  // Taken, and the lease rewritten from "acquiring:a" to "a".
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return worker->Owned().size() == static_cast<size_t>(kPartitions) &&
+               lease(0).value == "a" && lease(1).value == "a";
+      },
+      60))
+      << worker->LastError();
+  const std::string durable = cluster::OwnerDurable(cluster_.stream, 0, "a");
+  auto consumer_created = [&] {
+    jsConsumerInfo* ci = nullptr;
+    if (js_GetConsumerInfo(&ci, t.js, cluster_.stream.c_str(), durable.c_str(), nullptr, nullptr) !=
+        NATS_OK) {
+      return int64_t{0};
+    }
+    const int64_t created = ci->Created;
+    jsConsumerInfo_Destroy(ci);
+    return created;
+  };
+  const int64_t created = consumer_created();
+  ASSERT_NE(created, 0);
+
+  uint64_t landed = 0;
+  ASSERT_EQ(kvStore_PutString(&landed, leases.get(), cluster::LeaseKey(0).c_str(), "a"), NATS_OK);
+  // Renewed once from the revision the test wrote (the renewal against the
+  // one before it counts as done): two lease rounds of 1 s.
+  ASSERT_TRUE(WaitFor([&] { return lease(0).revision > landed; }, 30)) << worker->LastError();
+  EXPECT_EQ(lease(0).value, "a");
+  EXPECT_EQ(worker->LastError().find("given up"), std::string::npos) << worker->LastError();
+  EXPECT_EQ(consumer_created(), created)
+      << "partition 0 was given up and taken again: " << worker->LastError();
+  EXPECT_EQ(worker->Owned().size(), static_cast<size_t>(kPartitions));
+
+  // It goes on folding partition 0 (and the others).
+  const sim::History history =
+      SmallHistory(test_util::TestSeed("ItsOwnRenewalAppliedAfterATimeout", 1016));
+  std::unique_ptr<Sender> sender = MakeSender();
+  ASSERT_TRUE(sender);
+  Send(sender.get(), history.deliveries, 0, history.deliveries.size());
+  ASSERT_EQ(WaitFolded({worker.get()}).size(), static_cast<size_t>(kPartitions));
+  EXPECT_EQ(worker->LastError().find("given up"), std::string::npos) << worker->LastError();
+
+  // Another writer's value at a later revision: partition 1 is lost.
+  uint64_t other = 0;
+  ASSERT_EQ(kvStore_PutString(&other, leases.get(), cluster::LeaseKey(1).c_str(), "intruder"),
+            NATS_OK);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string e = worker->LastError();
+        return e.find("partition 1 given up") != std::string::npos &&
+               e.find("now \"intruder\" at revision " + std::to_string(other)) != std::string::npos;
+      },
+      30))
+      << worker->LastError();
+  worker->Stop();
+  const std::map<std::pair<std::string, std::string>, Projection> merged =
+      MergedProjections(dir.path());
+  EXPECT_EQ(merged, AllProjections(sender->ref.get()));
 }
 
 // A worker that comes back after another took its partitions marks the

@@ -1,0 +1,120 @@
+// cluster::KvUpdate, the revision-checked rewrite of the lease entries,
+// against a real 3-node JetStream cluster: what it takes as done (the key
+// already says what the update writes, as an earlier update that timed out
+// on the client but was applied leaves it) and what it reports as a key
+// that moved on (rewritten by another writer, expired or deleted).
+
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+
+#include <memory>
+#include <string>
+
+#include "cluster/nats_connection.h"
+#include "tests/cluster/nats_cluster.h"
+
+namespace eventfold::cluster {
+namespace {
+
+using test_util::NatsCluster;
+
+class KvUpdateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(nats_.Start(), "");
+    Result<std::unique_ptr<NatsConnection>> conn =
+        NatsConnection::Open({nats_.Url(0), nats_.Url(1), nats_.Url(2)}, 5000);
+    ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+    conn_ = std::move(*conn);
+    kvConfig cfg;
+    kvConfig_Init(&cfg);
+    cfg.Bucket = "kvupdate";
+    cfg.History = 1;
+    cfg.Replicas = 3;
+    kvStore* kv = nullptr;
+    ASSERT_EQ(js_CreateKeyValue(&kv, conn_->js(), &cfg), NATS_OK);
+    kv_ = std::make_unique<KvBucket>(kv);
+  }
+
+  // Writes `value` to `key` unconditionally, as another writer (or an
+  // earlier update that was applied) would: its revision.
+  uint64_t Put(const std::string& key, const std::string& value) {
+    uint64_t rev = 0;
+    EXPECT_EQ(kvStore_PutString(&rev, kv_->get(), key.c_str(), value.c_str()), NATS_OK);
+    return rev;
+  }
+
+  NatsCluster nats_;
+  std::unique_ptr<NatsConnection> conn_;
+  std::unique_ptr<KvBucket> kv_;
+};
+
+TEST_F(KvUpdateTest, RewritesTheKeyAtItsLastRevision) {
+  const uint64_t first = Put("p.0", "a");
+  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", first);
+  ASSERT_TRUE(rev.ok()) << rev.status().ToString();
+  EXPECT_GT(*rev, first);
+  Result<KvValue> now = KvGet(kv_->get(), "p.0");
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ(now->revision, *rev);
+}
+
+// The update of a lease renewal that timed out on the client but was
+// applied moved the key on with the worker's own value: the next renewal,
+// still against the revision before it, has in effect happened.
+TEST_F(KvUpdateTest, TheKeyAlreadyHoldingTheValueAtALaterRevisionIsTheUpdateDone) {
+  const uint64_t before = Put("p.0", "a");
+  const uint64_t landed = Put("p.0", "a");
+  ASSERT_GT(landed, before);
+  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", before);
+  ASSERT_TRUE(rev.ok()) << rev.status().ToString();
+  EXPECT_EQ(*rev, landed);
+  // The revision returned is the key's: the next update against it goes
+  // through.
+  Result<uint64_t> next = KvUpdate(kv_->get(), "p.0", "a", *rev);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_GT(*next, landed);
+
+  // The same for the "acquiring:<id>" entry a takeover rewrites.
+  const uint64_t acquiring = Put("p.1", "acquiring:a");
+  const uint64_t renewed = Put("p.1", "acquiring:a");
+  Result<uint64_t> taken = KvUpdate(kv_->get(), "p.1", "acquiring:a", acquiring);
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_EQ(*taken, renewed);
+}
+
+TEST_F(KvUpdateTest, AnotherValueAtALaterRevisionIsAKeyThatMovedOn) {
+  const uint64_t before = Put("p.0", "a");
+  const uint64_t other = Put("p.0", "b");
+  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", before);
+  ASSERT_FALSE(rev.ok());
+  EXPECT_EQ(rev.status().code(), Status::Code::kBusy) << rev.status().ToString();
+  EXPECT_EQ(rev.status().message(), "key p.0 at revision " + std::to_string(before) +
+                                        " was rewritten: now \"b\" at revision " +
+                                        std::to_string(other));
+  // Still "b": the refused update wrote nothing.
+  Result<KvValue> now = KvGet(kv_->get(), "p.0");
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ(now->value, "b");
+  EXPECT_EQ(now->revision, other);
+
+  // A prefix of the value, or the value with one, is another value.
+  const uint64_t acquiring = Put("p.1", "acquiring:a");
+  Put("p.1", "a");
+  Result<uint64_t> taken = KvUpdate(kv_->get(), "p.1", "acquiring:a", acquiring);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.status().code(), Status::Code::kBusy) << taken.status().ToString();
+}
+
+TEST_F(KvUpdateTest, ADeletedKeyExpiredOrWasDeleted) {
+  const uint64_t before = Put("p.0", "a");
+  ASSERT_EQ(kvStore_Delete(kv_->get(), "p.0"), NATS_OK);
+  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", before);
+  ASSERT_FALSE(rev.ok());
+  EXPECT_EQ(rev.status().code(), Status::Code::kBusy) << rev.status().ToString();
+  EXPECT_EQ(rev.status().message(),
+            "key p.0 at revision " + std::to_string(before) + " expired or was deleted");
+}
+
+}  // namespace
+}  // namespace eventfold::cluster
