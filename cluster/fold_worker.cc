@@ -392,8 +392,17 @@ class FoldWorkerImpl final : public FoldWorker {
         unanswered = true;
         break;
       } else {
-        Fail(renewed.status().WithContext("partition " + std::to_string(k) +
-                                          " given up: renewing its lease"));
+        // Expired, or another worker's now. That is a cluster doing its
+        // job (this worker stalled or lost JetStream past the TTL, and
+        // another took over), not an error of this worker's: noted
+        // plainly, without a status code. Nor does it make the round a
+        // failure (Failing()): the partition is given up at once and
+        // nothing is retried, and a failure would have `eventfold fold`
+        // say "folding again" a round later when nothing had stopped. What
+        // made the lease lapse, if anything did (JetStream not answering),
+        // is a failure of its own.
+        Note("partition " + std::to_string(k) +
+             " given up: renewing its lease: " + renewed.status().message());
         lost.push_back(k);
         continue;
       }
@@ -447,7 +456,8 @@ class FoldWorkerImpl final : public FoldWorker {
       // owner's starts after its .seq.
       if (standby_.count(k)) CloseStandby(k, /*stale=*/false);
       uint64_t lease_rev = *created;
-      Status st = Acquire(k, &lease_rev);
+      bool lease_lost = false;  // an update said the entry is no longer ours
+      Status st = Acquire(k, &lease_rev, &lease_lost);
       if (st.ok()) {
         // Ready: the lease now names us plainly (revision-checked).
         const std::string& id = options_.worker_id;
@@ -456,12 +466,20 @@ class FoldWorkerImpl final : public FoldWorker {
         if (taken.ok()) {
           parts_[k].lease_rev = *taken;
         } else {
+          lease_lost = taken.status().code() == Status::Code::kBusy;
           st = taken.status().WithContext("taking the lease of partition " + std::to_string(k));
           Close(k);  // and marked stale below
         }
       }
       if (!st.ok()) {
-        Fail(st);
+        // A lease lost on the way (it expired during the set-up and another
+        // worker took it) is a note, as a lost renewal is above; JetStream
+        // not answering or a store that cannot open is a failure.
+        if (lease_lost) {
+          Note(st.message());
+        } else {
+          Fail(st);
+        }
         // Not ours, nor kept warm (a warm copy was closed for the takeover).
         if (HasStore(k)) MarkStale(k);
         // Given back only while it is still the entry we wrote: one that
@@ -701,12 +719,13 @@ class FoldWorkerImpl final : public FoldWorker {
   // Rewrites partition k's "acquiring:<id>" lease at `*lease_rev`
   // (revision-checked) so that it does not expire while a slow set-up
   // (consumer deletions and creation, each up to the request timeout) is
-  // still going on; kBusy when it is no longer ours.
-  Status RenewAcquiring(int k, uint64_t* lease_rev) {
+  // still going on; kBusy, with *lost set, when it is no longer ours.
+  Status RenewAcquiring(int k, uint64_t* lease_rev, bool* lost) {
     const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
     Result<uint64_t> renewed =
         cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), acquiring, *lease_rev);
     if (!renewed.ok()) {
+      *lost = renewed.status().code() == Status::Code::kBusy;
       return renewed.status().WithContext("renewing the lease of partition " + std::to_string(k) +
                                           " while taking it");
     }
@@ -715,12 +734,15 @@ class FoldWorkerImpl final : public FoldWorker {
   }
 
   // Sets partition k up as ours; `*lease_rev` is the revision of our
-  // "acquiring" lease, updated as it is renewed on the way.
-  Status Acquire(int k, uint64_t* lease_rev) {
+  // "acquiring" lease, updated as it is renewed on the way. *lease_lost
+  // says whether a failure is that lease lost (kBusy from the store, which
+  // another process holds, is not).
+  Status Acquire(int k, uint64_t* lease_rev, bool* lease_lost) {
     Partition part;
     DeleteOtherOwnerConsumers(k);
-    if (Status st = RenewAcquiring(k, lease_rev); !st.ok()) return st;
-    Status st = OpenFed(k, Durable(k), &part, [&] { return RenewAcquiring(k, lease_rev); });
+    if (Status st = RenewAcquiring(k, lease_rev, lease_lost); !st.ok()) return st;
+    Status st =
+        OpenFed(k, Durable(k), &part, [&] { return RenewAcquiring(k, lease_rev, lease_lost); });
     if (!st.ok()) return st;
     part.lease_rev = *lease_rev;
     std::error_code ec;

@@ -239,14 +239,17 @@ class FoldWorker {
 
   // The worker's last error (empty when none): fetch, store or lease
   // trouble it keeps retrying, or a problem it worked around (messages a
-  // consumer skipped, a store that lost writes and is folded again). Kept
-  // after the trouble is over: Failing() says whether it is.
+  // consumer skipped, a store that lost writes and is folded again), or a
+  // note of a lease it lost (without a status code). Kept after the
+  // trouble is over: Failing() says whether it is.
   virtual std::string LastError() const = 0;
 
   // Whether the worker's last round failed: a store refused a batch (a full
   // disk), JetStream did not answer a fetch, a read or the lease round.
   // False again after a round without a failure (with nothing owned, after
-  // a lease round that JetStream answered).
+  // a lease round that JetStream answered). A lease that expired or that
+  // another worker holds now is no failure: the partition is given up at
+  // once, and nothing is retried.
   virtual bool Failing() const = 0;
 
   // Changes of the owned partition stores that the subscriptions have not
