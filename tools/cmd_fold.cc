@@ -7,10 +7,12 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <sstream>
 
 #include "eventfold/cluster.h"
 #include "tools/cli_common.h"
 #include "tools/cluster_flags.h"
+#include "tools/fold_log.h"
 
 namespace eventfold::cli {
 namespace {
@@ -21,12 +23,6 @@ struct FoldArgs {
   double start_timeout_s = 30;  // how long to keep trying while the cluster does not answer
 };
 
-std::string Join(const std::vector<int>& v) {
-  std::string out;
-  for (int k : v) out += (out.empty() ? "" : ",") + std::to_string(k);
-  return out.empty() ? "none" : out;
-}
-
 // FoldWorker::Start, tried again 250 ms apart while the cluster does not
 // answer (a node restarting, or started after this worker), for up to
 // `timeout_s`. The retries are here rather than in Start (its own
@@ -35,7 +31,8 @@ std::string Join(const std::vector<int>& v) {
 // after the whole timeout. Sets *stopped when a signal ended it.
 Result<std::unique_ptr<FoldWorker>> StartWorker(const ClusterOptions& cluster,
                                                 FoldWorkerOptions options, double timeout_s,
-                                                const sigset_t& stop_signals, bool* stopped) {
+                                                const sigset_t& stop_signals, FoldLog* log,
+                                                bool* stopped) {
   options.start_timeout_ms = 0;
   const auto until = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
@@ -47,8 +44,10 @@ Result<std::unique_ptr<FoldWorker>> StartWorker(const ClusterOptions& cluster,
       return worker;
     }
     if (!told) {
-      std::cerr << "eventfold: " << worker.status().message() << "; trying again for up to "
-                << timeout_s << " s (--start-timeout; SIGINT or SIGTERM stops)" << std::endl;
+      std::ostringstream text;
+      text << worker.status().message() << "; trying again for up to " << timeout_s
+           << " s (--start-timeout; SIGINT or SIGTERM stops)";
+      log->Print(text.str());
       told = true;
     }
     const timespec quarter{0, 250 * 1000 * 1000};
@@ -71,46 +70,28 @@ int Fold(const FoldArgs& a) {
 
   FoldWorkerOptions options = a.options;
   options.data_dir = a.dir;
+  // Every line is timed by the worker's own clock.
+  FoldLog log(options.clock != nullptr ? options.clock : SystemClock(), &std::cerr);
   bool stopped = false;
   Result<std::unique_ptr<FoldWorker>> worker =
-      StartWorker(*cluster, options, a.start_timeout_s, stop_signals, &stopped);
+      StartWorker(*cluster, options, a.start_timeout_s, stop_signals, &log, &stopped);
   if (stopped) {
-    std::cerr << "eventfold: stopped before the cluster answered\n";
+    log.Print("stopped before the cluster answered");
     return kExitError;
   }
   if (!worker.ok()) {
-    std::cerr << "eventfold: " << worker.status().ToString() << "\n";
+    log.Print(worker.status().ToString());
     return kExitError;
   }
-  std::cerr << "eventfold: folding into " << a.dir << std::endl;
-  // Report ownership changes once a second until a stop signal.
-  std::vector<int> owned, standing_by;
-  std::string error;
-  bool failing = false;
+  log.Print("folding into " + a.dir);
+  // Report what changed once a second until a stop signal.
   while (true) {
     const timespec second{1, 0};
     const int sig = sigtimedwait(&stop_signals, nullptr, &second);
     if (sig == SIGINT || sig == SIGTERM) break;
-    std::vector<int> now = (*worker)->Owned(), warm = (*worker)->Standbys();
-    if (now != owned || warm != standing_by) {
-      owned = now;
-      standing_by = warm;
-      std::cerr << "eventfold: owns partitions " << Join(owned) << "; standby for "
-                << Join(standing_by) << std::endl;
-    }
-    // A failure is printed when it is new, or when it comes back after a
-    // recovery; a recovery is printed once.
-    const bool now_failing = (*worker)->Failing();
-    if (std::string e = (*worker)->LastError(); e != error || (now_failing && !failing)) {
-      error = e;
-      if (!error.empty()) std::cerr << "eventfold: " << error << std::endl;
-    }
-    if (failing && !now_failing) {
-      std::cerr << "eventfold: folding again: the last round had no failure" << std::endl;
-    }
-    failing = now_failing;
+    log.Observe(**worker);
   }
-  std::cerr << "eventfold: stopping; giving partitions back" << std::endl;
+  log.Print("stopping; giving partitions back");
   (*worker)->Stop();
   return kExitOk;
 }

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/rfc3339.h"
+#include "eventfold/clock.h"
 #include "tests/common/run_cli.h"
 
 #ifndef EVENTFOLD_CLI
@@ -273,16 +275,37 @@ TEST_F(cli_ux, FeedFollowLetsIngestRunAndPrintsWhatItStores) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err_path);
 }
 
+// Whether every line of `err` begins with an RFC 3339 UTC time, to the
+// millisecond, within [from, to] on the system clock (the command's clock),
+// and then "eventfold: ".
+::testing::AssertionResult TimedLines(const std::string& err, int64_t from, int64_t to) {
+  const std::vector<std::string> lines = Lines(err);
+  if (lines.empty()) return ::testing::AssertionFailure() << "nothing printed";
+  for (const std::string& line : lines) {
+    const size_t space = line.find(' ');
+    const std::string time = line.substr(0, space);
+    eventfold::Result<int64_t> at = eventfold::ParseRfc3339(time);
+    if (space == std::string::npos || time.size() != 24 || time.back() != 'Z' || !at.ok() ||
+        *at < from / 1000 * 1000 || *at > to || line.compare(space + 1, 11, "eventfold: ") != 0) {
+      return ::testing::AssertionFailure() << "not a line timed within the run: " << line;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // A fold worker whose cluster does not answer (here: nothing listens on
 // the port) says so at its first failure, and a stop signal ends its wait
-// for the cluster at once rather than after --start-timeout.
+// for the cluster at once rather than after --start-timeout. Each line it
+// prints is timed.
 TEST_F(cli_ux, FoldSaysTheClusterDoesNotAnswerAndStopsOnASignal) {
   const std::string nowhere = "nats://127.0.0.1:1";
+  const int64_t before = eventfold::SystemClock()->NowMicros();
   CliResult once =
       Run({"fold", "--cluster", nowhere, "--data", root_ + "/fold", "--start-timeout", "0"});
   EXPECT_EQ(once.exit_code, 2) << once.err;
   EXPECT_TRUE(Contains(once.err, "connecting to " + nowhere)) << once.err;
   EXPECT_FALSE(Contains(once.err, "trying again")) << once.err;
+  EXPECT_TRUE(TimedLines(once.err, before, eventfold::SystemClock()->NowMicros()));
 
   const std::string err_path = root_ + "/fold.err";
   // A timeout far beyond the waits below: only the signal can end it.
@@ -312,6 +335,7 @@ TEST_F(cli_ux, FoldSaysTheClusterDoesNotAnswerAndStopsOnASignal) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
   EXPECT_TRUE(Contains(ReadFile(err_path), "stopped before the cluster answered"))
       << ReadFile(err_path);
+  EXPECT_TRUE(TimedLines(ReadFile(err_path), before, eventfold::SystemClock()->NowMicros()));
 }
 
 // Issue 15, case 5: a store under missing parent directories.
