@@ -155,6 +155,10 @@ class FoldWorkerImpl final : public FoldWorker {
         leases_(std::move(leases)),
         clock_(options.clock ? options.clock : SystemClock()),
         renew_ms_(renew_ms),
+        // A pull whose first message is over its max_bytes is refused, so
+        // never below the largest message the servers take (with headers).
+        fetch_max_bytes_(std::max<int64_t>(options.fetch_max_bytes,
+                                           2 * natsConnection_GetMaxPayload(conn_->nc()))),
         standbys_(options.standbys) {
     if (options_.worker_id.empty()) options_.worker_id = DefaultWorkerId();
   }
@@ -836,6 +840,7 @@ class FoldWorkerImpl final : public FoldWorker {
   bool FoldSkipped(int k, Partition* part, uint64_t until, size_t limit, bool owned) {
     const std::string subject = PartitionSubject(cluster_.stream, k);
     std::vector<Delivery> batch;
+    uint64_t batch_bytes = 0;  // its bodies
     uint64_t through = part->folded_seq, first = 0, count = 0;
     bool ok = true;
     while (true) {
@@ -861,14 +866,17 @@ class FoldWorkerImpl final : public FoldWorker {
         // Removed (its age) since the answer above: nothing to fold.
       } else {
         batch.push_back(DeliveryOf(m));
+        batch_bytes += batch.back().body.size();
         natsMsg_Destroy(m);
         if (first == 0) first = *next;
         ++count;
       }
       through = *next;
-      if (batch.size() >= static_cast<size_t>(options_.fetch_batch)) {
+      if (batch.size() >= static_cast<size_t>(options_.fetch_batch) ||
+          batch_bytes >= static_cast<uint64_t>(fetch_max_bytes_)) {
         if (!Fold(k, part, batch, through, owned)) return false;
         batch.clear();
+        batch_bytes = 0;
       }
     }
     if (!batch.empty() && !Fold(k, part, batch, through, owned)) return false;
@@ -1000,6 +1008,27 @@ class FoldWorkerImpl final : public FoldWorker {
     if (s != NATS_OK) Fail(FromNats(s, "recording partition " + std::to_string(k)));
   }
 
+  // natsSubscription_Fetch bounded in bytes as well: up to fetch_batch
+  // messages or fetch_max_bytes_, whichever comes first. Like that call, it
+  // first asks for what is there without waiting, and waits up to
+  // `wait_ms` only when nothing is. NATS_TIMEOUT when nothing came.
+  natsStatus Fetch(natsSubscription* sub, int64_t wait_ms, natsMsgList* list) {
+    auto request = [&](bool no_wait) {
+      jsFetchRequest req;
+      jsFetchRequest_Init(&req);
+      req.Batch = options_.fetch_batch;
+      req.MaxBytes = fetch_max_bytes_;
+      req.Expires = wait_ms * 1000 * 1000;  // ns
+      req.NoWait = no_wait;
+      return natsSubscription_FetchRequest(list, sub, &req);
+    };
+    if (options_.fetch_batch > 1) {
+      const natsStatus s = request(/*no_wait=*/true);
+      if (s != NATS_NOT_FOUND) return s;  // NOT_FOUND: nothing there now
+    }
+    return request(/*no_wait=*/false);
+  }
+
   // Fetches one batch of partition k (or takes the one held from a previous
   // try), folds it with what the consumer skipped before and within it
   // (see Gaps above), and acknowledges it after that; on a storage failure
@@ -1015,13 +1044,12 @@ class FoldWorkerImpl final : public FoldWorker {
     natsMsgList list = part->held;
     part->held = natsMsgList{};
     if (list.Count == 0) {
-      jsErrCode err = jsErrCode{};
       const int64_t wait = std::max<int64_t>(
           options_.fetch_wait_ms / static_cast<int64_t>(parts_.size() + standby_.size()), 10);
-      natsStatus s = natsSubscription_Fetch(&list, part->sub, options_.fetch_batch, wait, &err);
+      natsStatus s = Fetch(part->sub, wait, &list);
       if (s == NATS_TIMEOUT) return TailCheck(k, part, owned);  // nothing new
       if (s != NATS_OK) {
-        Fail(FromNats(s, "fetching partition " + std::to_string(k), err));
+        Fail(FromNats(s, "fetching partition " + std::to_string(k)));
         return false;
       }
     }
@@ -1100,6 +1128,7 @@ class FoldWorkerImpl final : public FoldWorker {
   std::unique_ptr<KvBucket> leases_;
   Clock* clock_;
   const int64_t renew_ms_;
+  const int64_t fetch_max_bytes_;  // options_.fetch_max_bytes, raised as above
 
   const int standbys_;
   std::map<int, Partition> parts_;    // owned; the worker thread's (and Stop's after the join)
@@ -1165,6 +1194,9 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
                                                       const FoldWorkerOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("--data: a directory is needed");
   if (options.fetch_batch < 1) return Status::InvalidArgument("fetch batch: must be positive");
+  if (options.fetch_max_bytes < 1) {
+    return Status::InvalidArgument("fetch max bytes: must be positive");
+  }
   // The id names JetStream consumers and lease keys.
   for (char c : options.worker_id) {
     if (!cluster::IsNameChar(c)) {

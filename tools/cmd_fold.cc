@@ -109,6 +109,10 @@ void AddFoldCommand(CLI::App* app, Action* action) {
                   "name in the lease bucket (default host-pid)");
   cmd->add_option("--batch", a->options.fetch_batch, "messages per fetch and IngestBatch")
       ->capture_default_str();
+  cmd->add_option("--batch-bytes", a->options.fetch_max_bytes,
+                  "bytes per fetch and IngestBatch, at most (raised to twice the servers' "
+                  "max_payload)")
+      ->capture_default_str();
   cmd->add_option("--standbys", a->options.standbys,
                   "warm copies wanted per partition (at most live workers - 1; 0: none)")
       ->capture_default_str();

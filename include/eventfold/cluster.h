@@ -168,6 +168,15 @@ struct FoldWorkerOptions {
   // Messages fetched (and ingested with one IngestBatch, one sync) at once.
   int fetch_batch = 256;
 
+  // Bytes fetched at once, at most: a fetch ends at fetch_batch messages or
+  // at this many bytes, whichever comes first, so a batch of large bodies
+  // is not fetch_batch times the largest message (256 MiB at the servers'
+  // default max_payload of 1 MiB), held by the worker and written as one
+  // LevelDB write. Raised to twice the servers' max_payload when below it:
+  // JetStream refuses a fetch whose first message is larger than its
+  // max_bytes.
+  int64_t fetch_max_bytes = 8 << 20;
+
   // Longest wait of one fetch when a partition has nothing new, ms.
   int64_t fetch_wait_ms = 200;
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
@@ -791,6 +792,95 @@ TEST_F(ClusterFoldTest, PartitionStoresKeepTheReceiversTime) {
     }
   }
   EXPECT_GT(logged, 0u);
+}
+
+// The payload sizes of the records (one a write batch) in the LevelDB
+// write-ahead logs of store directory `dir`, by LevelDB's doc/log_format.md:
+// 32 KiB blocks of fragments, each after a 7-byte header (checksum, length
+// little-endian, type: 1 whole, 2 first, 3 middle, 4 last).
+std::vector<uint64_t> LogRecordSizes(const std::string& dir) {
+  std::vector<uint64_t> sizes;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".log") continue;
+    const std::string log = test_util::ReadFile(e.path().string());
+    constexpr size_t kBlock = 32768, kHeader = 7;
+    uint64_t record = 0;
+    size_t pos = 0;
+    while (pos + kHeader <= log.size()) {
+      const size_t left = kBlock - pos % kBlock;
+      if (left < kHeader) {  // the block's zero trailer
+        pos += left;
+        continue;
+      }
+      const auto* h = reinterpret_cast<const unsigned char*>(log.data() + pos);
+      const size_t length = h[4] | (size_t{h[5]} << 8);
+      const int type = h[6];
+      if (type < 1 || type > 4) break;
+      pos += kHeader + length;
+      record += length;
+      if (type == 1 || type == 4) {
+        sizes.push_back(record);
+        record = 0;
+      }
+    }
+  }
+  return sizes;
+}
+
+// Large bodies end a fetch by their bytes (FoldWorkerOptions::fetch_max_bytes),
+// not only at fetch_batch messages: each partition's messages, all waiting
+// when the worker starts, would otherwise come as one batch and one LevelDB
+// write of every body. Here 2 MiB (twice the servers' default max_payload,
+// the least the worker takes) against 4-5 MB a partition.
+TEST_F(ClusterFoldTest, AFetchOfLargeBodiesEndsAtItsByteBound) {
+  std::unique_ptr<IngestSink> sink = Sink();
+  ASSERT_TRUE(sink);
+  const std::string note(400 * 1000, 'n');
+  std::map<int, uint64_t> partition_bytes;
+  Result<Partitioner> partitioner = Partitioner::Make(kPartitions);
+  ASSERT_TRUE(partitioner.ok()) << partitioner.status().ToString();
+  constexpr int kEvents = 48;
+  for (int i = 0; i < kEvents; ++i) {
+    const std::string n = std::to_string(i);
+    Delivery d{{},
+               R"({"event_id":"evt_big_)" + n +
+                   R"(","type":"receipt.issued","occurred_at":"2026-11-29T10:00:00Z",)" +
+                   R"("data":{"receipt_id":"rcp_big_)" + n + R"(","amount":1,"note":")" + note +
+                   "\"}}"};
+    ASSERT_EQ(sink->Ingest(d).outcome, Outcome::kAccepted);
+    partition_bytes[partitioner->PartitionOf(EntityRef{"receipt", "rcp_big_" + n})] +=
+        d.body.size();
+  }
+  constexpr uint64_t kBound = 2 << 20;
+  ASSERT_GT(std::max_element(partition_bytes.begin(), partition_bytes.end(),
+                             [](const auto& a, const auto& b) { return a.second < b.second; })
+                ->second,
+            kBound + (kBound / 4))
+      << "no partition holds more than a fetch";
+
+  TempDir dir("worker");
+  FoldWorkerOptions fo;
+  fo.data_dir = dir.path();
+  fo.worker_id = "a";
+  fo.fetch_batch = 64;
+  fo.fetch_max_bytes = kBound;
+  fo.fetch_wait_ms = 100;
+  Result<std::unique_ptr<FoldWorker>> worker = FoldWorker::Start(cluster_, fo);
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  WaitFolded({worker->get()});
+  (*worker)->Stop();
+  // Read before any open of the stores, which moves their logs into tables.
+  size_t records = 0;
+  for (int k = 0; k < kPartitions; ++k) {
+    for (uint64_t size : LogRecordSizes(dir.path() + "/p" + std::to_string(k))) {
+      // A write holds its bodies, their keys and the other records of an
+      // ingest: a few hundred bytes an event beyond the body.
+      EXPECT_LE(size, kBound + (kBound / 4)) << "partition " << k;
+      ++records;
+    }
+  }
+  EXPECT_GE(records, static_cast<size_t>(kPartitions));
+  EXPECT_EQ(MergedProjections(dir.path()).size(), static_cast<size_t>(kEvents));
 }
 
 // `eventfold refused --cluster` lists what receivers refused (400, 401),
