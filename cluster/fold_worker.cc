@@ -67,6 +67,7 @@
 #include "cluster/consumer_names.h"
 #include "cluster/marker_file.h"
 #include "cluster/nats_connection.h"
+#include "cluster/report_log.h"
 #include "cluster/wire.h"
 #include "core/start_thread.h"
 #include "core/thread_annotations.h"
@@ -192,6 +193,8 @@ class FoldWorkerImpl final : public FoldWorker {
 
   bool Failing() const override { return failing_.load(); }
 
+  std::vector<std::string> TakeReports() override { return reports_.Take(); }
+
   void Stop() override {
     {
       MutexLock lock(&mu_);
@@ -283,8 +286,15 @@ class FoldWorkerImpl final : public FoldWorker {
   // What LastError() says next: a failure, or what the worker did about a
   // problem it worked around.
   void Note(std::string text) {
+    reports_.Report(text);
     MutexLock lock(&mu_);
     last_error_ = std::move(text);
+  }
+
+  // Failing() and TakeReports() after a round.
+  void EndRound(bool failed) {
+    failing_.store(failed);
+    reports_.RoundEnded(failed);
   }
 
   // Recomputes SubscriptionBacklog() over the owned partitions.
@@ -328,7 +338,7 @@ class FoldWorkerImpl final : public FoldWorker {
         next_lease = now + renew_ms_ * 1000;
       }
       if (parts_.empty() && standby_.empty()) {
-        failing_.store(leases_failed);
+        EndRound(leases_failed);
         Pause(std::max<int64_t>(renew_ms_ / 4, 10) * 1000);
         continue;
       }
@@ -342,7 +352,7 @@ class FoldWorkerImpl final : public FoldWorker {
         failed |= !FoldSome(k, &p, /*owned=*/false);
       }
       NoteBacklog();
-      failing_.store(failed || leases_failed);
+      EndRound(failed || leases_failed);
       if (failed) {
         // JetStream unreachable or a store failing: do not spin.
         Pause(200 * 1000);
@@ -1143,6 +1153,7 @@ class FoldWorkerImpl final : public FoldWorker {
   std::vector<int> owned_ GUARDED_BY(mu_);
   std::vector<int> standing_by_ GUARDED_BY(mu_);
   std::string last_error_ GUARDED_BY(mu_);
+  cluster::ReportLog reports_;  // TakeReports()
   std::thread thread_;
 };
 

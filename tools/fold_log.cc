@@ -26,22 +26,14 @@ void FoldLog::Print(std::string_view text) {
   *out_ << LogTime(clock_->NowMicros()) << " eventfold: " << text << std::endl;
 }
 
-void FoldLog::Observe(const FoldWorker& worker) {
+void FoldLog::Observe(FoldWorker& worker) {
   std::vector<int> owned = worker.Owned(), warm = worker.Standbys();
   if (owned != owned_ || warm != standing_by_) {
     owned_ = std::move(owned);
     standing_by_ = std::move(warm);
     Print("owns partitions " + Join(owned_) + "; standby for " + Join(standing_by_));
   }
-  // A failure is printed when it is new, or when it comes back after a
-  // recovery; a recovery is printed once.
-  const bool failing = worker.Failing();
-  if (std::string e = worker.LastError(); e != error_ || (failing && !failing_)) {
-    error_ = std::move(e);
-    if (!error_.empty()) Print(error_);
-  }
-  if (failing_ && !failing) Print("folding again: the last round had no failure");
-  failing_ = failing;
+  for (const std::string& report : worker.TakeReports()) Print(report);
 }
 
 }  // namespace eventfold::cli

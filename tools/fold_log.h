@@ -32,19 +32,15 @@ class FoldLog {
   void Print(std::string_view text);
 
   // Looks at `worker` (once a second) and prints what changed since the
-  // last look: the partitions it owns and keeps warm; its LastError() when
-  // new, or when it comes back as a failure after a recovery; and "folding
-  // again" once a failing round is followed by one without a failure. A
-  // note (a problem the worker worked around, a lost lease) is printed once
-  // and is no failure, so no "folding again" follows it.
-  void Observe(const FoldWorker& worker);
+  // last look: the partitions it owns and keeps warm, then each of its
+  // reports (FoldWorker::TakeReports: failures when new or back, notes,
+  // "folding again"), in order. The reports' times are the look's.
+  void Observe(FoldWorker& worker);
 
  private:
   Clock* const clock_;
   std::ostream* const out_;
   std::vector<int> owned_, standing_by_;  // as last printed
-  std::string error_;
-  bool failing_ = false;
 };
 
 }  // namespace eventfold::cli

@@ -261,6 +261,16 @@ class FoldWorker {
   // once, and nothing is retried.
   virtual bool Failing() const = 0;
 
+  // What the worker has reported since the last call, oldest first, for a
+  // log (`eventfold fold` prints them): each failure when it is new, or
+  // when it comes back after a round without a failure (a failure that
+  // goes on is reported once); each note (a problem worked around, a lease
+  // lost); and "folding again: the last round had no failure" after a
+  // failing round. Every one, where LastError() keeps only the latest. At
+  // most 100 wait between two calls; past that the oldest are dropped, and
+  // the first returned says how many.
+  virtual std::vector<std::string> TakeReports() = 0;
+
   // Changes of the owned partition stores that the subscriptions have not
   // finished yet (feed's last seq minus checkpoint, summed over owned
   // partitions and subscriptions), as of the worker's last fold round; 0

@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "cluster/consumer_names.h"
 #include "cluster/nats_connection.h"
+#include "cluster/report_log.h"
 #include "core/signature.h"
 #include "eventfold/cluster.h"
 #include "eventfold/partitioner.h"
@@ -975,6 +977,21 @@ TEST_F(ClusterFoldTest, UnreachableJetStreamIs503WithinTheDeadlineAndRecovers) {
   EXPECT_EQ(status, 200);
   EXPECT_TRUE(WaitFor([&] { return !worker->Failing(); }, 60)) << worker->LastError();
   WaitFolded({worker.get()});
+  // Its log: while JetStream was down every partition's fetch failed every
+  // round, yet each failure is reported once until the recovery, which is
+  // reported.
+  const std::vector<std::string> reports = worker->TakeReports();
+  std::set<std::string> since_recovery;
+  bool recovered = false;
+  for (const std::string& r : reports) {
+    if (r == cluster::kFoldingAgain) {
+      since_recovery.clear();
+      recovered = true;
+      continue;
+    }
+    EXPECT_TRUE(since_recovery.insert(r).second) << "reported twice while failing: " << r;
+  }
+  EXPECT_TRUE(recovered) << "no recovery among " << reports.size() << " reports";
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // What `eventfold fold` prints (tools/fold_log.h): each line carries the
-// time on the worker's Clock, and what the worker says is printed when it
-// changes, a note once, a failure when it is new or comes back, and a
-// recovery once. Driven by a ManualClock and a worker whose answers the
-// test sets.
+// time on the worker's Clock; ownership when it changes, then every report
+// the worker kept since the last look, in order (which reports it keeps:
+// tests/cluster/report_log_test.cc). Driven by a ManualClock and a worker
+// whose answers the test sets.
 
 #include "tools/fold_log.h"
 
@@ -10,6 +10,7 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/rfc3339.h"
@@ -24,13 +25,13 @@ class FakeWorker final : public FoldWorker {
   std::vector<int> Standbys() const override { return standbys; }
   uint64_t Folded() const override { return 0; }
   void Stop() override {}
-  std::string LastError() const override { return last_error; }
-  bool Failing() const override { return failing; }
+  std::string LastError() const override { return reports.empty() ? "" : reports.back(); }
+  bool Failing() const override { return false; }
+  std::vector<std::string> TakeReports() override { return std::exchange(reports, {}); }
   uint64_t SubscriptionBacklog() const override { return 0; }
 
   std::vector<int> owned, standbys;
-  std::string last_error;
-  bool failing = false;
+  std::vector<std::string> reports;
 };
 
 int64_t At(const char* rfc3339) {
@@ -73,47 +74,41 @@ std::vector<std::string> Texts(const std::string& printed) {
   return texts;
 }
 
-TEST(FoldLog, ANoteIsPrintedOnceAndNoRecoveryFollowsIt) {
+// Every report of a look is printed, after the ownership it changed, in
+// the order the worker made them; four partitions given up in one round
+// are four lines. Nothing is printed twice.
+TEST(FoldLog, EveryReportSinceTheLastLookIsPrintedInOrder) {
   ManualClock clock;
   std::ostringstream out;
   FoldLog log(&clock, &out);
   FakeWorker worker;
-  worker.owned = {0, 1};
+  worker.owned = {0, 1, 2, 3, 4};
   log.Observe(worker);
-  worker.owned = {1};
-  worker.last_error =
-      "partition 0 given up: renewing its lease: key p.0 at revision 18 expired or was deleted";
+  worker.owned = {4};
+  for (int k = 0; k < 4; ++k) {
+    worker.reports.push_back("partition " + std::to_string(k) +
+                             " given up: renewing its lease: key p." + std::to_string(k) +
+                             " at revision 18 expired or was deleted");
+  }
   log.Observe(worker);
+  log.Observe(worker);
+  worker.reports = {"Unavailable: fetching partition 4: Timeout",
+                    "folding again: the last round had no failure"};
   log.Observe(worker);
   EXPECT_EQ(Texts(out.str()),
             (std::vector<std::string>{
-                "eventfold: owns partitions 0,1; standby for none",
-                "eventfold: owns partitions 1; standby for none",
+                "eventfold: owns partitions 0,1,2,3,4; standby for none",
+                "eventfold: owns partitions 4; standby for none",
                 "eventfold: partition 0 given up: renewing its lease: key p.0 at revision 18 "
-                "expired or was deleted"}));
-}
-
-TEST(FoldLog, AFailureIsPrintedWhenNewOrBackAndARecoveryOnce) {
-  ManualClock clock;
-  std::ostringstream out;
-  FoldLog log(&clock, &out);
-  FakeWorker worker;
-  worker.failing = true;
-  worker.last_error = "Unavailable: fetching partition 0: Timeout";
-  log.Observe(worker);
-  log.Observe(worker);  // the same failure goes on: printed once
-  worker.failing = false;
-  log.Observe(worker);
-  log.Observe(worker);
-  worker.failing = true;  // back, with the same text
-  log.Observe(worker);
-  worker.failing = false;
-  log.Observe(worker);
-  EXPECT_EQ(Texts(out.str()),
-            (std::vector<std::string>{"eventfold: Unavailable: fetching partition 0: Timeout",
-                                      "eventfold: folding again: the last round had no failure",
-                                      "eventfold: Unavailable: fetching partition 0: Timeout",
-                                      "eventfold: folding again: the last round had no failure"}));
+                "expired or was deleted",
+                "eventfold: partition 1 given up: renewing its lease: key p.1 at revision 18 "
+                "expired or was deleted",
+                "eventfold: partition 2 given up: renewing its lease: key p.2 at revision 18 "
+                "expired or was deleted",
+                "eventfold: partition 3 given up: renewing its lease: key p.3 at revision 18 "
+                "expired or was deleted",
+                "eventfold: Unavailable: fetching partition 4: Timeout",
+                "eventfold: folding again: the last round had no failure"}));
 }
 
 }  // namespace
