@@ -388,7 +388,7 @@ class FoldWorkerImpl final : public FoldWorker {
     for (auto& [k, part] : parts_) {
       const std::string& id = options_.worker_id;
       Result<uint64_t> renewed =
-          cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), id, part.lease_rev);
+          cluster::KvUpdate(conn_->js(), leases_->get(), cluster::LeaseKey(k), id, part.lease_rev);
       if (renewed.ok()) {
         part.lease_rev = *renewed;
       } else if (renewed.status().code() != Status::Code::kBusy) {
@@ -476,7 +476,7 @@ class FoldWorkerImpl final : public FoldWorker {
         // Ready: the lease now names us plainly (revision-checked).
         const std::string& id = options_.worker_id;
         Result<uint64_t> taken =
-            cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), id, lease_rev);
+            cluster::KvUpdate(conn_->js(), leases_->get(), cluster::LeaseKey(k), id, lease_rev);
         if (taken.ok()) {
           parts_[k].lease_rev = *taken;
         } else {
@@ -737,7 +737,7 @@ class FoldWorkerImpl final : public FoldWorker {
   Status RenewAcquiring(int k, uint64_t* lease_rev, bool* lost) {
     const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
     Result<uint64_t> renewed =
-        cluster::KvUpdate(leases_->get(), cluster::LeaseKey(k), acquiring, *lease_rev);
+        cluster::KvUpdate(conn_->js(), leases_->get(), cluster::LeaseKey(k), acquiring, *lease_rev);
     if (!renewed.ok()) {
       *lost = renewed.status().code() == Status::Code::kBusy;
       return renewed.status().WithContext("renewing the lease of partition " + std::to_string(k) +

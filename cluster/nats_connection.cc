@@ -111,7 +111,33 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
   return failed;
 }
 
-Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view value,
+namespace {
+
+// The key's last entry as the bucket's stream leader has it. kvStore_Get
+// asks any replica (the buckets allow direct gets), and a replica may not
+// have applied the writes the leader just refused an update for: a look
+// that must explain that refusal asks the leader. kNotFound when the key
+// has no entry or its last is a delete or a purge.
+Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key) {
+  const std::string bucket = kvStore_Bucket(kv);
+  natsMsg* m = nullptr;
+  jsErrCode err = jsErrCode{};
+  const natsStatus s = js_GetLastMsg(&m, js, ("KV_" + bucket).c_str(),
+                                     ("$KV." + bucket + "." + key).c_str(), nullptr, &err);
+  if (s != NATS_OK) return FromNats(s, "reading key " + key + " from the stream leader", err);
+  const char* op = nullptr;
+  const bool removed = natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK && op != nullptr;
+  KvValue v;
+  v.value.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
+  v.revision = natsMsg_GetSequence(m);
+  natsMsg_Destroy(m);
+  if (removed) return Status::NotFound("key " + key + " was deleted");
+  return v;
+}
+
+}  // namespace
+
+Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::string_view value,
                           uint64_t last) {
   uint64_t rev = 0;
   const natsStatus s =
@@ -120,7 +146,7 @@ Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view 
   const Status failed = FromNats(s, "rewriting key " + key);
   // A revision that moved on comes back as a generic JetStream error ("wrong
   // last sequence: <r>"); tell it apart by looking.
-  Result<KvValue> now = KvGet(kv, key);
+  Result<KvValue> now = KvGetFromLeader(js, kv, key);
   const std::string since = "key " + key + " at revision " + std::to_string(last);
   if (!now.ok() && now.status().code() == Status::Code::kNotFound) {
     return Status::Busy(since + " expired or was deleted");

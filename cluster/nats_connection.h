@@ -82,7 +82,9 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
 // Rewrites `key` only while it is still at revision `last`: its new
 // revision, or kBusy naming what happened to it ("... expired or was
 // deleted", "... was rewritten: now <value> at revision <r>") when it is
-// not; kUnavailable when JetStream does not answer.
+// not; kUnavailable when JetStream does not answer. What happened to it is
+// read from the bucket's stream leader through `js` (a replica may not yet
+// have the writes that made the leader refuse the update).
 //
 // A key that already holds `value` at a revision after `last` counts as
 // rewritten, and that revision is returned: an update that timed out on
@@ -91,7 +93,7 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
 // what the caller wanted. So `value` must be one only this caller writes
 // (a worker's own lease entry, which names it): a value another writer may
 // also write would be taken for the caller's.
-Result<uint64_t> KvUpdate(kvStore* kv, const std::string& key, std::string_view value,
+Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::string_view value,
                           uint64_t last);
 
 // The sequence of the first message on `subject` at or after sequence

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cluster/nats_connection.h"
+#include "tests/cluster/cluster_processes.h"
 #include "tests/cluster/nats_cluster.h"
 
 namespace eventfold::cluster {
@@ -32,7 +33,14 @@ class KvUpdateTest : public ::testing::Test {
     cfg.History = 1;
     cfg.Replicas = 3;
     kvStore* kv = nullptr;
-    ASSERT_EQ(js_CreateKeyValue(&kv, conn_->js(), &cfg), NATS_OK);
+    // A cluster that has just started answers before every node has joined
+    // JetStream, and cannot place three replicas until they have ("no
+    // suitable peers for placement"): asked again, as `cluster init` does.
+    natsStatus created = NATS_ERR;
+    ASSERT_TRUE(test_util::WaitFor(
+        [&] { return (created = js_CreateKeyValue(&kv, conn_->js(), &cfg)) == NATS_OK; }, 30))
+        << "creating the bucket: " << natsStatus_GetText(created) << " "
+        << nats_GetLastError(nullptr);
     kv_ = std::make_unique<KvBucket>(kv);
   }
 
@@ -44,6 +52,21 @@ class KvUpdateTest : public ::testing::Test {
     return rev;
   }
 
+  // The key as a replica has it once it has applied revision `rev` (the
+  // buckets allow direct gets, which any replica answers, possibly from
+  // behind); polled for up to 10 s.
+  KvValue ReadAtLeast(const std::string& key, uint64_t rev) {
+    Result<KvValue> v = Status::NotFound("");
+    EXPECT_TRUE(test_util::WaitFor(
+        [&] {
+          v = KvGet(kv_->get(), key);
+          return v.ok() && v->revision >= rev;
+        },
+        10))
+        << key << " never reached revision " << rev;
+    return v.ok() ? *v : KvValue{};
+  }
+
   NatsCluster nats_;
   std::unique_ptr<NatsConnection> conn_;
   std::unique_ptr<KvBucket> kv_;
@@ -51,12 +74,12 @@ class KvUpdateTest : public ::testing::Test {
 
 TEST_F(KvUpdateTest, RewritesTheKeyAtItsLastRevision) {
   const uint64_t first = Put("p.0", "a");
-  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", first);
+  Result<uint64_t> rev = KvUpdate(conn_->js(), kv_->get(), "p.0", "a", first);
   ASSERT_TRUE(rev.ok()) << rev.status().ToString();
   EXPECT_GT(*rev, first);
-  Result<KvValue> now = KvGet(kv_->get(), "p.0");
-  ASSERT_TRUE(now.ok()) << now.status().ToString();
-  EXPECT_EQ(now->revision, *rev);
+  const KvValue now = ReadAtLeast("p.0", *rev);
+  EXPECT_EQ(now.revision, *rev);
+  EXPECT_EQ(now.value, "a");
 }
 
 // The update of a lease renewal that timed out on the client but was
@@ -66,19 +89,19 @@ TEST_F(KvUpdateTest, TheKeyAlreadyHoldingTheValueAtALaterRevisionIsTheUpdateDone
   const uint64_t before = Put("p.0", "a");
   const uint64_t landed = Put("p.0", "a");
   ASSERT_GT(landed, before);
-  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", before);
+  Result<uint64_t> rev = KvUpdate(conn_->js(), kv_->get(), "p.0", "a", before);
   ASSERT_TRUE(rev.ok()) << rev.status().ToString();
   EXPECT_EQ(*rev, landed);
   // The revision returned is the key's: the next update against it goes
   // through.
-  Result<uint64_t> next = KvUpdate(kv_->get(), "p.0", "a", *rev);
+  Result<uint64_t> next = KvUpdate(conn_->js(), kv_->get(), "p.0", "a", *rev);
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_GT(*next, landed);
 
   // The same for the "acquiring:<id>" entry a takeover rewrites.
   const uint64_t acquiring = Put("p.1", "acquiring:a");
   const uint64_t renewed = Put("p.1", "acquiring:a");
-  Result<uint64_t> taken = KvUpdate(kv_->get(), "p.1", "acquiring:a", acquiring);
+  Result<uint64_t> taken = KvUpdate(conn_->js(), kv_->get(), "p.1", "acquiring:a", acquiring);
   ASSERT_TRUE(taken.ok()) << taken.status().ToString();
   EXPECT_EQ(*taken, renewed);
 }
@@ -86,22 +109,21 @@ TEST_F(KvUpdateTest, TheKeyAlreadyHoldingTheValueAtALaterRevisionIsTheUpdateDone
 TEST_F(KvUpdateTest, AnotherValueAtALaterRevisionIsAKeyThatMovedOn) {
   const uint64_t before = Put("p.0", "a");
   const uint64_t other = Put("p.0", "b");
-  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", before);
+  Result<uint64_t> rev = KvUpdate(conn_->js(), kv_->get(), "p.0", "a", before);
   ASSERT_FALSE(rev.ok());
   EXPECT_EQ(rev.status().code(), Status::Code::kBusy) << rev.status().ToString();
   EXPECT_EQ(rev.status().message(), "key p.0 at revision " + std::to_string(before) +
                                         " was rewritten: now \"b\" at revision " +
                                         std::to_string(other));
   // Still "b": the refused update wrote nothing.
-  Result<KvValue> now = KvGet(kv_->get(), "p.0");
-  ASSERT_TRUE(now.ok()) << now.status().ToString();
-  EXPECT_EQ(now->value, "b");
-  EXPECT_EQ(now->revision, other);
+  const KvValue now = ReadAtLeast("p.0", other);
+  EXPECT_EQ(now.value, "b");
+  EXPECT_EQ(now.revision, other);
 
   // A prefix of the value, or the value with one, is another value.
   const uint64_t acquiring = Put("p.1", "acquiring:a");
   Put("p.1", "a");
-  Result<uint64_t> taken = KvUpdate(kv_->get(), "p.1", "acquiring:a", acquiring);
+  Result<uint64_t> taken = KvUpdate(conn_->js(), kv_->get(), "p.1", "acquiring:a", acquiring);
   ASSERT_FALSE(taken.ok());
   EXPECT_EQ(taken.status().code(), Status::Code::kBusy) << taken.status().ToString();
 }
@@ -109,7 +131,7 @@ TEST_F(KvUpdateTest, AnotherValueAtALaterRevisionIsAKeyThatMovedOn) {
 TEST_F(KvUpdateTest, ADeletedKeyExpiredOrWasDeleted) {
   const uint64_t before = Put("p.0", "a");
   ASSERT_EQ(kvStore_Delete(kv_->get(), "p.0"), NATS_OK);
-  Result<uint64_t> rev = KvUpdate(kv_->get(), "p.0", "a", before);
+  Result<uint64_t> rev = KvUpdate(conn_->js(), kv_->get(), "p.0", "a", before);
   ASSERT_FALSE(rev.ok());
   EXPECT_EQ(rev.status().code(), Status::Code::kBusy) << rev.status().ToString();
   EXPECT_EQ(rev.status().message(),
