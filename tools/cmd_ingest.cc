@@ -20,28 +20,12 @@
 #include "core/start_thread.h"
 #include "eventfold/quarantine.h"
 #include "tools/cli_common.h"
+#include "tools/line_batch.h"
 #include "tools/prefetch.h"
 #include "tools/secrets.h"
 
 namespace eventfold::cli {
 namespace {
-
-// Lines per IngestBatch: one atomic write and one sync each.
-constexpr size_t kBatchLines = 1000;
-// A batch also ends after the line that takes what it holds (its bodies,
-// and what it keeps of refused lines: a quarantine's share) to this many
-// bytes. Webhook bodies (under 1 KiB, typically) fill 1,000 lines long
-// before it; bodies near the store's limit (Options::max_body_bytes, 1 MiB)
-// would make a 1,000-line batch a 1 GiB write, held as the batch, again in
-// LevelDB's write batch and memtable (a 180 MB file of 900 KB bodies peaked
-// at 549 MB), and replayed whole from LevelDB's log by the next open.
-constexpr size_t kBatchBytes = 8 << 20;
-// The longest line read whole. A longer one (a body over the store's limit,
-// or a file that is not NDJSON at all) is refused as too large while it is
-// read: its first kept bytes go to the quarantine, the rest is skipped, so
-// no line costs more memory than this. An envelope line carries its body
-// JSON-escaped, which can take several times the body's bytes.
-constexpr size_t kMaxLineBytes = 8 << 20;
 
 struct Tally {
   uint64_t accepted = 0, duplicate = 0, conflict = 0, invalid = 0, unauthorized = 0;
@@ -110,149 +94,6 @@ struct IngestArgs {
   std::vector<std::string> secrets, secret_files;
   int64_t tolerance = 300;
 };
-
-// With secrets, every line must be a signed envelope: the receiver's check.
-Status VerifyLine(const SignatureVerifier& verifier, bool envelope, const Delivery& d) {
-  if (!envelope) {
-    return Status::InvalidArgument(
-        "signature: with --secret every line must be an envelope with headers");
-  }
-  return verifier.Verify(d.headers, d.body, SystemClock()->NowMicros(), nullptr);
-}
-
-// A line refused before ingest (unparseable, or its signature fails): the
-// receiver's 400 or 401, and what the quarantine keeps of it.
-struct LineRefusal {
-  size_t line_no = 0;
-  IngestResult result;
-  std::optional<RefusedDelivery> quarantine;
-};
-
-// Up to kBatchLines lines and kBatchBytes: the deliveries, and the lines
-// refused while reading them (reported before the batch's results, in line
-// order).
-struct LineBatch {
-  std::vector<Delivery> deliveries;
-  std::vector<size_t> line_numbers;
-  std::vector<LineRefusal> refusals;
-  size_t last_line = 0;  // the input's last line read into this batch
-  size_t bytes = 0;      // the deliveries' bodies and what the refusals keep
-
-  bool Full() const {
-    return deliveries.size() + refusals.size() >= kBatchLines || bytes >= kBatchBytes;
-  }
-  void Add(Delivery d, size_t line_no) {
-    bytes += d.body.size();
-    deliveries.push_back(std::move(d));
-    line_numbers.push_back(line_no);
-  }
-  // Keeps of `quarantine` what the quarantine would (its body's first
-  // kQuarantineBodyBytes), not the whole line until the batch is settled.
-  void Refuse(size_t line_no, Outcome outcome, std::string message,
-              std::optional<RefusedDelivery> quarantine) {
-    LineRefusal& r = refusals.emplace_back();
-    r.line_no = line_no;
-    r.result.outcome = outcome;
-    r.result.message = std::move(message);
-    if (quarantine) {
-      std::string& prefix = quarantine->body_prefix;
-      if (quarantine->body_bytes == 0) quarantine->body_bytes = prefix.size();
-      if (prefix.size() > kQuarantineBodyBytes) {
-        prefix.resize(kQuarantineBodyBytes);
-        prefix.shrink_to_fit();
-      }
-      bytes += prefix.size() + r.result.message.size();
-      for (const auto& [name, value] : quarantine->headers) bytes += name.size() + value.size();
-    }
-    r.quarantine = std::move(quarantine);
-  }
-};
-
-// Reads one line of `in` into *line, without its '\n'; false at the end of
-// the input. Keeps at most `max` bytes of it: a longer line is read to its
-// end and *length says how long it was (otherwise line->size()).
-// (std::getline would hold the whole line, whatever its length.)
-bool ReadLine(std::istream& in, size_t max, std::string* line, size_t* length) {
-  line->clear();
-  *length = 0;
-  char chunk[64 * 1024];
-  for (bool first = true;; first = false) {
-    in.getline(chunk, sizeof chunk);
-    if (in.bad()) return false;  // a read error ends the input, as for std::getline
-    const auto got = static_cast<size_t>(in.gcount());  // with the '\n', when read
-    const bool eof = in.eof();
-    if (eof && got == 0 && first) return false;
-    // The chunk filled before the line's end: failbit without eofbit.
-    const bool more = in.fail() && !eof;
-    const size_t chars = more || eof ? got : got - 1;
-    *length += chars;
-    if (line->size() < max) line->append(chunk, std::min(chars, max - line->size()));
-    if (!more) return true;
-    in.clear();
-  }
-}
-
-// Reads lines from `in` until a batch is full (LineBatch::Full) or the
-// input ends; nullopt at the end with nothing read. `line_no` is the last
-// line read.
-std::optional<LineBatch> ReadBatch(std::istream& in,
-                                   const std::optional<SignatureVerifier>& verifier,
-                                   size_t* line_no) {
-  LineBatch batch;
-  batch.deliveries.reserve(kBatchLines);
-  batch.line_numbers.reserve(kBatchLines);
-  std::string line;
-  size_t length = 0;
-  while (!batch.Full() && ReadLine(in, kMaxLineBytes, &line, &length)) {
-    ++*line_no;
-    if (length > kMaxLineBytes) {
-      const std::string reason = "line: " + std::to_string(length) +
-                                 " bytes exceeds the limit of " + std::to_string(kMaxLineBytes);
-      RefusedDelivery r;
-      r.outcome = Outcome::kTooLarge;
-      r.reason = reason;
-      r.body_bytes = length;
-      r.body_prefix = std::move(line);
-      line.clear();
-      batch.Refuse(*line_no, Outcome::kTooLarge, reason, std::move(r));
-      continue;
-    }
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    // Read before the line's bytes move into the delivery.
-    const bool envelope = verifier && IsEnvelope(line);
-    Result<Delivery> d = ParseNdjsonLine(std::move(line));
-    if (!d.ok()) {
-      // An envelope the line check refuses never reaches the store, which
-      // quarantines its own refusals: kept here like them, the whole line
-      // standing for the body (the quarantine keeps its first 1 KiB).
-      RefusedDelivery r;
-      r.outcome = Outcome::kInvalid;
-      r.reason = d.status().message();
-      r.body_bytes = line.size();
-      r.body_prefix = std::move(line);  // intact: see ParseNdjsonLine
-      batch.Refuse(*line_no, Outcome::kInvalid, d.status().message(), std::move(r));
-      continue;
-    }
-    if (verifier) {
-      Status st = VerifyLine(*verifier, envelope, *d);
-      if (!st.ok()) {
-        RefusedDelivery r;
-        r.outcome = Outcome::kUnauthorized;
-        r.reason = st.message();
-        r.headers = d->headers;
-        r.body_bytes = d->body.size();
-        r.body_prefix = d->body.substr(0, kQuarantineBodyBytes);
-        batch.Refuse(*line_no, Outcome::kUnauthorized, st.message(), std::move(r));
-        continue;
-      }
-    }
-    batch.Add(std::move(*d), *line_no);
-  }
-  if (batch.deliveries.empty() && batch.refusals.empty()) return std::nullopt;
-  batch.last_line = *line_no;
-  return batch;
-}
 
 // A batch written unsynced, with the sync started behind it: its lines'
 // results count, and are reported, once that sync returns.
