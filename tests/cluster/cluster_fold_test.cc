@@ -433,11 +433,14 @@ TEST_F(ClusterFoldTest, ItsOwnRenewalAppliedAfterATimeoutIsNoLostLease) {
   const std::string note = "partition 1 given up: renewing its lease: key p.1 at revision ";
   const std::string what = " was rewritten: now \"intruder\" at revision " + std::to_string(other);
   bool failing = false;
+  std::vector<std::string> reports;  // every one, not only the latest
   EXPECT_TRUE(WaitFor(
       [&] {
         failing |= worker->Failing();
-        const std::string e = worker->LastError();
-        return e.starts_with(note) && e.ends_with(what);
+        for (std::string& r : worker->TakeReports()) reports.push_back(std::move(r));
+        return std::any_of(reports.begin(), reports.end(), [&](const std::string& r) {
+          return r.starts_with(note) && r.ends_with(what);
+        });
       },
       30))
       << worker->LastError();
