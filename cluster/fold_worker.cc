@@ -497,11 +497,9 @@ class FoldWorkerImpl final : public FoldWorker {
         // Not ours, nor kept warm (a warm copy was closed for the takeover).
         if (HasStore(k)) MarkStale(k);
         // Given back only while it is still the entry we wrote: one that
-        // expired during a slow set-up may be another worker's by now.
-        Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
-        if (held.ok() && held->revision == lease_rev) {
-          (void)kvStore_Delete(leases_->get(), cluster::LeaseKey(k).c_str());
-        }
+        // expired during a slow set-up may be another worker's by now (if
+        // not, it expires by itself).
+        (void)cluster::KvDeleteAt(conn_->js(), leases_->get(), cluster::LeaseKey(k), lease_rev);
       }
     }
     Standbys(live, *keys);
@@ -807,10 +805,9 @@ class FoldWorkerImpl final : public FoldWorker {
     if (it == parts_.end()) return;
     const uint64_t rev = it->second.lease_rev;
     Close(k);
-    Result<cluster::KvValue> held = cluster::KvGet(leases_->get(), cluster::LeaseKey(k));
-    if (held.ok() && held->revision == rev) {
-      (void)kvStore_Delete(leases_->get(), cluster::LeaseKey(k).c_str());
-    }
+    // Not given back (a lease that moved on, JetStream not answering), it
+    // expires by itself within the TTL.
+    (void)cluster::KvDeleteAt(conn_->js(), leases_->get(), cluster::LeaseKey(k), rev);
   }
 
   // Folds `batch` into partition k's store with one IngestBatch; when it

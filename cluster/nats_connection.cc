@@ -164,6 +164,28 @@ Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::s
   return failed;
 }
 
+Status KvDeleteAt(jsCtx* js, kvStore* kv, const std::string& key, uint64_t last) {
+  // What kvStore_Delete publishes (a "KV-Operation: DEL" marker on the
+  // key's subject), with the revision check kvStore_Update makes.
+  const std::string bucket = kvStore_Bucket(kv);
+  natsMsg* m = nullptr;
+  natsStatus s = natsMsg_Create(&m, ("$KV." + bucket + "." + key).c_str(), nullptr, nullptr, 0);
+  if (s == NATS_OK) s = natsMsgHeader_Set(m, "KV-Operation", "DEL");
+  jsPubOptions o;
+  jsPubOptions_Init(&o);
+  o.ExpectLastSubjectSeq = last;
+  jsPubAck* ack = nullptr;
+  jsErrCode err = jsErrCode{};
+  if (s == NATS_OK) s = js_PublishMsg(&ack, js, m, &o, &err);
+  jsPubAck_Destroy(ack);
+  natsMsg_Destroy(m);
+  if (s == NATS_OK) return Status::OK();
+  if (err == JSStreamWrongLastSequenceErr) {
+    return Status::Busy("key " + key + " is no longer at revision " + std::to_string(last));
+  }
+  return FromNats(s, "deleting key " + key, err);
+}
+
 Result<uint64_t> NextSeqOnSubject(natsConnection* nc, const std::string& stream,
                                   const std::string& subject, uint64_t from, int64_t timeout_ms) {
   const std::string api = "$JS.API.STREAM.MSG.GET." + stream;

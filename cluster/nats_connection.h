@@ -96,6 +96,14 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
 Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::string_view value,
                           uint64_t last);
 
+// Deletes `key` only while it is still at revision `last` (the one the
+// caller last wrote): OK; kBusy when it has moved on (another writer's
+// now, or already gone), and then it is left as it is; kUnavailable when
+// JetStream does not answer. A look and then kvStore_Delete could delete
+// what another writer put there in between, or what a replica behind the
+// leader did not show.
+[[nodiscard]] Status KvDeleteAt(jsCtx* js, kvStore* kv, const std::string& key, uint64_t last);
+
 // The sequence of the first message on `subject` at or after sequence
 // `from` in `stream`, as the stream's leader holds it; 0 when there is none.
 // Asked with a JetStream message-get request ("next_by_subj"), which only

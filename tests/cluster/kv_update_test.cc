@@ -138,5 +138,25 @@ TEST_F(KvUpdateTest, ADeletedKeyExpiredOrWasDeleted) {
             "key p.0 at revision " + std::to_string(before) + " expired or was deleted");
 }
 
+// A lease is given back with a revision-checked delete: at the revision
+// the caller last wrote it goes; at an older one (another writer's entry
+// now, or one already gone) it stays as it is.
+TEST_F(KvUpdateTest, ADeleteAtItsRevisionRemovesTheKeyAndAtAnotherLeavesIt) {
+  const uint64_t mine = Put("p.0", "a");
+  ASSERT_TRUE(KvDeleteAt(conn_->js(), kv_->get(), "p.0", mine).ok());
+  EXPECT_TRUE(
+      test_util::WaitFor([&] { return KvGet(kv_->get(), "p.0").status().IsNotFound(); }, 10));
+  // The key can be created again after it (as the next owner does).
+  EXPECT_TRUE(KvCreate(kv_->get(), "p.0", "b").ok());
+
+  const uint64_t before = Put("p.1", "a");
+  const uint64_t other = Put("p.1", "b");
+  Status st = KvDeleteAt(conn_->js(), kv_->get(), "p.1", before);
+  EXPECT_EQ(st.code(), Status::Code::kBusy) << st.ToString();
+  const KvValue now = ReadAtLeast("p.1", other);
+  EXPECT_EQ(now.value, "b");
+  EXPECT_EQ(now.revision, other);
+}
+
 }  // namespace
 }  // namespace eventfold::cluster
