@@ -113,20 +113,27 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
 
 namespace {
 
+// How a JetStream key-value bucket is stored (the nats.c and server
+// convention): stream KV_<bucket>, a key's entries on subject
+// $KV.<bucket>.<key>, a delete or purge marked by this header.
+constexpr char kKvOperationHeader[] = "KV-Operation";
+std::string KvSubject(kvStore* kv, const std::string& key) {
+  return std::string("$KV.") + kvStore_Bucket(kv) + "." + key;
+}
+
 // The key's last entry as the bucket's stream leader has it. kvStore_Get
 // asks any replica (the buckets allow direct gets), and a replica may not
 // have applied the writes the leader just refused an update for: a look
 // that must explain that refusal asks the leader. kNotFound when the key
 // has no entry or its last is a delete or a purge.
 Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key) {
-  const std::string bucket = kvStore_Bucket(kv);
   natsMsg* m = nullptr;
   jsErrCode err = jsErrCode{};
-  const natsStatus s = js_GetLastMsg(&m, js, ("KV_" + bucket).c_str(),
-                                     ("$KV." + bucket + "." + key).c_str(), nullptr, &err);
+  const natsStatus s = js_GetLastMsg(&m, js, (std::string("KV_") + kvStore_Bucket(kv)).c_str(),
+                                     KvSubject(kv, key).c_str(), nullptr, &err);
   if (s != NATS_OK) return FromNats(s, "reading key " + key + " from the stream leader", err);
   const char* op = nullptr;
-  const bool removed = natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK && op != nullptr;
+  const bool removed = natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
   KvValue v;
   v.value.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
   v.revision = natsMsg_GetSequence(m);
@@ -167,10 +174,9 @@ Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::s
 Status KvDeleteAt(jsCtx* js, kvStore* kv, const std::string& key, uint64_t last) {
   // What kvStore_Delete publishes (a "KV-Operation: DEL" marker on the
   // key's subject), with the revision check kvStore_Update makes.
-  const std::string bucket = kvStore_Bucket(kv);
   natsMsg* m = nullptr;
-  natsStatus s = natsMsg_Create(&m, ("$KV." + bucket + "." + key).c_str(), nullptr, nullptr, 0);
-  if (s == NATS_OK) s = natsMsgHeader_Set(m, "KV-Operation", "DEL");
+  natsStatus s = natsMsg_Create(&m, KvSubject(kv, key).c_str(), nullptr, nullptr, 0);
+  if (s == NATS_OK) s = natsMsgHeader_Set(m, kKvOperationHeader, "DEL");
   jsPubOptions o;
   jsPubOptions_Init(&o);
   o.ExpectLastSubjectSeq = last;
