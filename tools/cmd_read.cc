@@ -106,12 +106,11 @@ int List(const std::string& dir, const std::string& entity) {
     return kExitNotFound;
   }
   NdjsonOut out;
-  auto print = [&](const Projection& p) { out.Line(ProjectionToJson(p)); };
   Status st;
   if (stores.size() == 1) {
     // One snapshot of the one store, as Store::List gives.
     st = stores.front()->List(entity, [&](const Projection& p) {
-      print(p);
+      out.Line(ProjectionToJson(p));
       return true;
     });
   } else {
