@@ -24,7 +24,7 @@ namespace eventfold {
 // Bounds that keep hostile bodies from costing unbounded work.
 inline constexpr int kMaxJsonDepth = 64;
 inline constexpr size_t kMaxEventIdBytes = 128;
-inline constexpr size_t kMaxKeyBytes = 512;
+inline constexpr size_t kMaxKeyBytes = kMaxEntityKeyBytes;
 
 struct DecodedEvent {
   Event event;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "eventfold/event.h"
 #include "tools/cli_common.h"
 #include "tools/ndjson_out.h"
 #include "tools/remote_read.h"
@@ -156,7 +157,17 @@ std::shared_ptr<EntityArgs> AddEntityArgs(CLI::App* cmd, bool id_required) {
   AddServerOption(cmd, &args->server);
   cmd->add_option("entity", args->entity, "entity type, e.g. receipt")->required(id_required);
   if (id_required) {
-    cmd->add_option("id", args->id, "entity key, e.g. rcp_1")->required();
+    // No stored entity has a longer key (an event naming one is refused), so
+    // such an id is refused here, the same way with --data and --server: the
+    // admin listener would refuse its URL before looking (414).
+    cmd->add_option("id", args->id, "entity key, e.g. rcp_1")
+        ->required()
+        ->check([](const std::string& id) {
+          return id.size() <= kMaxEntityKeyBytes
+                     ? std::string()
+                     : "longer than " + std::to_string(kMaxEntityKeyBytes) +
+                           " bytes, the longest key an entity can have";
+        });
     cmd->add_flag("--pretty", args->pretty, "indent the JSON for reading");
   }
   return args;

@@ -9,6 +9,7 @@
 #ifndef EVENTFOLD_EVENT_H_
 #define EVENTFOLD_EVENT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ struct EntityRef {
   bool operator==(const EntityRef&) const = default;
   auto operator<=>(const EntityRef&) const = default;
 };
+
+// The longest key (EntityRef::id) an entity can have: an event whose key is
+// longer is refused (docs/SPEC.md), so no store holds one.
+inline constexpr size_t kMaxEntityKeyBytes = 512;
 
 }  // namespace eventfold
 

@@ -76,22 +76,26 @@ class ServeAdminE2e : public ::testing::Test {
 
 TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
   // Each read command's local output first: serve holds the store's lock.
-  const std::vector<std::vector<std::string>> commands = {{"show", "receipt", "rcp_1"},
-                                                          {"show", "product", "p 1"},
-                                                          {"show", "receipt", "missing"},
-                                                          {"list"},
-                                                          {"list", "receipt"},
-                                                          {"show", "receipt", "rcp_1", "--pretty"},
-                                                          {"log", "receipt", "rcp_1"},
-                                                          {"log", "receipt", "rcp_1", "--pretty"},
-                                                          {"status"},
-                                                          {"refused"},
-                                                          {"feed"},
-                                                          {"feed", "--from", "3"},
-                                                          {"subscriptions"},
-                                                          {"show", "nosuch", "x"},
-                                                          {"log", "receipt", "missing"},
-                                                          {"list", "nosuch"}};
+  const std::vector<std::vector<std::string>> commands = {
+      {"show", "receipt", "rcp_1"},
+      {"show", "product", "p 1"},
+      {"show", "receipt", "missing"},
+      {"list"},
+      {"list", "receipt"},
+      {"show", "receipt", "rcp_1", "--pretty"},
+      {"log", "receipt", "rcp_1"},
+      {"log", "receipt", "rcp_1", "--pretty"},
+      {"status"},
+      {"refused"},
+      {"feed"},
+      {"feed", "--from", "3"},
+      {"subscriptions"},
+      {"show", "nosuch", "x"},
+      {"log", "receipt", "missing"},
+      {"list", "nosuch"},
+      // Longer than any key (the admin listener would answer 414).
+      {"show", "receipt", std::string(513, 'x')},
+      {"log", "receipt", std::string(5000, '%')}};
   std::vector<CliResult> local;
   for (const auto& c : commands) {
     std::vector<std::string> args = c;
@@ -100,7 +104,11 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
   }
   ASSERT_EQ(local[0].exit_code, 0) << local[0].err;
   ASSERT_EQ(local[2].exit_code, 1);
-  ASSERT_NE(local[3].out, local[0].out);  // --pretty indents
+  ASSERT_NE(local[5].out, local[0].out);  // --pretty indents
+  for (size_t i = commands.size() - 2; i < commands.size(); ++i) {
+    EXPECT_EQ(local[i].exit_code, 2);
+    EXPECT_NE(local[i].err.find("id: longer than 512 bytes"), std::string::npos) << local[i].err;
+  }
 
   setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
   ServerProcess serve(kCli, data_, scratch_.path());
