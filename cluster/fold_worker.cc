@@ -2,7 +2,12 @@
 // bucket, one Store per owned partition, a durable pull consumer feeding it.
 //
 // Leases: key "p.<k>" holds the owner's id ("acquiring:<id>" while it sets
-// up the partition's consumer); "w.<id>" says a worker is alive.
+// up the partition's consumer); "w.<id>" says a worker is alive, and names
+// the process ("<id> <nonce> <host> <pid>"): a lease, a consumer and a
+// standby key name only the id, so two processes started with one id
+// would each take the other's for its own. A worker starts only when no
+// live process holds w.<id> (ClaimId), and one that finds w.<id> rewritten
+// by another process stops folding (Halt).
 // Both expire with the bucket's TTL unless rewritten, so a dead worker's
 // partitions free themselves; renewals are kvStore_Update with the last
 // revision, so a worker that lost a lease (it expired and another created
@@ -60,6 +65,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -84,10 +90,14 @@ using cluster::NatsConnection;
 
 namespace fs = std::filesystem;
 
-std::string DefaultWorkerId() {
+std::string HostName() {
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::string id = std::string(host[0] ? host : "worker") + "-" + std::to_string(::getpid());
+  return host[0] ? host : "worker";
+}
+
+std::string DefaultWorkerId() {
+  std::string id = HostName() + "-" + std::to_string(::getpid());
   for (char& c : id) {
     if (!cluster::IsNameChar(c)) c = '_';
   }
@@ -162,6 +172,59 @@ class FoldWorkerImpl final : public FoldWorker {
                                            2 * natsConnection_GetMaxPayload(conn_->nc()))),
         standbys_(options.standbys) {
     if (options_.worker_id.empty()) options_.worker_id = DefaultWorkerId();
+    // The nonce tells apart two processes of one id on one host (a pid
+    // reused in another container, say); host and pid are for the operator.
+    std::random_device random;
+    const uint64_t nonce = (uint64_t{random()} << 32) ^ random();
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce));
+    announcement_ =
+        options_.worker_id + " " + hex + " " + HostName() + " " + std::to_string(::getpid());
+  }
+
+  // Makes "w.<id>" this process's before the worker starts: created, or
+  // taken over from a dead process. kBusy when a live process holds it: it
+  // rewrites the key every lease round, so a key whose revision moves
+  // within a round and a half is a live worker's. A key that does not move
+  // is one a killed worker could not delete (a stopped worker deletes its
+  // own): waited out here rather than for the bucket's whole TTL.
+  [[nodiscard]] Status ClaimId() {
+    const std::string key = WorkerKey();
+    const auto in_use = [&](const std::string& holder) {
+      return Status::Busy("--worker-id " + options_.worker_id +
+                          ": a running worker uses this id (it announced itself as \"" + holder +
+                          "\" within the last " + std::to_string(renew_ms_ * 3 / 2) +
+                          " ms); give each worker its own id, or stop that one first");
+    };
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      Result<uint64_t> created = cluster::KvCreate(leases_->get(), key, announcement_);
+      if (created.ok()) {
+        worker_rev_ = *created;
+        return Status::OK();
+      }
+      if (created.status().code() != Status::Code::kBusy) {
+        return created.status().WithContext("announcing worker " + options_.worker_id);
+      }
+      Result<cluster::KvValue> seen = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+      if (!seen.ok() && seen.status().IsNotFound()) continue;  // deleted meanwhile
+      if (!seen.ok()) return seen.status();
+      clock_->SleepUntil(clock_->NowMicros() + renew_ms_ * 1500);
+      Result<cluster::KvValue> again = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+      if (!again.ok() && again.status().IsNotFound()) continue;  // its worker stopped
+      if (!again.ok()) return again.status();
+      if (again->revision != seen->revision) return in_use(again->value);
+      Result<uint64_t> taken =
+          cluster::KvUpdate(conn_->js(), leases_->get(), key, announcement_, seen->revision);
+      if (taken.ok()) {
+        worker_rev_ = *taken;
+        return Status::OK();
+      }
+      if (taken.status().code() != Status::Code::kBusy) return taken.status();
+      return in_use(seen->value);  // rewritten just now: alive after all
+    }
+    return Status::Busy("--worker-id " + options_.worker_id +
+                        ": its key was deleted and recreated three times while this worker "
+                        "started; is another worker starting with this id?");
   }
 
   ~FoldWorkerImpl() override { Stop(); }
@@ -193,6 +256,12 @@ class FoldWorkerImpl final : public FoldWorker {
 
   bool Failing() const override { return failing_.load(); }
 
+  bool Halted() const override { return halted_.load(); }
+
+  // Start() could not claim the id: the destructor's Stop() leaves w.<id>
+  // (another process's) alone.
+  void Abandon() { halted_.store(true); }
+
   std::vector<std::string> TakeReports() override { return reports_.Take(); }
 
   void Stop() override {
@@ -204,10 +273,21 @@ class FoldWorkerImpl final : public FoldWorker {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    // A halted worker let go of everything, and its names are another's.
+    if (halted_.load()) return;
     while (!parts_.empty()) Release(parts_.begin()->first);
     // A copy nobody keeps warm any more falls behind: stale.
     while (!standby_.empty()) CloseStandby(standby_.begin()->first, /*stale=*/true);
-    (void)kvStore_Delete(leases_->get(), WorkerKey().c_str());
+    // Only while the key is still this process's (the revision it last
+    // wrote, or its announcement at a later one: a rewrite that timed out
+    // but was applied).
+    const std::string key = WorkerKey();
+    if (!cluster::KvDeleteAt(conn_->js(), leases_->get(), key, worker_rev_).ok()) {
+      Result<cluster::KvValue> now = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+      if (now.ok() && now->value == announcement_) {
+        (void)cluster::KvDeleteAt(conn_->js(), leases_->get(), key, now->revision);
+      }
+    }
     Publish();
   }
 
@@ -336,6 +416,10 @@ class FoldWorkerImpl final : public FoldWorker {
       if (now >= next_lease) {
         leases_failed = !Leases();
         next_lease = now + renew_ms_ * 1000;
+        if (halted_.load()) {
+          EndRound(true);
+          return;
+        }
       }
       if (parts_.empty() && standby_.empty()) {
         EndRound(leases_failed);
@@ -360,6 +444,79 @@ class FoldWorkerImpl final : public FoldWorker {
     }
   }
 
+  // Rewrites "w.<id>" at the revision this worker last wrote. False when
+  // JetStream does not answer (a failure of the round), or when another
+  // process has rewritten the key: it was started with this worker's id,
+  // and this one halts. A key that expired or was deleted (JetStream
+  // unreachable past the TTL) is created anew.
+  bool Announce() {
+    const std::string key = WorkerKey();
+    Result<uint64_t> r =
+        cluster::KvUpdate(conn_->js(), leases_->get(), key, announcement_, worker_rev_);
+    if (!r.ok() && r.status().code() == Status::Code::kBusy) {
+      Result<cluster::KvValue> now = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+      if (!now.ok() && now.status().IsNotFound()) {
+        r = cluster::KvCreate(leases_->get(), key, announcement_);
+        if (!r.ok() && r.status().code() == Status::Code::kBusy) {
+          now = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+        }
+      }
+      if (!r.ok() && now.ok()) {
+        Halt(now->value);
+        return false;
+      }
+      if (!r.ok() && !now.ok() && !now.status().IsNotFound()) r = now.status();
+    }
+    if (!r.ok()) {
+      Fail(r.status().WithContext("announcing worker " + options_.worker_id));
+      return false;
+    }
+    worker_rev_ = *r;
+    return true;
+  }
+
+  // Another process announced itself under this worker's id (`holder`):
+  // both would take each other's leases, consumers and standby keys for
+  // their own, and fold every partition twice. This one stops: its stores
+  // close (marked stale: nobody keeps them current now), and everything
+  // the two share by name (leases, consumers, w.<id>, standby keys) is
+  // left as it is, to the other.
+  void Halt(const std::string& holder) {
+    Fail(Status::Busy("--worker-id " + options_.worker_id +
+                      ": another process announced itself under this id (\"" + holder +
+                      "\"; this one is \"" + announcement_ +
+                      "\"); this worker stops folding and leaves the id's partitions to it: give "
+                      "each worker its own id"));
+    for (auto& [k, part] : parts_) {
+      DropFeed(&part);
+      MarkStale(k);
+    }
+    parts_.clear();
+    for (auto& [k, part] : standby_) {
+      DropFeed(&part);
+      std::error_code ec;
+      fs::remove(StandbyPath(k), ec);
+      MarkStale(k);
+    }
+    standby_.clear();
+    NoteBacklog();
+    halted_.store(true);
+    stop_.store(true);
+    Publish();
+  }
+
+  // Lets go of a partition's feed in this process: its held batch, its
+  // subscription (not its consumer) and its subscriptions' handlers; the
+  // store closes when `part` goes.
+  static void DropFeed(Partition* part) {
+    DropBatch(&part->held);
+    natsSubscription_Destroy(part->sub);
+    part->sub = nullptr;
+    // Handlers finish and checkpoints are saved while the store is open.
+    for (auto& sub : part->subs) sub->Stop();
+    part->subs.clear();
+  }
+
   // The number of live workers, from their "w.<id>" keys; at least 1.
   static int LiveWorkers(const std::vector<std::string>& keys) {
     const auto live = std::count_if(keys.begin(), keys.end(), [](const std::string& k) {
@@ -372,13 +529,7 @@ class FoldWorkerImpl final : public FoldWorker {
   // over our share, take free partitions up to it. False when JetStream did
   // not answer the announcement, a renewal or the listing of the keys.
   bool Leases() {
-    uint64_t rev = 0;
-    natsStatus s =
-        kvStore_PutString(&rev, leases_->get(), WorkerKey().c_str(), options_.worker_id.c_str());
-    if (s != NATS_OK) {
-      Fail(FromNats(s, "announcing worker " + options_.worker_id));
-      return false;  // JetStream is unreachable: renewing would fail too
-    }
+    if (!Announce()) return false;  // JetStream is unreachable (renewing would fail too), or halted
     const int p = layout_.partitions;
     // Within a third of the TTL, so that the renewals below stay in time.
     const Result<std::vector<std::string>> keys = cluster::KvKeys(leases_->get(), renew_ms_);
@@ -591,8 +742,7 @@ class FoldWorkerImpl final : public FoldWorker {
   void CloseStandby(int k, bool stale) {
     auto it = standby_.find(k);
     if (it == standby_.end()) return;
-    DropBatch(&it->second.held);
-    natsSubscription_Destroy(it->second.sub);
+    DropFeed(&it->second);
     standby_.erase(it);
     jsErrCode err = jsErrCode{};
     (void)js_DeleteConsumer(conn_->js(), cluster_.stream.c_str(), StandbyDurable(k).c_str(),
@@ -782,11 +932,7 @@ class FoldWorkerImpl final : public FoldWorker {
   void Close(int k) {
     auto it = parts_.find(k);
     if (it == parts_.end()) return;
-    DropBatch(&it->second.held);
-    natsSubscription_Destroy(it->second.sub);
-    // Handlers finish and checkpoints are saved while the store is open.
-    for (auto& sub : it->second.subs) sub->Stop();
-    it->second.subs.clear();
+    DropFeed(&it->second);
     parts_.erase(it);
     // Our consumer goes with the partition (taking k again starts a new one
     // from DIR/p<k>.seq); when JetStream does not answer, the next owner
@@ -1144,6 +1290,9 @@ class FoldWorkerImpl final : public FoldWorker {
   std::atomic<uint64_t> folded_{0};
   std::atomic<uint64_t> backlog_{0};
   std::atomic<bool> failing_{false};  // Failing()
+  std::atomic<bool> halted_{false};   // Halted(); set by the worker thread
+  std::string announcement_;          // this process's value of w.<id>
+  uint64_t worker_rev_ = 0;           // w.<id>'s revision this worker last wrote
   mutable Mutex mu_;
   std::condition_variable cv_;  // Stop, for Pause
   bool stopped_ GUARDED_BY(mu_) = false;
@@ -1239,6 +1388,10 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
   auto worker = std::make_unique<FoldWorkerImpl>(cluster, options, std::move(setup->layout),
                                                  std::move(setup->profile), std::move(setup->conn),
                                                  std::move(setup->leases), setup->renew_ms);
+  if (Status st = worker->ClaimId(); !st.ok()) {
+    worker->Abandon();
+    return st;
+  }
   if (Status st = worker->StartRunning(); !st.ok()) return st;
   return std::unique_ptr<FoldWorker>(std::move(worker));
 }

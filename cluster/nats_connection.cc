@@ -121,27 +121,6 @@ std::string KvSubject(kvStore* kv, const std::string& key) {
   return std::string("$KV.") + kvStore_Bucket(kv) + "." + key;
 }
 
-// The key's last entry as the bucket's stream leader has it. kvStore_Get
-// asks any replica (the buckets allow direct gets), and a replica may not
-// have applied the writes the leader just refused an update for: a look
-// that must explain that refusal asks the leader. kNotFound when the key
-// has no entry or its last is a delete or a purge.
-Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key) {
-  natsMsg* m = nullptr;
-  jsErrCode err = jsErrCode{};
-  const natsStatus s = js_GetLastMsg(&m, js, (std::string("KV_") + kvStore_Bucket(kv)).c_str(),
-                                     KvSubject(kv, key).c_str(), nullptr, &err);
-  if (s != NATS_OK) return FromNats(s, "reading key " + key + " from the stream leader", err);
-  const char* op = nullptr;
-  const bool removed = natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
-  KvValue v;
-  v.value.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
-  v.revision = natsMsg_GetSequence(m);
-  natsMsg_Destroy(m);
-  if (removed) return Status::NotFound("key " + key + " was deleted");
-  return v;
-}
-
 }  // namespace
 
 Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::string_view value,
@@ -172,6 +151,9 @@ Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::s
 }
 
 Status KvDeleteAt(jsCtx* js, kvStore* kv, const std::string& key, uint64_t last) {
+  // Revision 0 would publish without the check (nats.c leaves the header
+  // out), deleting whatever the key holds.
+  if (last == 0) return Status::InvalidArgument("deleting key " + key + ": no revision to check");
   // What kvStore_Delete publishes (a "KV-Operation: DEL" marker on the
   // key's subject), with the revision check kvStore_Update makes.
   natsMsg* m = nullptr;
@@ -222,6 +204,22 @@ Result<uint64_t> NextSeqOnSubject(natsConnection* nc, const std::string& stream,
     return Status::Unavailable(what + ": the answer has no message sequence");
   }
   return seq;
+}
+
+Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key) {
+  natsMsg* m = nullptr;
+  jsErrCode err = jsErrCode{};
+  const natsStatus s = js_GetLastMsg(&m, js, (std::string("KV_") + kvStore_Bucket(kv)).c_str(),
+                                     KvSubject(kv, key).c_str(), nullptr, &err);
+  if (s != NATS_OK) return FromNats(s, "reading key " + key + " from the stream leader", err);
+  const char* op = nullptr;
+  const bool removed = natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
+  KvValue v;
+  v.value.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
+  v.revision = natsMsg_GetSequence(m);
+  natsMsg_Destroy(m);
+  if (removed) return Status::NotFound("key " + key + " was deleted");
+  return v;
 }
 
 }  // namespace eventfold::cluster

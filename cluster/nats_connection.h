@@ -71,6 +71,13 @@ struct KvValue {
 // Reads `key`; kNotFound when absent or deleted.
 Result<KvValue> KvGet(kvStore* kv, const std::string& key);
 
+// KvGet() as the bucket's stream leader has the key. kvStore_Get asks any
+// replica (the buckets allow direct gets), and a replica may not have
+// applied the writes the leader just refused an update for: a look that
+// must explain a refusal, or decide who holds a key, asks the leader.
+// kNotFound when the key has no entry or its last is a delete or a purge.
+Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key);
+
 // Every key in `kv` (deleted ones left out), gathered within `timeout_ms`
 // (kUnavailable past it): nats.c's kvStore_Keys waits for ever without one.
 Result<std::vector<std::string>> KvKeys(kvStore* kv, int64_t timeout_ms);

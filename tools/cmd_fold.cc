@@ -90,6 +90,12 @@ int Fold(const FoldArgs& a) {
     const int sig = sigtimedwait(&stop_signals, nullptr, &second);
     if (sig == SIGINT || sig == SIGTERM) break;
     log.Observe(**worker);
+    if ((*worker)->Halted()) {
+      // Observe printed why; the partitions are the other process's.
+      log.Print("stopped: another worker runs with this --worker-id");
+      (*worker)->Stop();
+      return kExitError;
+    }
   }
   log.Print("stopping; giving partitions back");
   (*worker)->Stop();

@@ -226,7 +226,9 @@ class FoldWorker {
   // Reads the cluster's layout and starts the worker's thread. Fails when
   // the cluster is unreachable (kUnavailable, after retrying for
   // start_timeout_ms) or not initialized (kNotFound), data_dir is unusable
-  // (kIOError), or the system refuses the thread (kUnavailable).
+  // (kIOError), the system refuses the thread (kUnavailable), or a running
+  // worker holds options.worker_id (kBusy; a key left by a killed worker
+  // is waited out for at most a lease period and a half, then taken).
   static Result<std::unique_ptr<FoldWorker>> Start(const ClusterOptions& cluster,
                                                    const FoldWorkerOptions& options);
 
@@ -260,6 +262,14 @@ class FoldWorker {
   // another worker holds now is no failure: the partition is given up at
   // once, and nothing is retried.
   virtual bool Failing() const = 0;
+
+  // Whether the worker stopped itself: another process announced itself
+  // under its worker id (two processes given one --worker-id would take
+  // each other's leases and consumers for their own). It then owns and
+  // keeps warm nothing, leaves what the id names to that process, and
+  // LastError() says so; Stop() only waits for its thread. Start() refuses
+  // an id a running worker holds (kBusy).
+  virtual bool Halted() const = 0;
 
   // What the worker has reported since the last call, oldest first, for a
   // log (`eventfold fold` prints them): each failure when it is new, or

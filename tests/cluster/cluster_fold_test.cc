@@ -742,6 +742,78 @@ TEST_F(ClusterFoldTest, AConsumerOwingAnAcknowledgementIsReplacedOnceFolded) {
   EXPECT_EQ(merged, AllProjections(sender->ref.get()));
 }
 
+// Two processes given one --worker-id would each take the other's leases,
+// consumers and standby keys for their own and fold every partition twice.
+// A second worker is refused while the first runs; one whose key another
+// process rewrites anyway (a build without the check, a race) halts and
+// leaves the partitions to it; a key a killed worker left is taken once it
+// stops moving.
+TEST_F(ClusterFoldTest, OneWorkerIdIsOneRunningWorker) {
+  TempDir first_dir("worker-first"), second_dir("worker-second");
+  std::unique_ptr<FoldWorker> first = Worker(first_dir.path(), "dup", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(
+      WaitFor([&] { return first->Owned().size() == static_cast<size_t>(kPartitions); }, 60))
+      << first->LastError();
+
+  FoldWorkerOptions fo;
+  fo.data_dir = second_dir.path();
+  fo.worker_id = "dup";
+  fo.standbys = 0;
+  Result<std::unique_ptr<FoldWorker>> second = FoldWorker::Start(cluster_, fo);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), Status::Code::kBusy);
+  EXPECT_NE(second.status().message().find("--worker-id dup: a running worker uses this id"),
+            std::string::npos)
+      << second.status().message();
+  // The refused one changed nothing of the first's.
+  EXPECT_EQ(first->Owned().size(), static_cast<size_t>(kPartitions));
+  EXPECT_FALSE(first->Halted());
+
+  // Another process rewrites the first's key: the first halts within a
+  // round or two, owns nothing, and deletes none of what the id names.
+  TestJs t;
+  uint64_t last = 0;
+  ASSERT_TRUE(ConnectJs(&t, &last));
+  kvStore* kv = nullptr;
+  ASSERT_EQ(js_KeyValue(&kv, t.js, (cluster_.stream + "_leases").c_str()), NATS_OK);
+  cluster::KvBucket leases(kv);
+  uint64_t rev = 0;
+  ASSERT_EQ(kvStore_PutString(&rev, leases.get(), cluster::WorkerKey("dup").c_str(),
+                              "dup another-process"),
+            NATS_OK);
+  ASSERT_TRUE(WaitFor([&] { return first->Halted(); }, 30)) << first->LastError();
+  EXPECT_TRUE(first->Owned().empty());
+  EXPECT_NE(first->LastError().find("another process announced itself under this id "
+                                    "(\"dup another-process\""),
+            std::string::npos)
+      << first->LastError();
+  first->Stop();
+  for (int k = 0; k < kPartitions; ++k) {
+    Result<cluster::KvValue> lease = cluster::KvGet(leases.get(), cluster::LeaseKey(k));
+    EXPECT_TRUE(lease.ok() && lease->value == "dup") << k << ": " << lease.status().ToString();
+    EXPECT_TRUE(std::filesystem::exists(first_dir.path() + "/p" + std::to_string(k) + ".stale"))
+        << k;
+  }
+  Result<cluster::KvValue> key = cluster::KvGet(leases.get(), cluster::WorkerKey("dup"));
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  EXPECT_EQ(key->value, "dup another-process");
+
+  // Nobody renews that key now (as after a kill): a new worker "dup" takes
+  // it over, and the leases the id holds with it.
+  std::unique_ptr<FoldWorker> next = Worker(second_dir.path(), "dup", nullptr, /*standbys=*/0);
+  ASSERT_TRUE(next);
+  key = cluster::KvGet(leases.get(), cluster::WorkerKey("dup"));
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  EXPECT_TRUE(key->value.starts_with("dup ") && key->value != "dup another-process") << key->value;
+  EXPECT_TRUE(WaitFor([&] { return next->Owned().size() == static_cast<size_t>(kPartitions); }, 60))
+      << next->LastError();
+  EXPECT_FALSE(next->Halted()) << next->LastError();
+  // A stopped worker deletes its key: the id is free at once.
+  next->Stop();
+  EXPECT_FALSE(cluster::KvGet(leases.get(), cluster::WorkerKey("dup")).ok());
+}
+
 // A worker id names JetStream consumers and lease keys: one those names
 // cannot hold is refused before anything is created.
 TEST(FoldWorkerOptionsTest, AWorkerIdWithADotOrSpaceIsRefused) {

@@ -27,6 +27,7 @@ class FakeWorker final : public FoldWorker {
   void Stop() override {}
   std::string LastError() const override { return reports.empty() ? "" : reports.back(); }
   bool Failing() const override { return false; }
+  bool Halted() const override { return false; }
   std::vector<std::string> TakeReports() override { return std::exchange(reports, {}); }
   uint64_t SubscriptionBacklog() const override { return 0; }
 
