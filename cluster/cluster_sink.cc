@@ -9,8 +9,8 @@
 #include "cluster/nats_connection.h"
 #include "cluster/refused_record.h"
 #include "cluster/wire.h"
-#include "core/credential_headers.h"
 #include "core/decode.h"
+#include "core/quarantine_headers.h"
 #include "eventfold/cluster.h"
 #include "eventfold/partitioner.h"
 
@@ -69,7 +69,7 @@ class ClusterSink final : public IngestSink {
   Status Quarantine(RefusedDelivery r) override {
     r.received_at = clock_->NowMicros();
     r.status = HttpStatus(r.outcome);
-    std::erase_if(r.headers, [](const auto& h) { return IsCredentialHeader(h.first); });
+    (void)TrimQuarantineHeaders(&r.headers);  // those a store's quarantine keeps
     if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
     return Publish(refused_subject_, {}, cluster::EncodeRefused(r));
   }

@@ -3,13 +3,12 @@
 #include <leveldb/write_batch.h>
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <limits>
 #include <string_view>
 
+#include "core/quarantine_headers.h"
 #include "core/start_thread.h"
 #include "replay/check.h"
 #include "storage/dir_sync.h"
@@ -20,41 +19,6 @@
 #include "storage/record_codec.h"
 
 namespace eventfold::storage {
-namespace {
-
-// Headers kept with a refused delivery (lower case): what traces it to its
-// sender and what it claimed to be. Anything else, credentials under any
-// name included, is dropped: an allowlist, not a denylist.
-constexpr std::array<std::string_view, 12> kKeptHeaders = {
-    "content-type", "content-length", "content-encoding", "transfer-encoding",
-    "user-agent",   "host",           "x-forwarded-for",  "x-real-ip",
-    "x-request-id", "x-rr-event-id",  "webhook-id",       "webhook-timestamp"};
-
-bool Kept(std::string_view name) {
-  if (name.size() > 32) return false;
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::find(kKeptHeaders.begin(), kKeptHeaders.end(), lower) != kKeptHeaders.end();
-}
-
-// Keeps the allowlisted headers, at most kQuarantineHeaderCount, each value
-// cut to kQuarantineHeaderValueBytes; returns how many were dropped.
-uint64_t TrimHeaders(Headers* headers) {
-  Headers kept;
-  uint64_t dropped = 0;
-  for (auto& [name, value] : *headers) {
-    if (!Kept(name) || kept.size() == kQuarantineHeaderCount) {
-      ++dropped;
-      continue;
-    }
-    if (value.size() > kQuarantineHeaderValueBytes) value.resize(kQuarantineHeaderValueBytes);
-    kept.emplace_back(std::move(name), std::move(value));
-  }
-  *headers = std::move(kept);
-  return dropped;
-}
-
-}  // namespace
 
 QuarantineLog::QuarantineLog(std::string dir, const Options& options,
                              std::atomic<uint64_t>* dropped, std::atomic<uint64_t>* headers_dropped)
@@ -207,7 +171,7 @@ void QuarantineLog::Add(RefusedDelivery r) {
   if (options_.quarantine_max_entries == 0 || options_.quarantine_max_bytes == 0) return;
   r.received_at = clock_->NowMicros();
   r.status = HttpStatus(r.outcome);
-  headers_dropped_->fetch_add(TrimHeaders(&r.headers), std::memory_order_relaxed);
+  headers_dropped_->fetch_add(TrimQuarantineHeaders(&r.headers), std::memory_order_relaxed);
   if (r.body_bytes == 0) r.body_bytes = r.body_prefix.size();
   if (r.body_prefix.size() > kQuarantineBodyBytes) r.body_prefix.resize(kQuarantineBodyBytes);
   if (r.reason.size() > kQuarantineBodyBytes) r.reason.resize(kQuarantineBodyBytes);
