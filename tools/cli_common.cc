@@ -59,9 +59,22 @@ std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
     }
     options.profile = std::move(*p);
   }
-  if (!create && !HasStore(dir)) {
-    std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";
-    return nullptr;
+  if (!HasStore(dir)) {
+    // A fold worker's directory holds one store per partition and none of
+    // its own: saying "no store" there sent users looking for a lost store,
+    // and creating one there would hide the partitions from every command.
+    if (const std::vector<std::string> parts = PartitionStoreNames(dir); !parts.empty()) {
+      std::string names;
+      for (const std::string& p : parts) names += (names.empty() ? "" : ", ") + p;
+      std::cerr << "eventfold: --data " << dir << ": a fold worker's directory of " << parts.size()
+                << " partition store" << (parts.size() == 1 ? "" : "s") << " (" << names
+                << "), not one store; name one with --data " << dir << "/p<k>\n";
+      return nullptr;
+    }
+    if (!create) {
+      std::cerr << "eventfold: no store at " << dir << " (ingest creates one)\n";
+      return nullptr;
+    }
   }
   // `feed --follow` holds the store for a moment at a time: wait it out.
   // A store held for good (a running `serve`) still fails, after
@@ -80,6 +93,24 @@ std::optional<int> PartitionNumber(std::string_view name) {
   const auto [end, err] = std::from_chars(name.data() + 1, name.data() + name.size(), k);
   if (err != std::errc() || end != name.data() + name.size() || k < 0) return std::nullopt;
   return k;
+}
+
+std::vector<std::string> PartitionStoreNames(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::map<int, std::string> by_partition;
+  std::error_code ec;
+  // Incremented with an error_code: the range-for's ++ would throw.
+  for (fs::directory_iterator it(dir, ec), last; !ec && it != last; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::optional<int> partition = PartitionNumber(name);
+    std::error_code inner;  // not `ec`, which the loop reads
+    if (partition && fs::exists(it->path() / "CURRENT", inner)) {
+      by_partition.emplace(*partition, name);
+    }
+  }
+  std::vector<std::string> out;
+  for (auto& [k, name] : by_partition) out.push_back(std::move(name));
+  return out;
 }
 
 std::vector<std::string> PartitionStoreDirs(const std::string& dir, bool behind_too,

@@ -65,6 +65,8 @@ CLI::Validator NotNegative();
 bool HasStore(const std::string& dir);
 
 // Opens the store at `dir`; prints the reason to stderr on failure.
+// A fold worker's directory (partition stores DIR/p<k>, no store of its
+// own) is refused, naming its partition stores, even with `create`.
 // `create` allows creating it (with `profile_file`'s profile when given);
 // `recent_events` is Options::recent_events.
 std::unique_ptr<Store> OpenStore(const std::string& dir, bool create,
@@ -81,6 +83,13 @@ void PrintJson(const std::string& json, bool pretty);
 
 // k, when `name` is that of a fold worker's partition directory, p<k>.
 std::optional<int> PartitionNumber(std::string_view name);
+
+// The names (p<k>, in partition order) of the partition stores in `dir`
+// that hold a store (a CURRENT file), stale and standby copies included,
+// without a note on stderr; empty when there are none or `dir` cannot be
+// listed. OpenStore names them when `dir` is a fold worker's directory
+// instead of a store.
+std::vector<std::string> PartitionStoreNames(const std::string& dir);
 
 // The partition stores of a fold worker's directory (docs/CLUSTER.md:
 // DIR/p<k> is partition k's store), in partition order, when `dir` is not a

@@ -467,6 +467,46 @@ TEST_F(cli_e2e, APartitionStoreWithoutItsCurrentFileIsNamedAndCheckFails) {
   EXPECT_EQ(both.err.find("skipping"), std::string::npos) << both.err;
 }
 
+// A fold worker's directory holds partition stores DIR/p<k> and no store
+// of its own. The commands that work on one store said "no store at DIR
+// (ingest creates one)" there; they name its partition stores and how to
+// pick one instead (exit 2), and ingest creates no store beside them.
+TEST_F(cli_e2e, OneStoreCommandsOnAWorkerDirectoryNameItsPartitionStores) {
+  const std::string worker = root_ + "/worker";
+  const std::string f = File("one.ndjson", {kIssue});
+  for (const char* p : {"p0", "p1"}) {
+    ASSERT_EQ(Run({"ingest", "--data", worker + "/" + p, f}).exit_code, 0);
+  }
+  WriteFile(worker + "/p1.stale", "partition 1 is owned by another worker\n");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"status", "--data", worker},
+           {"refused", "--data", worker},
+           {"unrouted", "--data", worker},
+           {"gc", "--data", worker},
+           {"replay", "--data", worker},
+           {"replay", "--data", worker, "--verify"},
+           {"backup", "--data", worker, root_ + "/backup"},
+           {"dlq", "list", "--data", worker, "--subscription", "s"},
+           {"ingest", "--data", worker, f},
+       }) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args[0];
+    EXPECT_NE(r.err.find("--data " + worker +
+                         ": a fold worker's directory of 2 partition stores (p0, p1), not one "
+                         "store; name one with --data " +
+                         worker + "/p<k>"),
+              std::string::npos)
+        << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err.find("no store at"), std::string::npos) << args[0] << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(worker + "/CURRENT")) << "ingest must not create a store there";
+  EXPECT_FALSE(fs::exists(root_ + "/backup"));
+  // One partition store named works as any store.
+  CliResult one = Run({"status", "--data", worker + "/p0"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+}
+
 TEST_F(cli_e2e, ReplayWithANewProfileProjectsUnroutedEvents) {
   IngestGood();
   const std::string profile = root_ + "/invoices.json";
