@@ -21,24 +21,10 @@ using cluster::NatsConnection;
 
 constexpr const char* kLayoutKey = "layout";
 constexpr const char* kProfileKey = "profile";
-constexpr int kMaxPartitions = 4096;
 
 std::string LayoutBucket(const std::string& stream) { return stream + "_layout"; }
 std::string LeaseBucket(const std::string& stream) { return stream + "_leases"; }
 std::string RefusedStream(const std::string& stream) { return stream + "_refused"; }
-
-Status CheckStreamName(const std::string& stream) {
-  if (stream.empty() || stream.size() > 64) {
-    return Status::InvalidArgument("stream: must be 1 to 64 characters");
-  }
-  for (char c : stream) {
-    if (!cluster::IsNameChar(c)) {
-      return Status::InvalidArgument("stream: \"" + stream +
-                                     "\" may hold only letters, digits, '_' and '-'");
-    }
-  }
-  return Status::OK();
-}
 
 // The layout record: one "name=value" per line, written once.
 std::string EncodeLayout(const ClusterLayout& l) {
@@ -130,19 +116,21 @@ Status RetryWhileSettling(const ClusterInitOptions& options, const std::function
 }
 
 Status CheckInitOptions(const ClusterInitOptions& o) {
-  if (o.partitions < 1 || o.partitions > kMaxPartitions) {
+  if (o.partitions < 1 || o.partitions > kMaxClusterPartitions) {
     return Status::InvalidArgument("partitions: " + std::to_string(o.partitions) +
-                                   " is outside 1.." + std::to_string(kMaxPartitions));
+                                   " is outside 1.." + std::to_string(kMaxClusterPartitions));
   }
-  if (o.replicas < 1 || o.replicas > 5) {
-    return Status::InvalidArgument("replicas: " + std::to_string(o.replicas) +
-                                   " is outside 1..5 (JetStream's limit)");
+  if (o.replicas < 1 || o.replicas > kMaxClusterReplicas) {
+    return Status::InvalidArgument("replicas: " + std::to_string(o.replicas) + " is outside 1.." +
+                                   std::to_string(kMaxClusterReplicas) + " (JetStream's limit)");
   }
   if (o.retention_seconds < 1) return Status::InvalidArgument("retention: must be positive");
   if (o.refused_max_messages < 1 || o.refused_max_bytes < 1) {
     return Status::InvalidArgument("refused bounds: must be positive");
   }
-  if (o.lease_ttl_ms < 1000) return Status::InvalidArgument("lease TTL: at least 1000 ms");
+  if (o.lease_ttl_ms < kMinLeaseTtlMs) {
+    return Status::InvalidArgument("lease TTL: at least " + std::to_string(kMinLeaseTtlMs) + " ms");
+  }
   if (o.settle_timeout_ms < 0)
     return Status::InvalidArgument("settle timeout: must not be negative");
   return Status::OK();
@@ -193,6 +181,19 @@ Result<ClusterLayout> RecordLayout(kvStore* kv, const ClusterInitOptions& option
 
 std::string PartitionSubject(std::string_view stream, int k) {
   return std::string(stream) + ".p." + std::to_string(k);
+}
+
+Status CheckStreamName(const std::string& stream) {
+  if (stream.empty() || stream.size() > 64) {
+    return Status::InvalidArgument("stream: must be 1 to 64 characters");
+  }
+  for (char c : stream) {
+    if (!cluster::IsNameChar(c)) {
+      return Status::InvalidArgument("stream: \"" + stream +
+                                     "\" may hold only letters, digits, '_' and '-'");
+    }
+  }
+  return Status::OK();
 }
 
 Result<std::vector<std::string>> ParseClusterUrls(std::string_view list) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,23 @@ CLI::Validator NotNegative() {
         return d < 0 ? "must not be negative, got " + v : std::string();
       },
       "NOT NEGATIVE");
+}
+
+CLI::Validator WithinRange(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](const std::string& v) {
+        int64_t n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc() || end != v.data() + v.size()) return "not a whole number: " + v;
+        if (n >= min && n <= max) return std::string();
+        if (max == std::numeric_limits<int64_t>::max()) {
+          return "must be at least " + std::to_string(min) + ", got " + v;
+        }
+        return "must be within " + std::to_string(min) + ".." + std::to_string(max) + ", got " + v;
+      },
+      max == std::numeric_limits<int64_t>::max()
+          ? "AT LEAST " + std::to_string(min)
+          : std::to_string(min) + ".." + std::to_string(max));
 }
 
 void AddDataOption(CLI::App* cmd, std::string* dir) {

@@ -59,6 +59,11 @@ void AddDataOption(CLI::App* cmd, std::string* dir);
 // largest double as the range's end; this says what is wrong in words.
 CLI::Validator NotNegative();
 
+// An integer option's check that its value lies within [min, max]: a
+// value CLI11 would take but the command cannot use is a usage error
+// (exit 2) named by the option, before the command does anything.
+CLI::Validator WithinRange(int64_t min, int64_t max);
+
 // Whether `dir` holds a store (its CURRENT file) or a backup or restore that
 // did not finish (kUnfinishedCopyFile: opening it says so); false too when
 // that cannot be told (no permission): opening it then says why.

@@ -16,4 +16,17 @@ std::optional<ClusterOptions> ClusterFromFlags(const std::string& urls, const st
   return cluster;
 }
 
+CLI::Validator StreamNameCheck() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        Status st = CheckStreamName(v);
+        if (st.ok()) return std::string();
+        // CLI11 names the option ("--stream: ") already.
+        const std::string_view prefix = "stream: ";
+        const std::string& m = st.message();
+        return m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
+      },
+      "NAME");
+}
+
 }  // namespace eventfold::cli

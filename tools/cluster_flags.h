@@ -7,6 +7,7 @@
 #ifndef EVENTFOLD_TOOLS_CLUSTER_FLAGS_H_
 #define EVENTFOLD_TOOLS_CLUSTER_FLAGS_H_
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,11 @@ namespace eventfold::cli {
 // fields at their defaults). nullopt, with the reason printed on stderr,
 // when `urls` is not a valid list.
 std::optional<ClusterOptions> ClusterFromFlags(const std::string& urls, const std::string& stream);
+
+// --stream's check: the library's rule for a cluster's name
+// (CheckStreamName), applied while parsing so that a bad name is a usage
+// error (exit 2) before anything connects.
+CLI::Validator StreamNameCheck();
 
 }  // namespace eventfold::cli
 

@@ -6,6 +6,7 @@
 //   prints partitions, owners, messages, acked and lag as one JSON object.
 
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "core/json_writer.h"
@@ -118,15 +119,26 @@ void AddClusterCommand(CLI::App* app, Action* action) {
       "init", "create the intake and refused streams and the lease bucket (idempotent)");
   auto a = std::make_shared<InitArgs>();
   init->add_option("--cluster", a->urls, "comma-separated nats:// URLs")->required();
-  init->add_option("--stream", a->stream, "intake stream name")->capture_default_str();
+  // Every value is checked while parsing, so that a bad one is a usage
+  // error (exit 2) before anything connects; exit 1 stays the cluster's
+  // refusal of a change of P or profile (docs/CLUSTER.md).
+  init->add_option("--stream", a->stream, "intake stream name")
+      ->check(StreamNameCheck())
+      ->capture_default_str();
   init->add_option("--partitions", a->options.partitions, "partitions P (fixed once created)")
+      ->check(WithinRange(1, kMaxClusterPartitions))
       ->capture_default_str();
   init->add_option("--replicas", a->options.replicas, "JetStream replicas R")
+      ->check(WithinRange(1, kMaxClusterReplicas))
       ->capture_default_str();
   init->add_option("--profile", a->profile_file, "profile file (default: built-in ReceiptRoller)");
+  // At most as many days as JetStream's max age, 64-bit nanoseconds, holds
+  // (106751): a longer one would overflow into a negative age.
   init->add_option("--retention-days", a->retention_days, "intake retention, days")
+      ->check(WithinRange(1, std::numeric_limits<int64_t>::max() / (24 * 3600 * 1'000'000'000LL)))
       ->capture_default_str();
   init->add_option("--lease-ttl-ms", a->options.lease_ttl_ms, "partition lease TTL")
+      ->check(WithinRange(kMinLeaseTtlMs, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   init->add_option("--timeout-ms", a->timeout_ms, "connect and request deadline")
       ->capture_default_str();
@@ -136,7 +148,9 @@ void AddClusterCommand(CLI::App* app, Action* action) {
       "status", "print partitions, owners, messages, acked and lag as one JSON object");
   auto b = std::make_shared<StatusArgs>();
   status->add_option("--cluster", b->urls, "comma-separated nats:// URLs")->required();
-  status->add_option("--stream", b->stream, "intake stream name")->capture_default_str();
+  status->add_option("--stream", b->stream, "intake stream name")
+      ->check(StreamNameCheck())
+      ->capture_default_str();
   status->add_option("--timeout-ms", b->timeout_ms, "connect and request deadline")
       ->capture_default_str();
   status->callback([=] { *action = [=] { return PrintStatus(*b); }; });

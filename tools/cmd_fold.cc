@@ -110,7 +110,9 @@ void AddFoldCommand(CLI::App* app, Action* action) {
   auto a = std::make_shared<FoldArgs>();
   AddDataOption(cmd, &a->dir);
   cmd->add_option("--cluster", a->urls, "comma-separated nats:// URLs")->required();
-  cmd->add_option("--stream", a->stream, "intake stream name")->capture_default_str();
+  cmd->add_option("--stream", a->stream, "intake stream name")
+      ->check(StreamNameCheck())
+      ->capture_default_str();
   cmd->add_option("--worker-id", a->options.worker_id,
                   "name in the lease bucket (default host-pid)");
   cmd->add_option("--batch", a->options.fetch_batch, "messages per fetch and IngestBatch")
@@ -121,6 +123,7 @@ void AddFoldCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--standbys", a->options.standbys,
                   "warm copies wanted per partition (at most live workers - 1; 0: none)")
+      ->check(NotNegative())
       ->capture_default_str();
   cmd->add_option("--start-timeout", a->start_timeout_s,
                   "seconds to keep trying while the cluster does not answer at start (0: once)")

@@ -53,10 +53,18 @@ void AddRefusedCommand(CLI::App* app, Action* action) {
   auto a = std::make_shared<RefusedArgs>();
   AddDataOption(cmd, &a->dir);
   AddServerOption(cmd, &a->server);
-  cmd->add_option("--cluster", a->urls,
-                  "comma-separated nats:// URLs: list the cluster's refused stream instead");
-  cmd->add_option("--stream", a->stream, "the cluster's intake stream name")->capture_default_str();
+  // One source: the one not read would be ignored without a word.
+  auto* cluster =
+      cmd->add_option("--cluster", a->urls,
+                      "comma-separated nats:// URLs: list the cluster's refused stream instead")
+          ->excludes("--data")
+          ->excludes("--server");
+  cmd->add_option("--stream", a->stream, "the cluster's intake stream name")
+      ->needs(cluster)
+      ->check(StreamNameCheck())
+      ->capture_default_str();
   cmd->add_option("--timeout-ms", a->timeout_ms, "cluster connect and request deadline")
+      ->needs(cluster)
       ->capture_default_str();
   cmd->callback([=] {
     *action = [=] { return a->server.empty() ? Refused(*a) : RemoteRefused(a->server); };

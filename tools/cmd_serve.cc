@@ -357,7 +357,9 @@ void AddServeCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--cluster", a->cluster_urls,
                   "cluster mode: comma-separated nats:// URLs; publish instead of storing");
-  cmd->add_option("--stream", a->stream, "cluster mode: intake stream name")->capture_default_str();
+  cmd->add_option("--stream", a->stream, "cluster mode: intake stream name")
+      ->check(StreamNameCheck())
+      ->capture_default_str();
   cmd->add_option("--publish-timeout-ms", a->publish_timeout_ms,
                   "cluster mode: wait this long for JetStream's ack before answering 503")
       ->capture_default_str();

@@ -102,6 +102,18 @@ struct ClusterLayout {
 // option and the bad entry when one is not a nats:// URL.
 Result<std::vector<std::string>> ParseClusterUrls(std::string_view list);
 
+// OK when `stream` can name a cluster (ClusterOptions::stream: 1 to 64
+// letters, digits, '_' and '-'); kInvalidArgument saying what is wrong
+// otherwise. The functions here check it themselves; a tool checks it too
+// so that a bad name is refused before anything connects.
+Status CheckStreamName(const std::string& stream);
+
+// The bounds InitCluster holds ClusterInitOptions to, for a tool to check
+// its arguments against before connecting.
+inline constexpr int kMaxClusterPartitions = 4096;
+inline constexpr int kMaxClusterReplicas = 5;  // JetStream's limit
+inline constexpr int64_t kMinLeaseTtlMs = 1000;
+
 // Creates the streams and buckets idempotently and records `options`'s P and
 // R and `profile`. On an existing cluster, succeeds when P and the profile's
 // fingerprint match what is recorded (created = false) and fails with

@@ -515,6 +515,79 @@ TEST_F(cli_ux, ServerUrlsOtherThanHttpHostPortAreUsageErrors) {
   EXPECT_TRUE(Contains(r.err, "cannot connect")) << r.err;
 }
 
+// Invalid cluster arguments are usage errors (exit 2), named and refused
+// while parsing, before anything connects: `cluster init` exited 1 for
+// them, the code docs/CLUSTER.md keeps for a refused change of partitions
+// or profile. Nothing listens at the URL, so any connection attempt would
+// be named on stderr.
+TEST_F(cli_ux, InvalidClusterArgumentsAreUsageErrorsBeforeConnecting) {
+  const std::string nowhere = "nats://127.0.0.1:1";
+  struct Case {
+    std::vector<std::string> args;
+    std::string said;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"cluster", "init", "--partitions", "0"},
+            "--partitions: must be within 1..4096, got 0"},
+           {{"cluster", "init", "--partitions", "4097"}, "--partitions: must be within 1..4096"},
+           {{"cluster", "init", "--replicas", "6"}, "--replicas: must be within 1..5, got 6"},
+           {{"cluster", "init", "--lease-ttl-ms", "0"}, "--lease-ttl-ms: must be at least 1000"},
+           {{"cluster", "init", "--retention-days", "0"}, "--retention-days: must be within 1.."},
+           {{"cluster", "init", "--stream", "bad.name"},
+            "--stream: \"bad.name\" may hold only letters, digits, '_' and '-'"},
+           {{"cluster", "status", "--stream", "bad.name"}, "--stream: \"bad.name\" may hold"},
+           {{"refused", "--stream", "bad.name"}, "--stream: \"bad.name\" may hold"},
+           {{"fold", "--data", root_ + "/fold", "--start-timeout", "0", "--stream", ""},
+            "--stream: must be 1 to 64 characters"},
+           {{"fold", "--data", root_ + "/fold", "--start-timeout", "0", "--standbys", "-1"},
+            "--standbys: must not be negative, got -1"},
+       }) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), {"--cluster", nowhere});
+    if (args[0] != "fold") args.insert(args.end(), {"--timeout-ms", "200"});
+    std::string joined;
+    for (const std::string& a : args) joined += a + " ";
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    EXPECT_TRUE(Contains(r.err, c.said)) << joined << "\n" << r.err;
+    EXPECT_FALSE(Contains(r.err, "connecting to")) << joined << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << joined;
+  }
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/fold"));
+}
+
+// `refused` reads one source: --data, --server or --cluster. Given two, it
+// read one and ignored the other without a word; now that is a usage error
+// naming both, and the cluster's own flags want --cluster.
+TEST_F(cli_ux, RefusedWithTwoSourcesIsAUsageError) {
+  IngestReceipts();
+  const std::string nowhere = "nats://127.0.0.1:1";
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> said;  // each in the message (CLI11 names either flag first)
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"refused", "--cluster", nowhere, "--data", data_},
+            {"excludes", "--cluster", "--data"}},
+           {{"refused", "--cluster", nowhere, "--server", "http://127.0.0.1:1"},
+            {"excludes", "--cluster", "--server"}},
+           {{"refused", "--data", data_, "--stream", "other"}, {"--stream requires --cluster"}},
+           {{"refused", "--data", data_, "--timeout-ms", "10"},
+            {"--timeout-ms requires --cluster"}},
+       }) {
+    std::string joined;
+    for (const std::string& a : c.args) joined += a + " ";
+    CliResult r = Run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    for (const std::string& part : c.said) {
+      EXPECT_TRUE(Contains(r.err, part)) << joined << "\n" << r.err;
+    }
+    EXPECT_EQ(r.out, "") << joined;
+  }
+  CliResult alone = Run({"refused", "--data", data_});
+  EXPECT_EQ(alone.exit_code, 0) << alone.err;
+}
+
 TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
   CliResult r = Run({"ingest", "--data", data_,
                      File("bad.ndjson", {R"({"event_id":"evt_1","type":tru})",
