@@ -92,4 +92,22 @@ Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env) {
   return digest;
 }
 
+Result<bool> DatabaseHoldsKey(const std::string& dir, leveldb::Env* env, const std::string& key) {
+  std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));
+  leveldb::Options o = DbOptions(env, filter.get());
+  o.create_if_missing = false;
+  leveldb::DB* raw = nullptr;
+  Status st = storage::FromLevelDb(leveldb::DB::Open(o, dir, &raw), "opening " + dir);
+  if (!st.ok()) return st;
+  std::unique_ptr<leveldb::DB> db(raw);
+  leveldb::ReadOptions ro;
+  ro.verify_checksums = true;
+  std::string value;
+  const leveldb::Status s = db->Get(ro, key, &value);
+  if (s.IsNotFound()) return false;
+  st = storage::FromLevelDb(s, "reading " + dir);
+  if (!st.ok()) return st;
+  return true;
+}
+
 }  // namespace eventfold

@@ -36,6 +36,9 @@ Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapsho
 // Reads every record of the closed database at `dir`, checksums verified.
 Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env);
 
+// Whether the closed database at `dir` holds a record under `key`.
+Result<bool> DatabaseHoldsKey(const std::string& dir, leveldb::Env* env, const std::string& key);
+
 }  // namespace eventfold
 
 #endif  // EVENTFOLD_REPLAY_DB_COPY_H_

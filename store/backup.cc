@@ -12,6 +12,7 @@
 #include "replay/db_copy.h"
 #include "replay/file_check.h"
 #include "storage/background_env.h"
+#include "storage/key_codec.h"
 #include "storage/leveldb_status.h"
 #include "storage/leveldb_util.h"
 #include "store/backup_manifest.h"
@@ -219,6 +220,26 @@ Status SameAsWritten(const DbDigest& restored, const DbDigest& written, const st
                             " bytes) with another digest; its files were changed or swapped since");
 }
 
+// kInvalidArgument unless the database copied from `backup` into `dir` is
+// a store's: Store::Open tells a store from an empty database by its
+// profile record, which every store has from its creation on (backups
+// written before manifests included).
+Status RefuseNoStore(const std::string& dir, leveldb::Env* env, const std::string& backup) {
+  Result<bool> holds = DatabaseHoldsKey(dir, env, storage::MetaKey("profile"));
+  if (!holds.ok()) return holds.status();
+  if (*holds) return Status::OK();
+  std::string what = "it holds a LevelDB database but no eventfold store (no " +
+                     storage::MetaKey("profile") + " record)";
+  std::filesystem::path source = std::filesystem::path(backup).lexically_normal();
+  if (!source.has_filename()) source = source.parent_path();  // "DIR/" as "DIR"
+  const std::string parent = source.parent_path().string();
+  if (source.filename() == storage::kQuarantineSubdir && env->FileExists(parent + "/CURRENT")) {
+    what += ": it is the quarantine database of the store or backup at " + parent +
+            "; restore that directory";
+  }
+  return Status::InvalidArgument(backup + " is not a backup: " + what);
+}
+
 }  // namespace
 
 Result<BackupSummary> RestoreStore(const std::string& backup, const std::string& dir,
@@ -241,6 +262,22 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   DirLock lock(env);
   if (st.ok()) st = LockedOrEmptyTarget(env, &lock, dir, "restore");
   if (!st.ok()) return st;
+  // A store open on `backup` (a running serve, say) changes its files while
+  // they are copied: what would be restored is no consistent cut, and the
+  // checks could pass on it by chance. Its lock tells; held from here on,
+  // no Store opens `backup` during the copy either. A lock that cannot be
+  // taken for another reason (a read-only backup) is no store's: no store
+  // writes there.
+  DirLock source_lock(env);
+  if (env->FileExists(backup + "/LOCK")) {
+    if (Status held = source_lock.Lock(backup); held.IsBusy()) {
+      return Status::Busy("restoring from " + backup +
+                          ": a store has it open (a running `eventfold serve`?) and changes its "
+                          "files while they would be copied; copy a live store with `eventfold "
+                          "backup` and restore that copy; nothing was restored into " +
+                          dir);
+    }
+  }
   st = RefuseUnfinishedCopy(env, backup);
   if (!st.ok()) return st.WithContext("restoring from " + backup);
   if (!env->FileExists(backup + "/CURRENT")) {
@@ -323,6 +360,11 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
       st = SameAsWritten(*restored->quarantine, *(*manifest)->quarantine, backup, "quarantine");
     }
   }
+  // Before the store is opened, which would make any LevelDB database a
+  // store: one that holds no store's records (a store's quarantine, say)
+  // passed every check as an empty store, restored as "verified" without
+  // its events and dedup history.
+  if (st.ok()) st = RefuseNoStore(dir, &background, backup);
   if (st.ok()) {
     Options o = options;
     o.env = lock.env();

@@ -263,6 +263,87 @@ TEST(Backup, RestoreOfABackupWithoutCurrentIsCorruptionNotAbsence) {
   EXPECT_TRUE(r.status().IsNotFound()) << r.status().ToString();
 }
 
+// A directory holding a LevelDB database but no store is no backup. A
+// store's (or a backup's) quarantine subdirectory was restored as an empty
+// store, without the store's events and dedup history, and reported
+// verified. Restore refuses it (kInvalidArgument, naming what it is) and
+// leaves nothing in the target; so it does any other database without a
+// store's records. The backup they came from still restores.
+TEST(Backup, ARestoreRefusesADatabaseThatIsNoStore) {
+  namespace fs = std::filesystem;
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), backup("backup"), other("other"), into("into");
+  {
+    std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
+    ASSERT_TRUE(store);
+    ASSERT_EQ(store->Ingest(Delivery{{}, "not json"}).outcome, Outcome::kInvalid);
+    ASSERT_TRUE(store->maintenance().Backup(backup.path()).ok());
+  }
+  for (const std::string& from : {backup.path(), live.path()}) {
+    const std::string quarantine = from + "/quarantine";
+    ASSERT_TRUE(fs::exists(quarantine + "/CURRENT")) << quarantine;
+    Result<BackupSummary> r = RestoreStore(quarantine, into.path(), Options());
+    ASSERT_FALSE(r.ok()) << quarantine;
+    EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(quarantine + " is not a backup"), std::string::npos)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find("the quarantine database of the store or backup at " +
+                                        from + "; restore that directory"),
+              std::string::npos)
+        << r.status().ToString();
+    EXPECT_FALSE(fs::exists(into.path())) << "a refused restore leaves nothing";
+  }
+  {
+    leveldb::Options o;
+    o.create_if_missing = true;
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(o, other.path(), &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions(), "a/1", "not a store's").ok());
+  }
+  Result<BackupSummary> r = RestoreStore(other.path(), into.path(), Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("no eventfold store (no m/profile record)"),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_FALSE(fs::exists(into.path()));
+  r = RestoreStore(backup.path(), into.path(), Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+// A store that is open (a running serve) changes its files while they are
+// copied: restoring from its directory copied them anyway. Restore refuses
+// it while the store's lock is held (kBusy, naming the backup command that
+// copies a live store) and writes nothing; closed, the same directory
+// restores, as a backup (itself a store) does.
+TEST(Backup, ARestoreRefusesAStoreThatIsOpen) {
+  namespace fs = std::filesystem;
+  ManualClock clock(1'800'000'000'000'000);
+  ScratchDir live("live"), into("into");
+  std::unique_ptr<Store> store = OpenWithOneEvent(live.path(), &clock);
+  ASSERT_TRUE(store);
+  const std::map<std::string, uintmax_t> before = FilesIn(live.path());
+  Result<BackupSummary> r = RestoreStore(live.path(), into.path(), Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsBusy()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("restoring from " + live.path() + ": a store has it open"),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("copy a live store with `eventfold backup`"),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_FALSE(fs::exists(into.path())) << "a refused restore writes nothing";
+  EXPECT_EQ(FilesIn(live.path()), before);
+  const std::vector<Projection> want = AllProjections(store.get());
+  store.reset();
+  r = RestoreStore(live.path(), into.path(), Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::unique_ptr<Store> back = Open(into.path(), &clock);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(AllProjections(back.get()), want);
+}
+
 // A backup records what it wrote (BACKUP-MANIFEST); a restore puts back
 // exactly that or refuses, leaving nothing: not a backup whose quarantine
 // was deleted or whose store files were swapped for another backup's

@@ -17,6 +17,7 @@
 
 #include "core/rfc3339.h"
 #include "eventfold/clock.h"
+#include "eventfold/store.h"
 #include "tests/common/run_cli.h"
 
 #ifndef EVENTFOLD_CLI
@@ -586,6 +587,39 @@ TEST_F(cli_ux, RefusedWithTwoSourcesIsAUsageError) {
   }
   CliResult alone = Run({"refused", "--data", data_});
   EXPECT_EQ(alone.exit_code, 0) << alone.err;
+}
+
+// `restore` takes a backup and nothing else. A store's quarantine
+// directory (a LevelDB database of its own) was restored and reported
+// verified, an empty store without the events; a store another process
+// has open was copied while it changed. Both are refused, named, the first
+// as refused input (exit 1), the second as busy (exit 2, naming `eventfold
+// backup`), and neither writes --data.
+TEST_F(cli_ux, RestoreRefusesAQuarantineDirectoryAndAnOpenStore) {
+  IngestReceipts();
+  CliResult bad = Run({"ingest", "--data", data_, File("bad.ndjson", {"not json"})});
+  ASSERT_EQ(bad.exit_code, 1) << bad.err;
+  const std::string quarantine = data_ + "/quarantine";
+  ASSERT_TRUE(fs::exists(quarantine + "/CURRENT"));
+  const std::string into = root_ + "/restored";
+  CliResult q = Run({"restore", "--data", into, quarantine});
+  EXPECT_EQ(q.exit_code, 1) << q.err;
+  EXPECT_EQ(q.out, "");
+  EXPECT_TRUE(Contains(q.err, quarantine + " is not a backup")) << q.err;
+  EXPECT_TRUE(Contains(q.err, "the quarantine database of the store or backup at " + data_ +
+                                  "; restore that directory"))
+      << q.err;
+  EXPECT_FALSE(fs::exists(into));
+
+  eventfold::Result<std::unique_ptr<eventfold::Store>> open =
+      eventfold::Store::Open(data_, eventfold::Options());
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  CliResult busy = Run({"restore", "--data", into, data_});
+  EXPECT_EQ(busy.exit_code, 2) << busy.err;
+  EXPECT_EQ(busy.out, "");
+  EXPECT_TRUE(Contains(busy.err, "restoring from " + data_ + ": a store has it open")) << busy.err;
+  EXPECT_TRUE(Contains(busy.err, "copy a live store with `eventfold backup`")) << busy.err;
+  EXPECT_FALSE(fs::exists(into));
 }
 
 TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
