@@ -128,7 +128,7 @@ Result<ClusterStatus> ReadClusterStatus(const ClusterOptions& options) {
       if (!*done) p.lag = 1;  // at least: not yet confirmed by the owner
     }
   }
-  Result<std::vector<std::string>> keys = cluster::KvKeys(leases.get(), options.timeout_ms);
+  Result<std::vector<std::string>> keys = cluster::KvKeys(js, leases.get(), options.timeout_ms);
   if (!keys.ok()) return keys.status();
   const std::vector<std::string>& all_keys = *keys;
   for (const std::string& key : all_keys) {

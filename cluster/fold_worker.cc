@@ -532,7 +532,8 @@ class FoldWorkerImpl final : public FoldWorker {
     if (!Announce()) return false;  // JetStream is unreachable (renewing would fail too), or halted
     const int p = layout_.partitions;
     // Within a third of the TTL, so that the renewals below stay in time.
-    const Result<std::vector<std::string>> keys = cluster::KvKeys(leases_->get(), renew_ms_);
+    const Result<std::vector<std::string>> keys =
+        cluster::KvKeys(conn_->js(), leases_->get(), renew_ms_);
 
     std::vector<int> lost;
     bool unanswered = false;  // a renewal JetStream did not answer

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "core/json_writer.h"
@@ -85,20 +86,6 @@ Result<KvValue> KvGet(kvStore* kv, const std::string& key) {
   return v;
 }
 
-Result<std::vector<std::string>> KvKeys(kvStore* kv, int64_t timeout_ms) {
-  kvWatchOptions o;
-  kvWatchOptions_Init(&o);
-  o.Timeout = std::max<int64_t>(timeout_ms, 1);
-  kvKeysList list{};
-  const natsStatus s = kvStore_Keys(&list, kv, &o);
-  if (s != NATS_OK) return FromNats(s, "listing the keys of the lease bucket");
-  std::vector<std::string> keys;
-  keys.reserve(static_cast<size_t>(list.Count));
-  for (int i = 0; i < list.Count; ++i) keys.emplace_back(list.Keys[i]);
-  kvKeysList_Destroy(&list);
-  return keys;
-}
-
 Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view value) {
   uint64_t rev = 0;
   const natsStatus s =
@@ -122,6 +109,46 @@ std::string KvSubject(kvStore* kv, const std::string& key) {
 }
 
 }  // namespace
+
+Result<std::vector<std::string>> KvKeys(jsCtx* js, kvStore* kv, int64_t timeout_ms) {
+  const std::string stream = std::string("KV_") + kvStore_Bucket(kv);
+  const std::string prefix = KvSubject(kv, "");
+  const std::string filter = prefix + ">";
+  const int64_t deadline = nats_Now() + std::max<int64_t>(timeout_ms, 1);
+  // key -> (sequence, deleted) of the latest entry seen: a key rewritten
+  // during the walk is met again further on, and the later entry wins.
+  std::map<std::string, std::pair<uint64_t, bool>> latest;
+  for (uint64_t seq = 1;;) {
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Wait = std::max<int64_t>(deadline - nats_Now(), 1);
+    jsDirectGetMsgOptions d;
+    jsDirectGetMsgOptions_Init(&d);
+    d.Sequence = seq;
+    d.NextBySubject = filter.c_str();
+    natsMsg* m = nullptr;
+    const natsStatus s = js_DirectGetMsg(&m, js, stream.c_str(), &o, &d);
+    if (s == NATS_NOT_FOUND) break;  // no entry at or after `seq`: the end
+    if (s != NATS_OK)
+      return FromNats(s, "listing the keys of bucket " + std::string(kvStore_Bucket(kv)));
+    const char* op = nullptr;
+    const bool removed = natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
+    const uint64_t at = natsMsg_GetSequence(m);
+    const std::string_view subject = natsMsg_GetSubject(m) ? natsMsg_GetSubject(m) : "";
+    if (subject.starts_with(prefix)) {
+      auto& entry = latest[std::string(subject.substr(prefix.size()))];
+      if (at >= entry.first) entry = {at, removed};
+    }
+    natsMsg_Destroy(m);
+    if (at < seq) return Status::Unavailable("listing keys: stream " + stream + " went backwards");
+    seq = at + 1;
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, entry] : latest) {
+    if (!entry.second) keys.push_back(key);
+  }
+  return keys;
+}
 
 Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::string_view value,
                           uint64_t last) {

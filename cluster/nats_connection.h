@@ -78,9 +78,15 @@ Result<KvValue> KvGet(kvStore* kv, const std::string& key);
 // kNotFound when the key has no entry or its last is a delete or a purge.
 Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key);
 
-// Every key in `kv` (deleted ones left out), gathered within `timeout_ms`
-// (kUnavailable past it): nats.c's kvStore_Keys waits for ever without one.
-Result<std::vector<std::string>> KvKeys(kvStore* kv, int64_t timeout_ms);
+// Every key in `kv` (deleted and purged ones left out), in key order,
+// gathered within `timeout_ms` (kUnavailable past it). Read with direct
+// gets, one a stored entry, which any replica of the bucket's stream
+// answers: kvStore_Keys creates an ephemeral consumer that nats-server
+// 2.9 (Debian 12's) places on a random replica, a dead one too, so with one
+// of three nodes down a third of the listings timed out, for as long as the
+// node stayed down. A replica may be a little behind the leader: a key
+// written just now can be missing from the list.
+Result<std::vector<std::string>> KvKeys(jsCtx* js, kvStore* kv, int64_t timeout_ms);
 
 // Creates `key` only if absent: its revision, or kBusy ("exists") when
 // another writer created it first.

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cluster/nats_connection.h"
 #include "tests/cluster/cluster_processes.h"
@@ -156,6 +157,45 @@ TEST_F(KvUpdateTest, ADeleteAtItsRevisionRemovesTheKeyAndAtAnotherLeavesIt) {
   const KvValue now = ReadAtLeast("p.1", other);
   EXPECT_EQ(now.value, "b");
   EXPECT_EQ(now.revision, other);
+}
+
+// KvKeys lists the live keys (deleted and purged ones left out), and keeps
+// doing so with one of the three nodes down: nats-server 2.9 placed
+// kvStore_Keys's consumer on a random replica, the dead one in a third of
+// the listings, which then timed out for as long as the node stayed down.
+TEST_F(KvUpdateTest, KeysListsTheLiveKeysAlsoWithANodeDown) {
+  Put("w.a", "a");
+  Put("w.b", "b");
+  Put("p.0", "a");
+  Put("p.1", "a");
+  Put("p.0", "a");  // rewritten: listed once
+  ASSERT_EQ(kvStore_Delete(kv_->get(), "p.1"), NATS_OK);
+  ASSERT_EQ(kvStore_Purge(kv_->get(), "w.b", nullptr), NATS_OK);
+  const std::vector<std::string> live = {"p.0", "w.a"};
+  Result<std::vector<std::string>> keys = Status::NotFound("");
+  // Direct gets may come from a replica that has not applied the last
+  // writes yet.
+  EXPECT_TRUE(test_util::WaitFor(
+      [&] {
+        keys = KvKeys(conn_->js(), kv_->get(), 2000);
+        return keys.ok() && *keys == live;
+      },
+      10))
+      << (keys.ok() ? std::to_string(keys->size()) + " keys" : keys.status().ToString());
+
+  // A node this connection is not on: what is measured is the listing,
+  // not a reconnection.
+  char connected[256] = {0};
+  ASSERT_EQ(natsConnection_GetConnectedUrl(conn_->nc(), connected, sizeof(connected)), NATS_OK);
+  int down = 0;
+  while (nats_.Url(down) == connected) ++down;
+  nats_.Kill(down);
+  for (int i = 0; i < 12; ++i) {
+    keys = KvKeys(conn_->js(), kv_->get(), 2000);
+    ASSERT_TRUE(keys.ok()) << "listing " << i << " with node " << down
+                           << " down: " << keys.status().ToString();
+    EXPECT_EQ(*keys, live) << i;
+  }
 }
 
 }  // namespace
