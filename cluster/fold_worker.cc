@@ -184,17 +184,17 @@ class FoldWorkerImpl final : public FoldWorker {
 
   // Makes "w.<id>" this process's before the worker starts: created, or
   // taken over from a dead process. kBusy when a live process holds it: it
-  // rewrites the key every lease round, so a key whose revision moves
-  // within a round and a half is a live worker's. A key that does not move
-  // is one a killed worker could not delete (a stopped worker deletes its
-  // own): waited out here rather than for the bucket's whole TTL.
+  // rewrites the key every lease round, so a key whose revision moves while
+  // it is watched for three rounds (the TTL, when the period is derived
+  // from it) is a live worker's. A key that does not move is one a killed
+  // worker could not delete (a stopped worker deletes its own); the
+  // bucket's TTL removes it within that time, or it is taken over then.
   [[nodiscard]] Status ClaimId() {
     const std::string key = WorkerKey();
     const auto in_use = [&](const std::string& holder) {
       return Status::Busy("--worker-id " + options_.worker_id +
-                          ": a running worker uses this id (it announced itself as \"" + holder +
-                          "\" within the last " + std::to_string(renew_ms_ * 3 / 2) +
-                          " ms); give each worker its own id, or stop that one first");
+                          ": a running worker uses this id (it announces itself as \"" + holder +
+                          "\"); give each worker its own id, or stop that one first");
     };
     for (int attempt = 0; attempt < 3; ++attempt) {
       Result<uint64_t> created = cluster::KvCreate(leases_->get(), key, announcement_);
@@ -208,11 +208,19 @@ class FoldWorkerImpl final : public FoldWorker {
       Result<cluster::KvValue> seen = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
       if (!seen.ok() && seen.status().IsNotFound()) continue;  // deleted meanwhile
       if (!seen.ok()) return seen.status();
-      clock_->SleepUntil(clock_->NowMicros() + renew_ms_ * 1500);
-      Result<cluster::KvValue> again = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
-      if (!again.ok() && again.status().IsNotFound()) continue;  // its worker stopped
-      if (!again.ok()) return again.status();
-      if (again->revision != seen->revision) return in_use(again->value);
+      const int64_t until = clock_->NowMicros() + renew_ms_ * 3000;
+      bool gone = false;
+      while (clock_->NowMicros() < until) {
+        clock_->SleepUntil(std::min(until, clock_->NowMicros() + 250 * 1000));
+        Result<cluster::KvValue> now = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+        if (!now.ok() && now.status().IsNotFound()) {
+          gone = true;  // its worker stopped, or the TTL removed it
+          break;
+        }
+        if (!now.ok()) return now.status();
+        if (now->revision != seen->revision) return in_use(now->value);
+      }
+      if (gone) continue;
       Result<uint64_t> taken =
           cluster::KvUpdate(conn_->js(), leases_->get(), key, announcement_, seen->revision);
       if (taken.ok()) {
@@ -220,10 +228,13 @@ class FoldWorkerImpl final : public FoldWorker {
         return Status::OK();
       }
       if (taken.status().code() != Status::Code::kBusy) return taken.status();
-      return in_use(seen->value);  // rewritten just now: alive after all
+      // Rewritten at the last moment (alive after all), or removed by the
+      // TTL just now (created on the next attempt).
+      Result<cluster::KvValue> now = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
+      if (now.ok()) return in_use(now->value);
     }
     return Status::Busy("--worker-id " + options_.worker_id +
-                        ": its key was deleted and recreated three times while this worker "
+                        ": its key was removed and written again three times while this worker "
                         "started; is another worker starting with this id?");
   }
 

@@ -240,7 +240,7 @@ class FoldWorker {
   // start_timeout_ms) or not initialized (kNotFound), data_dir is unusable
   // (kIOError), the system refuses the thread (kUnavailable), or a running
   // worker holds options.worker_id (kBusy; a key left by a killed worker
-  // is waited out for at most a lease period and a half, then taken).
+  // is waited out, for at most the lease TTL).
   static Result<std::unique_ptr<FoldWorker>> Start(const ClusterOptions& cluster,
                                                    const FoldWorkerOptions& options);
 

@@ -789,15 +789,32 @@ TEST_F(ClusterFoldTest, OneWorkerIdIsOneRunningWorker) {
             std::string::npos)
       << first->LastError();
   first->Stop();
+  // What is left of a key: its last entry, as the stream leader has it.
+  // The bucket's TTL (3 s) may have removed it since its last write; a
+  // delete marker or another value would be the halted worker's doing.
+  const auto left_of = [&](const std::string& key) -> std::string {
+    natsMsg* m = nullptr;
+    const natsStatus st =
+        js_GetLastMsg(&m, t.js, ("KV_" + cluster_.stream + "_leases").c_str(),
+                      ("$KV." + cluster_.stream + "_leases." + key).c_str(), nullptr, nullptr);
+    if (st == NATS_NOT_FOUND) return "(expired)";
+    if (st != NATS_OK) return std::string("(") + natsStatus_GetText(st) + ")";
+    const char* op = nullptr;
+    std::string value = natsMsgHeader_Get(m, "KV-Operation", &op) == NATS_OK
+                            ? "(deleted)"
+                            : std::string(natsMsg_GetData(m), natsMsg_GetDataLength(m));
+    natsMsg_Destroy(m);
+    return value;
+  };
   for (int k = 0; k < kPartitions; ++k) {
-    Result<cluster::KvValue> lease = cluster::KvGet(leases.get(), cluster::LeaseKey(k));
-    EXPECT_TRUE(lease.ok() && lease->value == "dup") << k << ": " << lease.status().ToString();
+    const std::string lease = left_of(cluster::LeaseKey(k));
+    EXPECT_TRUE(lease == "dup" || lease == "(expired)") << k << ": " << lease;
     EXPECT_TRUE(std::filesystem::exists(first_dir.path() + "/p" + std::to_string(k) + ".stale"))
         << k;
   }
-  Result<cluster::KvValue> key = cluster::KvGet(leases.get(), cluster::WorkerKey("dup"));
-  ASSERT_TRUE(key.ok()) << key.status().ToString();
-  EXPECT_EQ(key->value, "dup another-process");
+  const std::string announced = left_of(cluster::WorkerKey("dup"));
+  EXPECT_TRUE(announced == "dup another-process" || announced == "(expired)") << announced;
+  Result<cluster::KvValue> key = Status::NotFound("");
 
   // Nobody renews that key now (as after a kill): a new worker "dup" takes
   // it over, and the leases the id holds with it.
