@@ -33,6 +33,25 @@ leveldb::Options DbOptions(leveldb::Env* env, const leveldb::FilterPolicy* filte
   return o;
 }
 
+// A database opened with its filter policy, which must outlive it.
+struct ExistingDb {
+  std::unique_ptr<const leveldb::FilterPolicy> filter;
+  std::unique_ptr<leveldb::DB> db;  // after `filter`: closed before it goes
+};
+
+// Opens the database in `dir`, which must exist.
+Result<ExistingDb> OpenExisting(const std::string& dir, leveldb::Env* env) {
+  ExistingDb e;
+  e.filter.reset(leveldb::NewBloomFilterPolicy(10));
+  leveldb::Options o = DbOptions(env, e.filter.get());
+  o.create_if_missing = false;
+  leveldb::DB* raw = nullptr;
+  Status st = storage::FromLevelDb(leveldb::DB::Open(o, dir, &raw), "opening " + dir);
+  if (!st.ok()) return st;
+  e.db.reset(raw);
+  return e;
+}
+
 }  // namespace
 
 Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapshot,
@@ -74,38 +93,30 @@ Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapsho
 }
 
 Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env) {
-  std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));
-  leveldb::Options o = DbOptions(env, filter.get());
-  o.create_if_missing = false;
-  leveldb::DB* raw = nullptr;
-  Status st = storage::FromLevelDb(leveldb::DB::Open(o, dir, &raw), "opening " + dir);
-  if (!st.ok()) return st;
-  std::unique_ptr<leveldb::DB> db(raw);
+  Result<ExistingDb> opened = OpenExisting(dir, env);
+  if (!opened.ok()) return opened.status();
+  leveldb::DB* db = opened->db.get();
   leveldb::ReadOptions ro;
   ro.verify_checksums = true;
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
   DbDigest digest;
   for (it->SeekToFirst(); it->Valid(); it->Next()) Add(&digest, it->key(), it->value());
-  st = storage::FromLevelDb(it->status(), "reading " + dir);
+  Status st = storage::FromLevelDb(it->status(), "reading " + dir);
   if (!st.ok()) return st;
   return digest;
 }
 
 Result<bool> DatabaseHoldsKey(const std::string& dir, leveldb::Env* env, const std::string& key) {
-  std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));
-  leveldb::Options o = DbOptions(env, filter.get());
-  o.create_if_missing = false;
-  leveldb::DB* raw = nullptr;
-  Status st = storage::FromLevelDb(leveldb::DB::Open(o, dir, &raw), "opening " + dir);
-  if (!st.ok()) return st;
-  std::unique_ptr<leveldb::DB> db(raw);
+  Result<ExistingDb> opened = OpenExisting(dir, env);
+  if (!opened.ok()) return opened.status();
+  leveldb::DB* db = opened->db.get();
   leveldb::ReadOptions ro;
   ro.verify_checksums = true;
   std::string value;
   const leveldb::Status s = db->Get(ro, key, &value);
   if (s.IsNotFound()) return false;
-  st = storage::FromLevelDb(s, "reading " + dir);
+  Status st = storage::FromLevelDb(s, "reading " + dir);
   if (!st.ok()) return st;
   return true;
 }

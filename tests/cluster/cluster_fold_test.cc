@@ -193,6 +193,23 @@ class ClusterFoldTest : public ::testing::Test {
     jsStreamInfo_Destroy(si);
     return ::testing::AssertionSuccess();
   }
+  // The test's own context and the lease bucket through it.
+  struct TestLeases {
+    TestJs t;
+    std::unique_ptr<cluster::KvBucket> bucket;  // after `t`: destroyed first
+  };
+  ::testing::AssertionResult OpenLeases(TestLeases* l) {
+    uint64_t last = 0;
+    if (::testing::AssertionResult connected = ConnectJs(&l->t, &last); !connected) {
+      return connected;
+    }
+    kvStore* kv = nullptr;
+    if (js_KeyValue(&kv, l->t.js, (cluster_.stream + "_leases").c_str()) != NATS_OK) {
+      return ::testing::AssertionFailure() << "opening bucket " << cluster_.stream << "_leases";
+    }
+    l->bucket = std::make_unique<cluster::KvBucket>(kv);
+    return ::testing::AssertionSuccess();
+  }
   // 40 receipts and 10 products, no malformed body.
   static sim::History SmallHistory(uint64_t seed) {
     sim::HistoryOptions ho;
@@ -373,12 +390,10 @@ TEST_F(ClusterFoldTest, ItsOwnRenewalAppliedAfterATimeoutIsNoLostLease) {
   TempDir dir("worker");
   std::unique_ptr<FoldWorker> worker = Worker(dir.path(), "a", nullptr, /*standbys=*/0);
   ASSERT_TRUE(worker);
-  TestJs t;
-  uint64_t last = 0;
-  ASSERT_TRUE(ConnectJs(&t, &last));
-  kvStore* kv = nullptr;
-  ASSERT_EQ(js_KeyValue(&kv, t.js, (cluster_.stream + "_leases").c_str()), NATS_OK);
-  cluster::KvBucket leases(kv);
+  TestLeases test_leases;
+  ASSERT_TRUE(OpenLeases(&test_leases));
+  cluster::KvBucket& leases = *test_leases.bucket;
+  TestJs& t = test_leases.t;
   auto lease = [&](int k) {
     Result<cluster::KvValue> v = cluster::KvGet(leases.get(), cluster::LeaseKey(k));
     return v.ok() ? *v : cluster::KvValue{};
@@ -772,12 +787,10 @@ TEST_F(ClusterFoldTest, OneWorkerIdIsOneRunningWorker) {
 
   // Another process rewrites the first's key: the first halts within a
   // round or two, owns nothing, and deletes none of what the id names.
-  TestJs t;
-  uint64_t last = 0;
-  ASSERT_TRUE(ConnectJs(&t, &last));
-  kvStore* kv = nullptr;
-  ASSERT_EQ(js_KeyValue(&kv, t.js, (cluster_.stream + "_leases").c_str()), NATS_OK);
-  cluster::KvBucket leases(kv);
+  TestLeases test_leases;
+  ASSERT_TRUE(OpenLeases(&test_leases));
+  cluster::KvBucket& leases = *test_leases.bucket;
+  TestJs& t = test_leases.t;
   uint64_t rev = 0;
   ASSERT_EQ(kvStore_PutString(&rev, leases.get(), cluster::WorkerKey("dup").c_str(),
                               "dup another-process"),
