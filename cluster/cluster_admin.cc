@@ -110,7 +110,14 @@ Status RetryWhileSettling(const ClusterInitOptions& options, const std::function
     Status st = step();
     if (st.ok() || st.code() != Status::Code::kUnavailable) return st;
     const int64_t now = clock->NowMicros();
-    if (now >= until) return st;
+    if (now >= until) {
+      // JetStream's words name no cause: say the usual one.
+      if (st.message().find("no suitable peers") == std::string::npos) return st;
+      return Status::Unavailable(st.message() + " (" + std::to_string(options.replicas) +
+                                 " replicas cannot be placed: fewer JetStream nodes than "
+                                 "--replicas are up, or they had not all joined within the settle "
+                                 "timeout)");
+    }
     clock->SleepUntil(std::min(until, now + 250 * 1000));
   }
 }

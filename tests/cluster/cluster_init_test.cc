@@ -204,6 +204,10 @@ TEST(ClusterInitSettleTest, InitWaitsForAFormingClusterToPlaceItsReplicas) {
   Result<ClusterLayout> early = InitCluster(cluster, options, Profile::ReceiptRoller());
   ASSERT_FALSE(early.ok());
   EXPECT_EQ(early.status().code(), Status::Code::kUnavailable) << early.status().ToString();
+  EXPECT_NE(early.status().message().find("3 replicas cannot be placed: fewer JetStream nodes "
+                                          "than --replicas are up"),
+            std::string::npos)
+      << early.status().ToString();
 
   options.settle_timeout_ms = 120000;
   Result<ClusterLayout> settled = Status::Unavailable("not run");
