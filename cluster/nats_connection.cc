@@ -118,16 +118,25 @@ Result<std::vector<std::string>> KvKeys(jsCtx* js, kvStore* kv, int64_t timeout_
   // key -> (sequence, deleted) of the latest entry seen: a key rewritten
   // during the walk is met again further on, and the later entry wins.
   std::map<std::string, std::pair<uint64_t, bool>> latest;
+  // A request a replica that just died was to answer is lost (the servers
+  // route direct gets to any replica until they see it gone): each waits a
+  // quarter of the time, and one unanswered is asked again while time is
+  // left.
+  const int64_t wait = std::max<int64_t>(timeout_ms / 4, 100);
   for (uint64_t seq = 1;;) {
     jsOptions o;
     jsOptions_Init(&o);
-    o.Wait = std::max<int64_t>(deadline - nats_Now(), 1);
     jsDirectGetMsgOptions d;
     jsDirectGetMsgOptions_Init(&d);
     d.Sequence = seq;
     d.NextBySubject = filter.c_str();
     natsMsg* m = nullptr;
-    const natsStatus s = js_DirectGetMsg(&m, js, stream.c_str(), &o, &d);
+    natsStatus s = NATS_TIMEOUT;
+    for (int64_t left = deadline - nats_Now(); left > 0; left = deadline - nats_Now()) {
+      o.Wait = std::min(left, wait);
+      s = js_DirectGetMsg(&m, js, stream.c_str(), &o, &d);
+      if (s != NATS_TIMEOUT && s != NATS_NO_RESPONDERS) break;
+    }
     if (s == NATS_NOT_FOUND) break;  // no entry at or after `seq`: the end
     if (s != NATS_OK)
       return FromNats(s, "listing the keys of bucket " + std::string(kvStore_Bucket(kv)));
