@@ -60,6 +60,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
