@@ -104,20 +104,27 @@ namespace {
 // convention): stream KV_<bucket>, a key's entries on subject
 // $KV.<bucket>.<key>, a delete or purge marked by this header.
 constexpr char kKvOperationHeader[] = "KV-Operation";
+std::string KvStream(kvStore* kv) { return std::string("KV_") + kvStore_Bucket(kv); }
 std::string KvSubject(kvStore* kv, const std::string& key) {
   return std::string("$KV.") + kvStore_Bucket(kv) + "." + key;
+}
+// Whether `m`, a key's entry, is the marker of a delete or a purge.
+bool IsKvRemoval(natsMsg* m) {
+  const char* op = nullptr;
+  return natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
 }
 
 }  // namespace
 
 Result<std::vector<std::string>> KvKeys(jsCtx* js, kvStore* kv, int64_t timeout_ms) {
-  const std::string stream = std::string("KV_") + kvStore_Bucket(kv);
+  const std::string stream = KvStream(kv);
   const std::string prefix = KvSubject(kv, "");
   const std::string filter = prefix + ">";
   const int64_t deadline = nats_Now() + std::max<int64_t>(timeout_ms, 1);
-  // key -> (sequence, deleted) of the latest entry seen: a key rewritten
-  // during the walk is met again further on, and the later entry wins.
-  std::map<std::string, std::pair<uint64_t, bool>> latest;
+  // key -> whether its latest entry is a removal: the walk goes up the
+  // sequence, so a key rewritten during it is met again, and the later
+  // entry replaces the earlier.
+  std::map<std::string, bool> removed;
   // A request a replica that just died was to answer is lost (the servers
   // route direct gets to any replica until they see it gone): each waits a
   // quarter of the time, and one unanswered is asked again while time is
@@ -140,21 +147,18 @@ Result<std::vector<std::string>> KvKeys(jsCtx* js, kvStore* kv, int64_t timeout_
     if (s == NATS_NOT_FOUND) break;  // no entry at or after `seq`: the end
     if (s != NATS_OK)
       return FromNats(s, "listing the keys of bucket " + std::string(kvStore_Bucket(kv)));
-    const char* op = nullptr;
-    const bool removed = natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
     const uint64_t at = natsMsg_GetSequence(m);
     const std::string_view subject = natsMsg_GetSubject(m) ? natsMsg_GetSubject(m) : "";
     if (subject.starts_with(prefix)) {
-      auto& entry = latest[std::string(subject.substr(prefix.size()))];
-      if (at >= entry.first) entry = {at, removed};
+      removed[std::string(subject.substr(prefix.size()))] = IsKvRemoval(m);
     }
     natsMsg_Destroy(m);
     if (at < seq) return Status::Unavailable("listing keys: stream " + stream + " went backwards");
     seq = at + 1;
   }
   std::vector<std::string> keys;
-  for (const auto& [key, entry] : latest) {
-    if (!entry.second) keys.push_back(key);
+  for (const auto& [key, gone] : removed) {
+    if (!gone) keys.push_back(key);
   }
   return keys;
 }
@@ -245,11 +249,10 @@ Result<uint64_t> NextSeqOnSubject(natsConnection* nc, const std::string& stream,
 Result<KvValue> KvGetFromLeader(jsCtx* js, kvStore* kv, const std::string& key) {
   natsMsg* m = nullptr;
   jsErrCode err = jsErrCode{};
-  const natsStatus s = js_GetLastMsg(&m, js, (std::string("KV_") + kvStore_Bucket(kv)).c_str(),
-                                     KvSubject(kv, key).c_str(), nullptr, &err);
+  const natsStatus s =
+      js_GetLastMsg(&m, js, KvStream(kv).c_str(), KvSubject(kv, key).c_str(), nullptr, &err);
   if (s != NATS_OK) return FromNats(s, "reading key " + key + " from the stream leader", err);
-  const char* op = nullptr;
-  const bool removed = natsMsgHeader_Get(m, kKvOperationHeader, &op) == NATS_OK && op != nullptr;
+  const bool removed = IsKvRemoval(m);
   KvValue v;
   v.value.assign(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
   v.revision = natsMsg_GetSequence(m);
