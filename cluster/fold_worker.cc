@@ -60,10 +60,12 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -411,9 +413,14 @@ class FoldWorkerImpl final : public FoldWorker {
     for (const auto& [k, p] : standby_) standing_by_.push_back(k);
   }
 
-  // Waits `micros` on the worker's Clock, or until Stop.
-  void Pause(int64_t micros) {
-    const int64_t until = clock_->NowMicros() + micros;
+  // How long after a failed lease round the next one starts, ms: half a
+  // second, or the renewal period when that is shorter.
+  int64_t RetryLeasesMs() const { return std::min<int64_t>(renew_ms_, 500); }
+
+  // Waits `micros` on the worker's Clock, or until Stop, or until
+  // `next_lease` (the next lease round is not put off by a pause).
+  void Pause(int64_t micros, int64_t next_lease = std::numeric_limits<int64_t>::max()) {
+    const int64_t until = std::min(clock_->NowMicros() + micros, next_lease);
     MutexLock lock(&mu_);
     while (!stop_.load() && clock_->NowMicros() < until)
       clock_->WaitUntil(lock.native(), cv_, until);
@@ -427,7 +434,13 @@ class FoldWorkerImpl final : public FoldWorker {
       const int64_t now = clock_->NowMicros();
       if (now >= next_lease) {
         leases_failed = !Leases();
-        next_lease = now + renew_ms_ * 1000;
+        // A round JetStream did not answer is tried again soon, not a whole
+        // period later: any renewal before the TTL keeps a lease, and the
+        // outage may be a stream-leader election of the lease bucket (4-9 s
+        // in nats-server 2.9) against a TTL of 10 s. The retry starts after
+        // the failed round, which may have waited out its timeouts.
+        next_lease =
+            leases_failed ? clock_->NowMicros() + RetryLeasesMs() * 1000 : now + renew_ms_ * 1000;
         if (halted_.load()) {
           EndRound(true);
           return;
@@ -435,7 +448,7 @@ class FoldWorkerImpl final : public FoldWorker {
       }
       if (parts_.empty() && standby_.empty()) {
         EndRound(leases_failed);
-        Pause(std::max<int64_t>(renew_ms_ / 4, 10) * 1000);
+        Pause(std::max<int64_t>(renew_ms_ / 4, 10) * 1000, next_lease);
         continue;
       }
       bool failed = false;
@@ -451,7 +464,7 @@ class FoldWorkerImpl final : public FoldWorker {
       EndRound(failed || leases_failed);
       if (failed) {
         // JetStream unreachable or a store failing: do not spin.
-        Pause(200 * 1000);
+        Pause(200 * 1000, next_lease);
       }
     }
   }

@@ -50,10 +50,13 @@ class ClusterFoldTest : public ::testing::Test {
     ClusterInitOptions init;
     init.partitions = kPartitions;
     init.replicas = 3;
-    init.lease_ttl_ms = 3000;
+    init.lease_ttl_ms = LeaseTtlMs();
     Result<ClusterLayout> layout = InitCluster(cluster_, init, Profile::ReceiptRoller());
     ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   }
+
+  // The lease bucket's TTL: short, so that takeovers are quick.
+  virtual int64_t LeaseTtlMs() const { return 3000; }
 
   std::unique_ptr<IngestSink> Sink(int64_t publish_timeout_ms = 5000, Clock* clock = nullptr) {
     ClusterSinkOptions so;
@@ -842,6 +845,121 @@ TEST_F(ClusterFoldTest, OneWorkerIdIsOneRunningWorker) {
   // A stopped worker deletes its key: the id is free at once.
   next->Stop();
   EXPECT_FALSE(cluster::KvGet(leases.get(), cluster::WorkerKey("dup")).ok());
+}
+
+// With the default lease TTL (10 s) and a renewal period of 3 s.
+class ClusterFoldDefaultTtlTest : public ClusterFoldTest {
+ protected:
+  int64_t LeaseTtlMs() const override { return 10000; }
+};
+
+// A lease round JetStream does not answer (here the lease bucket's stream
+// leader is paused for about a request timeout; a leader that dies leaves
+// the bucket unanswered for the election of the next, 4-9 s in nats-server
+// 2.9) is tried again half a second later, not a renewal period later: the
+// leases are renewed well within the TTL and no partition changes hands. The worker's clock only
+// moves when the test moves it, and the test moves it by the half second
+// only: without the retry, no renewal would follow.
+TEST_F(ClusterFoldDefaultTtlTest, AnUnansweredLeaseRoundIsTriedAgainHalfASecondLater) {
+  ManualClock clock(SystemClock()->NowMicros());
+  ClusterOptions quick = cluster_;
+  quick.timeout_ms = 1000;  // a round the paused nodes do not answer fails within a second
+  TempDir dir("worker");
+  FoldWorkerOptions fo;
+  fo.clock = &clock;
+  fo.standbys = 0;
+  fo.data_dir = dir.path();
+  fo.worker_id = "a";
+  fo.fetch_batch = 64;
+  fo.fetch_wait_ms = 100;
+  fo.renew_every_ms = 3000;
+  Result<std::unique_ptr<FoldWorker>> started = FoldWorker::Start(quick, fo);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  FoldWorker& worker = **started;
+  TestLeases test_leases;
+  ASSERT_TRUE(OpenLeases(&test_leases));
+  // Each lease's revision, 0 unless it holds "a". Only a lease round
+  // renews them (the round that fails below gets no further than the
+  // announcement of w.a).
+  const auto revisions = [&] {
+    std::vector<uint64_t> out;
+    for (int k = 0; k < kPartitions; ++k) {
+      Result<cluster::KvValue> v = cluster::KvGet(test_leases.bucket->get(), cluster::LeaseKey(k));
+      out.push_back(v.ok() && v->value == "a" ? v->revision : 0);
+    }
+    return out;
+  };
+  const auto all_after = [&](const std::vector<uint64_t>& before) {
+    const std::vector<uint64_t> now = revisions();
+    for (int k = 0; k < kPartitions; ++k) {
+      if (now[k] <= before[k]) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return worker.Owned().size() == static_cast<size_t>(kPartitions) &&
+               all_after(std::vector<uint64_t>(kPartitions, 0));
+      },
+      60))
+      << worker.LastError();
+  // A round on time renews every lease, just before the outage.
+  std::vector<uint64_t> renewed = revisions();
+  clock.Advance(3000 * 1000);
+  ASSERT_TRUE(WaitFor([&] { return all_after(renewed); }, 30)) << worker.LastError();
+  renewed = revisions();
+
+  // The node that leads the bucket's stream ("n<i>"), which alone answers
+  // its writes.
+  jsStreamInfo* si = nullptr;
+  ASSERT_EQ(js_GetStreamInfo(&si, test_leases.t.js, ("KV_" + cluster_.stream + "_leases").c_str(),
+                             nullptr, nullptr),
+            NATS_OK);
+  const std::string leader = si->Cluster != nullptr && si->Cluster->Leader != nullptr
+                                 ? std::string(si->Cluster->Leader)
+                                 : std::string();
+  jsStreamInfo_Destroy(si);
+  ASSERT_TRUE(leader.size() == 2 && leader[0] == 'n' && leader[1] >= '0' &&
+              leader[1] < '0' + NatsCluster::kNodes)
+      << "leader \"" << leader << "\"";
+  const int paused = leader[1] - '0';
+
+  std::vector<std::string> reports;
+  nats_.Pause(paused);
+  clock.Advance(3000 * 1000);
+  const bool failed = WaitFor(
+      [&] {
+        for (std::string& r : worker.TakeReports()) reports.push_back(std::move(r));
+        return std::any_of(reports.begin(), reports.end(), [](const std::string& r) {
+          return r.find("announcing worker a") != std::string::npos;
+        });
+      },
+      30);
+  nats_.Resume(paused);
+  ASSERT_TRUE(failed) << "the round on paused nodes did not fail: " << worker.LastError();
+  ASSERT_EQ(nats_.WaitReady(), "");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster::KvGetFromLeader(test_leases.t.js, test_leases.bucket->get(),
+                                        cluster::LeaseKey(0))
+            .ok();
+      },
+      30));
+
+  // The bucket's stream may still be choosing its leader for the worker's
+  // first retry: each failed one is tried again half a second later. Four
+  // tries stay within the 3 s period, when the next round would come anyway.
+  bool renewed_again = false;
+  for (int retry = 0; retry < 4 && !renewed_again; ++retry) {
+    clock.Advance(500 * 1000);
+    renewed_again = WaitFor([&] { return all_after(renewed); }, 10);
+  }
+  EXPECT_TRUE(renewed_again) << "no lease round on the half-second retries after the failed one: "
+                             << worker.LastError();
+  for (std::string& r : worker.TakeReports()) reports.push_back(std::move(r));
+  for (const std::string& r : reports) EXPECT_EQ(r.find("given up"), std::string::npos) << r;
+  EXPECT_EQ(worker.Owned().size(), static_cast<size_t>(kPartitions));
+  worker.Stop();
 }
 
 // A worker id names JetStream consumers and lease keys: one those names
