@@ -211,6 +211,11 @@ class FoldWorkerImpl final : public FoldWorker {
       Result<cluster::KvValue> seen = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
       if (!seen.ok() && seen.status().IsNotFound()) continue;  // deleted meanwhile
       if (!seen.ok()) return seen.status();
+      if (seen->value == announcement_) {
+        // Our own create, unanswered but applied.
+        worker_rev_ = seen->revision;
+        return Status::OK();
+      }
       const int64_t until = clock_->NowMicros() + renew_ms_ * 3000;
       bool gone = false;
       while (clock_->NowMicros() < until) {
@@ -486,7 +491,13 @@ class FoldWorkerImpl final : public FoldWorker {
           now = cluster::KvGetFromLeader(conn_->js(), leases_->get(), key);
         }
       }
-      if (!r.ok() && now.ok()) {
+      if (!r.ok() && now.ok() && now->value == announcement_) {
+        // This process's own words (the nonce is no other's): a create or
+        // an update of ours that went unanswered was applied after all,
+        // as while the bucket's stream changes leader. Ours; the next
+        // round rewrites it at this revision.
+        r = now->revision;
+      } else if (!r.ok() && now.ok()) {
         Halt(now->value);
         return false;
       }
