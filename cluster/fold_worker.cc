@@ -565,6 +565,13 @@ class FoldWorkerImpl final : public FoldWorker {
   // over our share, take free partitions up to it. False when JetStream did
   // not answer the announcement, a renewal or the listing of the keys.
   bool Leases() {
+    // Renewals and the announcement happen at the start of a round only, so
+    // a round stops taking partitions and warm copies once it has run a
+    // renewal period (having taken one at least); the next round starts at
+    // once and takes the rest. Each takeover costs several JetStream
+    // requests: one worker taking 32 partitions in one round took 18 s,
+    // past the TTL of the first ones it took, and of its own w.<id>.
+    const int64_t take_until = clock_->NowMicros() + renew_ms_ * 1000;
     if (!Announce()) return false;  // JetStream is unreachable (renewing would fail too), or halted
     const int p = layout_.partitions;
     // Within a third of the TTL, so that the renewals below stay in time.
@@ -639,9 +646,12 @@ class FoldWorkerImpl final : public FoldWorker {
     for (int i = 0; i < p; ++i) {
       if (!standby_.count((offset + i) % p)) order.push_back((offset + i) % p);
     }
+    bool took_one = false;
     for (int k : order) {
       if (parts_.size() >= share) break;
       if (parts_.count(k)) continue;
+      if (took_one && clock_->NowMicros() >= take_until) break;
+      took_one = true;
       // Taken as "acquiring:<id>" until the consumer is recreated, so that
       // `cluster status` does not read the previous owner's consumer as ours.
       const std::string acquiring = std::string(cluster::kAcquiringPrefix) + options_.worker_id;
@@ -690,7 +700,7 @@ class FoldWorkerImpl final : public FoldWorker {
         (void)cluster::KvDeleteAt(conn_->js(), leases_->get(), cluster::LeaseKey(k), lease_rev);
       }
     }
-    Standbys(live, *keys);
+    Standbys(live, *keys, take_until, took_one);
     Publish();
     return true;
   }
@@ -700,7 +710,9 @@ class FoldWorkerImpl final : public FoldWorker {
   // ceil(P * n / live) partitions it does not own, each with fewer than n
   // other standbys. When a race put more than n on one partition, the
   // standbys whose ids sort last give theirs up.
-  void Standbys(int live, const std::vector<std::string>& keys) {
+  // Opens warm copies until `open_until` on the worker's Clock, and one at
+  // least unless `took_one` (the round already took a partition).
+  void Standbys(int live, const std::vector<std::string>& keys, int64_t open_until, bool took_one) {
     const int n = std::min(standbys_, live - 1);
     std::map<int, std::vector<std::string>> others;  // partition -> other standbys, sorted
     for (const std::string& key : keys) {
@@ -742,6 +754,8 @@ class FoldWorkerImpl final : public FoldWorker {
     std::sort(candidates.begin(), candidates.end());
     for (const auto& [have, k] : candidates) {
       if (standby_.size() >= share) break;
+      if (took_one && clock_->NowMicros() >= open_until) break;
+      took_one = true;
       if (Status st = OpenStandby(k); !st.ok()) Fail(st);
     }
   }

@@ -7,6 +7,7 @@
 // is clean on every partition store.
 
 #include <gtest/gtest.h>
+#include <nats/nats.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/consumer_names.h"
 #include "eventfold/cluster.h"
 #include "tests/cluster/cluster_processes.h"
 #include "tests/cluster/nats_cluster.h"
@@ -164,6 +166,75 @@ TEST(ClusterProcessTest, KilledWorkerHandsOverAndAnEmptyWorkerRestoresByReplay) 
       EXPECT_NE(b_out.exit_code == 0, c_out.exit_code == 0) << cmd << ": in exactly one worker";
     }
   }
+}
+
+// One --worker-id is one running `eventfold fold`: a second process with a
+// running worker's id is refused at start, and a running one whose key
+// another process rewrites (one that got past that check) stops folding.
+// Each exits 2 and says why.
+TEST(ClusterProcessTest, AFoldWhoseWorkerIdIsInUseOrTakenExitsTwo) {
+  ProcessCluster p("cluster-proc-id", kSecret);
+  ASSERT_EQ(p.Start(kPartitions), "");
+  std::unique_ptr<Child> a = p.Fold("x");
+  std::map<int, std::string> owners;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return test_util::Settled(p.cluster, &owners) &&
+               std::all_of(owners.begin(), owners.end(),
+                           [](const auto& o) { return o.second == "x"; });
+      },
+      60))
+      << a->Log();
+
+  Child second({"fold", "--cluster", p.urls, "--data", p.dir() + "/x2", "--worker-id", "x"},
+               p.dir() + "/x2.log");
+  second.WaitExit();
+  EXPECT_EQ(second.exit_code(), 2) << second.Log();
+  EXPECT_NE(second.Log().find("--worker-id x: a running worker uses this id"), std::string::npos)
+      << second.Log();
+
+  // Another process's words under w.x.
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, p.urls.c_str()), NATS_OK);
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  uint64_t rev = 0;
+  EXPECT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  EXPECT_EQ(js_KeyValue(&kv, js, (p.cluster.stream + "_leases").c_str()), NATS_OK);
+  EXPECT_EQ(kvStore_PutString(&rev, kv, cluster::WorkerKey("x").c_str(), "x another-process"),
+            NATS_OK);
+  kvStore_Destroy(kv);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  a->WaitExit();
+  EXPECT_EQ(a->exit_code(), 2) << a->Log();
+  EXPECT_NE(a->Log().find("another process announced itself under this id (\"x another-process\""),
+            std::string::npos)
+      << a->Log();
+  EXPECT_NE(a->Log().find("stopped: another worker runs with this --worker-id"), std::string::npos)
+      << a->Log();
+}
+
+// One worker taking 32 partitions keeps every one it takes. Each takeover
+// costs several JetStream requests (about half a second here), and a lease
+// round renews at its start only: taking all 32 in one round took 18 s, and
+// the first ones taken expired on the way (a 6 s TTL here) and were given
+// up. A round now stops taking once it has run a renewal period.
+TEST(ClusterProcessTest, AWorkerTakingManyPartitionsKeepsTheFirstItTook) {
+  constexpr int kMany = 32;
+  ProcessCluster p("cluster-proc-many", kSecret);
+  ASSERT_EQ(p.Start(kMany, /*lease_ttl_ms=*/6000), "");
+  std::unique_ptr<Child> a = p.Fold("a");
+  std::map<int, std::string> owners;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return test_util::Settled(p.cluster, &owners) && owners.size() == kMany &&
+               std::all_of(owners.begin(), owners.end(),
+                           [](const auto& o) { return o.second == "a"; });
+      },
+      180))
+      << a->Log();
+  EXPECT_EQ(a->Log().find("given up"), std::string::npos) << a->Log();
 }
 
 }  // namespace

@@ -78,14 +78,22 @@ class Child {
     if (pid_ <= 0) return;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < until) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) break;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     pid_ = -1;
   }
+  // The exit code once WaitExit saw the exit (128 + the signal when one
+  // ended it); -1 before, or when it did not end within the wait.
+  int exit_code() const { return exit_code_; }
 
  private:
   pid_t pid_ = -1;
+  int exit_code_ = -1;
   std::string log_;
 };
 
@@ -118,8 +126,8 @@ inline int ListeningPort(const Child& serve, int seconds) {
 }
 
 // The setting of the process tests: a 3-node JetStream cluster initialized
-// with `partitions` partitions (R=3, a 3 s lease TTL so that a killed
-// worker's partitions move within seconds), a scratch directory, and
+// with `partitions` partitions (R=3, a 3 s lease TTL unless told, so that
+// a killed worker's partitions move within seconds), a scratch directory, and
 // `eventfold serve --cluster` on a free loopback port signing with `secret`.
 //
 //   ProcessCluster p("cluster-proc", kSecret);
@@ -132,13 +140,13 @@ class ProcessCluster {
 
   // Starts the nodes, initializes the cluster and starts the receiver; ""
   // once it listens, else why not.
-  std::string Start(int partitions) {
+  std::string Start(int partitions, int64_t lease_ttl_ms = 3000) {
     if (std::string err = nats.Start(); !err.empty()) return err;
     cluster.urls = {nats.Url(0), nats.Url(1), nats.Url(2)};
     urls = nats.Urls();
     ClusterInitOptions init;
     init.partitions = partitions;
-    init.lease_ttl_ms = 3000;
+    init.lease_ttl_ms = lease_ttl_ms;
     Result<ClusterLayout> layout = InitCluster(cluster, init, Profile::ReceiptRoller());
     if (!layout.ok()) return "cluster init: " + layout.status().ToString();
     serve = Serve(0);
