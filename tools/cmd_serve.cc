@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "core/parse_number.h"
 #include "eventfold/cluster.h"
@@ -339,10 +340,15 @@ void AddServeCommand(CLI::App* app, Action* action) {
                 "accept unsigned deliveries (only behind a verifying proxy)");
   cmd->add_option("--tolerance", a->tolerance, "signature timestamp window, seconds")
       ->capture_default_str();
+  // CLI11 reads "-1" into these unsigned options as 2^64 - 1: no limit at
+  // all. And no delivery in flight would answer every one 429.
+  constexpr int64_t kNoMore = std::numeric_limits<int64_t>::max();
   cmd->add_option("--max-in-flight", a->max_in_flight, "deliveries stored at once before 429")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WithinRange(1, kNoMore));
   cmd->add_option("--max-body", a->max_body, "largest body in bytes before 413")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WithinRange(1, kNoMore));
   cmd->add_option("--threads", a->threads,
                   "worker threads for what the event loops do not do themselves: GETs, bodies "
                   "over 64 KiB, and in cluster mode every delivery and refusal (verified, "
@@ -354,7 +360,8 @@ void AddServeCommand(CLI::App* app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--max-connections", a->max_connections,
                   "open connections beyond which new ones get 503 and a close")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WithinRange(1, kNoMore));
   cmd->add_option("--cluster", a->cluster_urls,
                   "cluster mode: comma-separated nats:// URLs; publish instead of storing");
   cmd->add_option("--stream", a->stream, "cluster mode: intake stream name")

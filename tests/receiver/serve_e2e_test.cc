@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/signature.h"
@@ -746,6 +747,27 @@ TEST_F(serve_e2e, RefusedFlagsCreateNoDataDirectory) {
     EXPECT_EQ(r.exit_code, 2) << flags[flags.size() - 2] << " " << flags.back() << ": " << r.err;
     EXPECT_FALSE(std::filesystem::exists(data_))
         << flags[flags.size() - 2] << " " << flags.back() << " created " << data_;
+  }
+}
+
+// CLI11 reads "-1" into an unsigned option as 2^64 - 1, which took away the
+// body, in-flight and connection limits; and no delivery in flight would
+// answer every delivery 429. Each is refused by its flag's name. (The
+// non-loopback --admin-listen, refused later, ends a serve that took the
+// flag instead of running it.)
+TEST_F(serve_e2e, NegativeAndZeroLimitsAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--max-body", "-1"},
+      {"--max-in-flight", "-1"},
+      {"--max-in-flight", "0"},
+      {"--max-connections", "-1"},
+  };
+  for (const auto& [flag, value] : refused) {
+    const CommandResult r = Cli({"serve", "--data", data_, "--listen", "127.0.0.1:0", "--secret",
+                                 kSecret, flag, value, "--admin-listen", "192.0.2.1:0"});
+    EXPECT_EQ(r.exit_code, 2) << flag << " " << value << ": " << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << flag << " " << value << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(data_)) << flag << " " << value << " created " << data_;
   }
 }
 
