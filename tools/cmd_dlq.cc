@@ -7,6 +7,7 @@
 // are parked behind N and cannot go before it.
 
 #include <iostream>
+#include <limits>
 
 #include "core/json_writer.h"
 #include "eventfold/subscription.h"
@@ -87,12 +88,17 @@ void AddVerb(CLI::App* dlq, const std::string& verb, const std::string& help, Ac
   auto args = std::make_shared<DlqArgs>();
   AddDataOption(cmd, &args->dir);
   cmd->add_option("--subscription", args->subscription, "subscription name")->required();
+  // A change's seq starts at 1; 0 stands for "no --seq" (every dead letter)
+  // here, and CLI11 reads "-1" as 2^64 - 1: both are usage errors, or
+  // `retry --seq 0` would mark every dead letter.
+  const CLI::Validator a_seq = WithinRange(1, std::numeric_limits<int64_t>::max());
   if (verb == "list") {
-    cmd->add_option("--seq", args->seq, "only this dead letter");
+    cmd->add_option("--seq", args->seq, "only this dead letter")->check(a_seq);
   } else if (verb == "retry") {
-    cmd->add_option("--seq", args->seq, "only this dead letter's entity (default: all)");
+    cmd->add_option("--seq", args->seq, "only this dead letter's entity (default: all)")
+        ->check(a_seq);
   } else {
-    auto* seq = cmd->add_option("--seq", args->seq, "the dead letter to delete");
+    auto* seq = cmd->add_option("--seq", args->seq, "the dead letter to delete")->check(a_seq);
     cmd->add_flag("--all", args->all, "delete every dead letter")->excludes(seq);
   }
   cmd->callback([=] { *action = [=] { return Dlq(verb, *args); }; });

@@ -175,6 +175,42 @@ TEST_F(FeedCliTest, SubscriptionsDeadLettersAndGc) {
   EXPECT_EQ(r.out, "{\"dropped\":1}\n");
 }
 
+// A change's seq starts at 1. `--seq 0` was taken for no --seq at all (so
+// `dlq retry --seq 0` marked every dead letter of the subscription), and
+// `--seq -1` for 2^64 - 1 (not found, exit 1): both are usage errors now,
+// named by the flag, and nothing is marked or dropped.
+TEST_F(FeedCliTest, DlqSeqBelowOneIsAUsageError) {
+  ManualClock clock(kT0);
+  {
+    std::unique_ptr<Store> store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_EQ(store->Ingest(Issued("e1", "r1")).outcome, Outcome::kAccepted);  // 1
+    ASSERT_EQ(store->Ingest(Issued("e2", "r2")).outcome, Outcome::kAccepted);  // 2
+    SubscriptionOptions o;
+    o.name = "mail";
+    o.threads = 0;
+    o.clock = &clock;
+    o.max_attempts = 1;
+    auto mail = Subscription::Start(store.get(), o,
+                                    [](const Change&) { return Status::Unavailable("smtp down"); });
+    ASSERT_TRUE(mail.ok()) << mail.status().ToString();
+    ASSERT_TRUE((*mail)->RunUntilIdle().ok());
+  }
+  CliResult r = Run({"subscriptions", "--data", dir_.path()});
+  ASSERT_TRUE(Has(r.out, R"("parked":2,"redrive_pending":0})")) << r.out;
+
+  for (const std::string verb : {"list", "retry", "drop"}) {
+    for (const std::string seq : {"0", "-1"}) {
+      r = Run({"dlq", verb, "--data", dir_.path(), "--subscription", "mail", "--seq", seq});
+      EXPECT_EQ(r.exit_code, 2) << verb << " --seq " << seq << ": " << r.out << r.err;
+      EXPECT_TRUE(Has(r.err, "--seq")) << verb << " --seq " << seq << ": " << r.err;
+      EXPECT_EQ(r.out, "") << verb << " --seq " << seq;
+    }
+  }
+  r = Run({"subscriptions", "--data", dir_.path()});
+  EXPECT_TRUE(Has(r.out, R"("parked":2,"redrive_pending":0})")) << r.out;
+}
+
 TEST_F(FeedCliTest, GcCompactsOldTerminalEntities) {
   // Arrival times come from the store's Clock: these arrived ten days ago.
   constexpr int64_t kDay = 24 * 3600 * kSecond;
