@@ -338,10 +338,13 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   // Durable before the first file is copied, gone once all is verified and
   // durable: a restore stopped in between is never opened as a store.
   if (st.ok()) st = MarkUnfinishedCopy(env, dir, "a restore of " + backup);
-  if (st.ok()) st = CopyDir(env, backup, dir, &summary.bytes);
+  // The files' bytes; the summary counts the records' keys and values, as
+  // a backup's does (read back below).
+  uint64_t file_bytes = 0;
+  if (st.ok()) st = CopyDir(env, backup, dir, &file_bytes);
   // Before the store is opened below, which would create an empty one.
   if (st.ok() && has_quarantine) {
-    st = CopyDir(env, quarantine, QuarantineDir(dir), &summary.bytes);
+    st = CopyDir(env, quarantine, QuarantineDir(dir), &file_bytes);
   }
   // Every record read back, before the store is opened; held to the
   // backup's manifest when it has one.
@@ -350,7 +353,11 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
     st = restored.status();
     if (st.ok()) {
       summary.records = restored->store.records;
-      if (restored->quarantine) summary.records += restored->quarantine->records;
+      summary.bytes = restored->store.bytes;
+      if (restored->quarantine) {
+        summary.records += restored->quarantine->records;
+        summary.bytes += restored->quarantine->bytes;
+      }
     }
     if (st.ok() && *manifest) {
       st = SameAsWritten(restored->store, (*manifest)->store, backup, "store");
