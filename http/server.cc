@@ -521,7 +521,6 @@ class Session : public std::enable_shared_from_this<Session> {
     if (const auto declared = parser_->content_length();
         declared && *declared > s_.opt_.max_body_bytes) {
       // Refused from the header alone: no body read, no "100 Continue".
-      s_.Count(kBodyTooLarge);
       return Oversized(*declared);
     }
     parser_->body_limit(s_.opt_.max_body_bytes);  // chunked bodies: while reading
@@ -630,7 +629,6 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::body_limit) {
       // A chunked body is cut off at the limit: its size is not known, only
       // that it exceeds the limit (0 says so to the receiver).
-      s_.Count(kBodyTooLarge);
       return Oversized(0);
     }
     Refuse(kBadFraming, 400, "malformed request body: " + ec.message());
@@ -705,16 +703,22 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string path(std::string_view(target_).substr(0, target_.find('?')));
     request_line_ = method + " " + std::string(parser_->get().target());
     body_bytes_ = 0;
+    // Counted as body_too_large when the answer is a 413: the handler may
+    // answer something else first (the admin API's 401 without its token).
     if (s_.rx_->RefusesOversizedWithoutBlocking()) {
-      return Respond(s_.rx_->RefuseOversized(method, path, headers, bytes), true);
+      HttpResponse r = s_.rx_->RefuseOversized(method, path, headers, bytes);
+      if (r.status == 413) s_.Count(kBodyTooLarge);
+      return Respond(std::move(r), true);
     }
     auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
                  headers = std::move(headers), bytes] {
       HttpResponse r = self->s_.rx_->RefuseOversized(method, path, headers, bytes);
+      if (r.status == 413) self->s_.Count(kBodyTooLarge);
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->Respond(std::move(r), true); });
     };
     if (!s_.pool_->TrySubmit(std::move(task))) {
+      s_.Count(kBodyTooLarge);
       Respond(HttpResponse{413, "application/json",
                            "{\"status\":\"too_large\",\"error\":\"body too large\"}"},
               true);

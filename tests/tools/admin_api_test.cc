@@ -210,6 +210,15 @@ TEST_F(AdminApiTest, OversizedBodyIs401WithoutTheTokenAnd413WithIt) {
     const std::string auth = with_token ? "Authorization: Bearer " + kToken + "\r\n" : "";
     ASSERT_TRUE(c.Send("GET /v1/status HTTP/1.1\r\nHost: t\r\n" + auth + declared + "\r\n"));
     EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{with_token ? 413 : 401}) << with_token;
+    // /metrics counts the 413 it sent, not one the 401 stood in for.
+    auto metrics = Get("/metrics");
+    ASSERT_TRUE(metrics);
+    const std::string count = with_token ? "1" : "0";
+    EXPECT_NE(metrics->body.find("eventfold_http_refused_total{reason=\"body_too_large\"} " +
+                                 count + "\n"),
+              std::string::npos)
+        << with_token << "\n"
+        << metrics->body;
   }
 }
 
