@@ -98,17 +98,32 @@ int Get(const std::string& server_url, const std::string& target, Answer* out, i
   if (token != nullptr && *token != '\0') {
     headers.emplace("Authorization", std::string("Bearer ") + token);
   }
+  const auto sent = std::chrono::steady_clock::now();
   httplib::Result res =
       post ? client.Post(target, headers, "", "text/plain") : client.Get(target, headers);
   if (!res) {
     out->unreachable = true;
     if (quiet) return kExitError;
     std::cerr << "eventfold: " << server << target << ": ";
+    const int64_t timeout_ms = wait_ms + kReadSlackMs;
+    const int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - sent)
+                                  .count();
     if (res.error() == httplib::Error::Connection) {
       std::cerr << "cannot connect (is `eventfold serve --admin-listen` running there?)";
+    } else if (res.error() == httplib::Error::Read && waited_ms < timeout_ms) {
+      // Closed before the client's own deadline: the server stopped (a
+      // SIGTERM's drain closes what is still running after 10 s), not a
+      // wait that ran out.
+      std::cerr << "the connection was closed after " << waited_ms / 1000
+                << " s, before a whole answer (was the server stopped?)";
+      if (post) {
+        std::cerr << "; the server may have finished the backup all the same: see what the "
+                     "directory holds before running it again";
+      }
     } else if (res.error() == httplib::Error::Read) {
-      std::cerr << "no whole answer within " << (wait_ms + kReadSlackMs) / 1000
-                << " s (the connection was closed, or the admin listener is busy)";
+      std::cerr << "no whole answer within " << timeout_ms / 1000
+                << " s (the admin listener is busy)";
     } else {
       std::cerr << httplib::to_string(res.error());
     }

@@ -3,8 +3,11 @@
 // switches), `feed --follow` beside ingest, parent directories, and the
 // newcomer's command line (help, --pretty, empty lists said so).
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -514,6 +517,48 @@ TEST_F(cli_ux, ServerUrlsOtherThanHttpHostPortAreUsageErrors) {
   CliResult r = Run({"status", "--server", "http://127.0.0.1:1/"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Contains(r.err, "cannot connect")) << r.err;
+}
+
+// A server that reads the request and closes the connection without an
+// answer (a `serve` whose SIGTERM drain ran out while a backup was being
+// written) is told as a closed connection, not as a wait of 60 s, or of
+// six hours for a backup, that never happened; and a backup's caller is
+// told that the copy may have been finished all the same.
+TEST_F(cli_ux, AConnectionClosedBeforeItsAnswerIsToldAsClosed) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  std::thread closer([listener] {
+    for (int i = 0; i < 2; ++i) {
+      const int c = ::accept(listener, nullptr, nullptr);
+      if (c < 0) return;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(c, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      ::close(c);
+    }
+  });
+  CliResult status = Run({"status", "--server", url});
+  CliResult backup = Run({"backup", "--server", url, root_ + "/bk"});
+  closer.join();
+  ::close(listener);
+  EXPECT_EQ(status.exit_code, 2) << status.err;
+  EXPECT_TRUE(Contains(status.err, "the connection was closed after 0 s")) << status.err;
+  EXPECT_FALSE(Contains(status.err, "within")) << status.err;
+  EXPECT_EQ(backup.exit_code, 2) << backup.err;
+  EXPECT_TRUE(Contains(backup.err, "the connection was closed after 0 s")) << backup.err;
+  EXPECT_TRUE(Contains(backup.err, "may have finished the backup")) << backup.err;
 }
 
 // Invalid cluster arguments are usage errors (exit 2), named and refused
