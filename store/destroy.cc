@@ -25,6 +25,8 @@ Status DestroyStore(const std::string& path, const Options& options) {
   Status listed = storage::FromLevelDb(env->GetChildren(path, &children), "listing " + path);
   if (!listed.ok()) return listed;  // e.g. no permission: nothing deleted
   if (children.empty()) return Status::OK();
+  // Deleted with its store, never as one.
+  if (Status st = RefuseAStoresQuarantine(env, path); !st.ok()) return st;
   const bool unfinished_copy = HoldsUnfinishedCopy(env, path);
   if (!unfinished_copy && std::none_of(children.begin(), children.end(), IsLevelDbFileName)) {
     return Status::InvalidArgument(path + " holds no eventfold store; nothing deleted");

@@ -168,6 +168,8 @@ Result<RepairSummary> RepairStore(const std::string& dir, const Options& options
   Clock* clock = options.clock ? options.clock : SystemClock();
   const int64_t start = clock->NowMicros();
   if (Status st = CheckStorePath("repairing a store", dir); !st.ok()) return st;
+  // A store's quarantine is repaired with its store (RepairQuarantine).
+  if (Status st = RefuseAStoresQuarantine(env, dir); !st.ok()) return st;
   // A copy that did not finish lacks what was not copied yet; nothing in it
   // needs saving (its source has it all), and a repair would make it look whole.
   if (Status st = RefuseUnfinishedCopy(env, dir); !st.ok()) return st;

@@ -93,6 +93,23 @@ inline std::string EnclosingStore(leveldb::Env* env, const std::string& path) {
   return "";
 }
 
+// kInvalidArgument when `dir` is the quarantine's database below a store
+// (`STORE/quarantine`, STORE holding its CURRENT file): a LevelDB database
+// without a store's profile record, which an open as a store would take for
+// an empty one and make a store, moving its refusals into a quarantine of
+// its own below it (and out of STORE's `eventfold refused`). Nothing there
+// is opened or written.
+inline Status RefuseAStoresQuarantine(leveldb::Env* env, const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "DIR/" as "DIR"
+  if (p.filename() != storage::kQuarantineSubdir) return Status::OK();
+  const std::string store = p.has_parent_path() ? p.parent_path().string() : ".";
+  if (!env->FileExists(store + "/CURRENT")) return Status::OK();
+  return Status::InvalidArgument(dir + " is the quarantine database of the store at " + store +
+                                 ", not a store: use " + store +
+                                 " (`eventfold refused` lists its refusals); nothing was opened");
+}
+
 // LevelDB creates a store's own directory but not its parents: these create
 // them too, so that `Open("data/webhooks")`, a backup into `bk/today` and a
 // restore into `data/new` work on a fresh machine. The directories made are

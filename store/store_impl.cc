@@ -142,6 +142,8 @@ Status StoreImpl::Init(const std::string& path) {
   Status st = env_->Start();
   if (!st.ok()) return st;
   lo.env = env_.get();
+  st = RefuseAStoresQuarantine(lo.env, path);
+  if (!st.ok()) return st;
   const bool existed = lo.env->FileExists(path);
   if (existed) {
     st = storage::RefuseDatabaseWithoutCurrent(lo.env, path, "store", path);

@@ -519,6 +519,37 @@ TEST_F(cli_ux, ServerUrlsOtherThanHttpHostPortAreUsageErrors) {
   EXPECT_TRUE(Contains(r.err, "cannot connect")) << r.err;
 }
 
+// A store's quarantine is a LevelDB database without a store's profile
+// record: `--data DIR/quarantine` (one directory too deep) opened it as an
+// empty store, even for `status`, wrote a store's metadata into it and
+// moved its refusals into a quarantine of its own below it, so `refused
+// --data DIR` listed none of them and `check --data DIR` failed; `demo
+// --fresh` deleted it. Each command now refuses it, naming the store.
+TEST_F(cli_ux, AStoresQuarantineIsNotOpenedAsAStore) {
+  const std::string events = File(
+      "events.ndjson", {Receipt("evt_1", "receipt.issued", "rcp_1"), "{\"not\":\"an event\"}"});
+  CliResult r = Run({"ingest", "--data", data_, events});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  ASSERT_EQ(Lines(Run({"refused", "--data", data_}).out).size(), 1u);
+  const std::string quarantine = data_ + "/quarantine";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"status", "--data", quarantine},
+           {"list", "--data", quarantine + "/"},
+           {"ingest", "--data", quarantine, events},
+           {"repair", "--data", quarantine},
+           {"demo", "--fresh", "--data", quarantine, "--receipts", "1", "--products", "1"}}) {
+    r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out << r.err;
+    EXPECT_TRUE(Contains(r.err, "is the quarantine database of the store at " + data_))
+        << args[0] << ": " << r.err;
+    EXPECT_FALSE(fs::exists(quarantine + "/quarantine")) << args[0];
+  }
+  r = Run({"refused", "--data", data_});
+  EXPECT_EQ(Lines(r.out).size(), 1u) << r.out << r.err;
+  r = Run({"check", "--data", data_});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // A server that reads the request and closes the connection without an
 // answer (a `serve` whose SIGTERM drain ran out while a backup was being
 // written) is told as a closed connection, not as a wait of 60 s, or of
