@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/leveldb_file_names.h"
@@ -43,6 +44,30 @@ CLI::Validator WithinRange(int64_t min, int64_t max) {
       max == std::numeric_limits<int64_t>::max()
           ? "AT LEAST " + std::to_string(min)
           : std::to_string(min) + ".." + std::to_string(max));
+}
+
+void ReadIntegersAsDecimal(CLI::App* app) {
+  const CLI::Validator decimal(
+      [](std::string& v) {
+        const size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
+        const std::string_view digits = std::string_view(v).substr(sign);
+        if (digits.size() < 2 || digits[0] != '0') return std::string();
+        if (digits.find_first_not_of("0123456789") != std::string_view::npos) {
+          return "not a decimal number: " + v;
+        }
+        const size_t first = digits.find_first_not_of('0');
+        v = v.substr(0, sign) +
+            (first == std::string_view::npos ? "0" : std::string(digits.substr(first)));
+        return std::string();
+      },
+      "");
+  for (CLI::Option* option : app->get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.starts_with("INT") || type.starts_with("UINT")) option->transform(decimal);
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+    ReadIntegersAsDecimal(sub);
+  }
 }
 
 void AddDataOption(CLI::App* cmd, std::string* dir) {

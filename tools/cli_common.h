@@ -64,6 +64,15 @@ CLI::Validator NotNegative();
 // (exit 2) named by the option, before the command does anything.
 CLI::Validator WithinRange(int64_t min, int64_t max);
 
+// Makes every integer option of `app` and its subcommands, however deep,
+// read its value in decimal. CLI11 reads integers with strtoll's base 0, so
+// `feed --from 010` started at seq 8 and `dlq drop --seq 010` dropped dead
+// letter 8; leading zeros are now dropped ("010" is 10), and a 0x, 0b or 0o
+// prefix is a usage error. Call it once every option is added: it runs
+// after each option's own checks, which read decimal too (WithinRange,
+// NotNegative).
+void ReadIntegersAsDecimal(CLI::App* app);
+
 // Whether `dir` holds a store (its CURRENT file) or a backup or restore that
 // did not finish (kUnfinishedCopyFile: opening it says so); false too when
 // that cannot be told (no permission): opening it then says why.

@@ -295,10 +295,10 @@ void AddDemoCommand(CLI::App* app, Action* action) {
   cmd->add_option("--seed", a->seed, "seed of the simulated history")->capture_default_str();
   cmd->add_option("--receipts", a->receipts, "receipts the sender issues")
       ->capture_default_str()
-      ->check(CLI::Range(0, 10000000));
+      ->check(WithinRange(0, 10000000));
   cmd->add_option("--products", a->products, "products the sender creates")
       ->capture_default_str()
-      ->check(CLI::Range(0, 10000000));
+      ->check(WithinRange(0, 10000000));
   cmd->add_flag("--fresh", a->fresh,
                 "delete the store at --data first (only its own files; refused while in use)");
   cmd->callback([=] { *action = [=] { return Run(*a); }; });

@@ -184,7 +184,7 @@ void AddReplayCommand(CLI::App* app, Action* action) {
   cmd->add_option("--entity", a->entity, "only this entity type (re-fold in place)");
   cmd->add_option("--id", a->id, "only this entity (with --entity)");
   cmd->add_option("--threads", a->threads, "worker threads (default: one per core)")
-      ->check(CLI::Range(1, 256));
+      ->check(WithinRange(1, 256));
   cmd->add_flag("--rederive-logs", a->rederive_logs,
                 "derive every entity log anew from the stored events instead of copying the "
                 "live ones (after `check` reports damaged logs)");

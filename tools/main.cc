@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   AddUnroutedCommand(&app, &action);
   AddBackupCommands(&app, &action);
   AddRepairCommand(&app, &action);
+  ReadIntegersAsDecimal(&app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

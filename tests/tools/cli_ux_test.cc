@@ -550,6 +550,33 @@ TEST_F(cli_ux, AStoresQuarantineIsNotOpenedAsAStore) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// CLI11 reads integers with strtoll's base 0: `feed --from 010` started at
+// seq 8 (octal), and `dlq drop --seq 010` would have dropped dead letter 8.
+// Every integer option reads decimal: leading zeros are dropped, and a
+// 0x/0b prefix is a usage error naming the option.
+TEST_F(cli_ux, IntegerOptionsAreDecimal) {
+  std::vector<std::string> lines;
+  for (int i = 1; i <= 12; ++i) {
+    lines.push_back(
+        Receipt("evt_" + std::to_string(i), "receipt.issued", "rcp_" + std::to_string(i)));
+  }
+  ASSERT_EQ(Run({"ingest", "--data", data_, File("events.ndjson", lines)}).exit_code, 0);
+  CliResult r = Run({"feed", "--data", data_, "--from", "010"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Lines(r.out).size(), 3u) << r.out;
+  EXPECT_TRUE(Lines(r.out)[0].starts_with(R"({"seq":10,)")) << r.out;
+  r = Run({"feed", "--data", data_, "--from", "00"});
+  EXPECT_EQ(Lines(r.out).size(), 12u) << r.out << r.err;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"feed", "--data", data_, "--from", "0x10"},
+                                             {"gc", "--data", data_, "--feed-grace", "0b1"},
+                                             {"replay", "--data", data_, "--threads", "0400"}}) {
+    r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[3] << " " << args[4] << ": " << r.out << r.err;
+    EXPECT_TRUE(Contains(r.err, args[3] + ": ")) << r.err;
+  }
+}
+
 // A server that reads the request and closes the connection without an
 // answer (a `serve` whose SIGTERM drain ran out while a backup was being
 // written) is told as a closed connection, not as a wait of 60 s, or of
