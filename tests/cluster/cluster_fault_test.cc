@@ -2,7 +2,10 @@
 // `eventfold fold` workers on a 3-node JetStream cluster (R=3), fed by the
 // retrying, signing sender at a steady rate. Mid-load one process fails:
 // a nats-server node is SIGKILLed and restarted, or SIGSTOPped for 10 s, or
-// the receiver is SIGKILLed and restarted on its port. Afterwards no
+// the receiver is SIGKILLed and restarted on its port; or the nodes crash
+// in turn (a rolling crash): each is SIGKILLed and restarted at once, the
+// next one 2, 5 or 10 s later, either node 0, 1, 2 in that order or each
+// time the node then leading the intake stream. Afterwards no
 // acknowledged event is lost, none is applied twice, the projections equal
 // one store's fed the same deliveries, and `eventfold check` is clean on
 // every partition store.
@@ -11,6 +14,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,11 +39,18 @@ using test_util::WaitFor;
 
 constexpr const char* kSecret = "cluster-fault-secret-0123456789ab";
 constexpr int kPartitions = 4;
-// The faulted load lasts about this long, so every fault below (the longest
-// is a 10 s pause) happens while deliveries are being sent.
-constexpr double kFaultedLoadSeconds = 14;
 
-enum class Fault { kKillNatsNode, kPauseNatsNode, kKillReceiver };
+enum class Fault {
+  kKillNatsNode,
+  kPauseNatsNode,
+  kKillReceiver,
+  kRollingKill2s,
+  kRollingKill5s,
+  kRollingKill10s,
+  kRollingKillLeader2s,
+  kRollingKillLeader5s,
+  kRollingKillLeader10s,
+};
 
 std::string FaultName(const testing::TestParamInfo<Fault>& info) {
   switch (info.param) {
@@ -49,8 +60,52 @@ std::string FaultName(const testing::TestParamInfo<Fault>& info) {
       return "PauseNatsNodeFor10s";
     case Fault::kKillReceiver:
       return "KillAndRestartReceiver";
+    case Fault::kRollingKill2s:
+      return "RollingKillNodesEvery2s";
+    case Fault::kRollingKill5s:
+      return "RollingKillNodesEvery5s";
+    case Fault::kRollingKill10s:
+      return "RollingKillNodesEvery10s";
+    case Fault::kRollingKillLeader2s:
+      return "RollingKillIntakeLeaderEvery2s";
+    case Fault::kRollingKillLeader5s:
+      return "RollingKillIntakeLeaderEvery5s";
+    case Fault::kRollingKillLeader10s:
+      return "RollingKillIntakeLeaderEvery10s";
   }
   return "Unknown";
+}
+
+// A rolling crash's wait between a node's restart and the next kill, in
+// seconds; 0 for the single faults.
+int RollingWait(Fault f) {
+  switch (f) {
+    case Fault::kRollingKill2s:
+    case Fault::kRollingKillLeader2s:
+      return 2;
+    case Fault::kRollingKill5s:
+    case Fault::kRollingKillLeader5s:
+      return 5;
+    case Fault::kRollingKill10s:
+    case Fault::kRollingKillLeader10s:
+      return 10;
+    default:
+      return 0;
+  }
+}
+
+bool KillsIntakeLeader(Fault f) {
+  return f == Fault::kRollingKillLeader2s || f == Fault::kRollingKillLeader5s ||
+         f == Fault::kRollingKillLeader10s;
+}
+
+// The faulted load lasts about this long, so that every fault happens while
+// deliveries are being sent: 14 s covers the single faults (the longest is a
+// 10 s pause); a rolling crash takes its two waits, three kills and restarts
+// and, with the intake leader as victim, the elections between them.
+double FaultedLoadSeconds(Fault f) {
+  const int wait = RollingWait(f);
+  return wait == 0 ? 14 : 2.0 * wait + 16;
 }
 
 class ClusterFaultTest : public testing::TestWithParam<Fault> {};
@@ -97,9 +152,24 @@ TEST_P(ClusterFaultTest, NothingAcknowledgedLostNothingAppliedTwice) {
         serve->Signal(SIGKILL);
         serve = p.Serve(port);
         break;
+      default:  // a rolling crash
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        for (int turn = 0; turn < NatsCluster::kNodes; ++turn) {
+          if (turn > 0) std::this_thread::sleep_for(std::chrono::seconds(RollingWait(GetParam())));
+          int victim = turn;
+          if (KillsIntakeLeader(GetParam())) {
+            victim = nats.StreamLeader(p.cluster.stream);
+            ASSERT_GE(victim, 0) << "no leader of " << p.cluster.stream << "\n" << nats.LogTails();
+          }
+          std::printf("rolling crash: SIGKILL node %d\n", victim);
+          std::fflush(stdout);
+          nats.Kill(victim);
+          EXPECT_EQ(nats.Restart(victim), "");
+        }
+        break;
     }
   });
-  so.rate_per_second = static_cast<double>(during.size()) / kFaultedLoadSeconds;
+  so.rate_per_second = static_cast<double>(during.size()) / FaultedLoadSeconds(GetParam());
   sim::SendReport r2 = sim::Send(during, so);
   fault.join();
   EXPECT_EQ(r2.dead_letters, 0u) << serve->Log();
@@ -117,7 +187,10 @@ TEST_P(ClusterFaultTest, NothingAcknowledgedLostNothingAppliedTwice) {
 
 INSTANTIATE_TEST_SUITE_P(Faults, ClusterFaultTest,
                          testing::Values(Fault::kKillNatsNode, Fault::kPauseNatsNode,
-                                         Fault::kKillReceiver),
+                                         Fault::kKillReceiver, Fault::kRollingKill2s,
+                                         Fault::kRollingKill5s, Fault::kRollingKill10s,
+                                         Fault::kRollingKillLeader2s, Fault::kRollingKillLeader5s,
+                                         Fault::kRollingKillLeader10s),
                          FaultName);
 
 }  // namespace

@@ -6,7 +6,8 @@
 // Start() launches all nodes and waits, with a bounded deadline, until the
 // JetStream meta group has a leader (an account-info request answers);
 // nothing waits on a fixed sleep, every wait is a poll against a deadline.
-// Kill/Pause/Resume/Restart act on one node for the fault tests; Stop()
+// Kill/Pause/Resume/Restart act on one node for the fault tests, and
+// StreamLeader names the node leading a stream's raft group; Stop()
 // (and the destructor) send SIGTERM, then SIGKILL past a deadline.
 //
 // The binary is $EVENTFOLD_NATS_SERVER, else `nats-server` on PATH, else
@@ -117,6 +118,23 @@ class NatsCluster {
   void Pause(int i) { Signal(i, SIGSTOP); }
   void Resume(int i) { Signal(i, SIGCONT); }
   std::string Restart(int i) { return nodes_[i].pid > 0 ? "node still running" : Launch(i); }
+
+  // The node (0..kNodes-1, from its server name "n<i>") that the running
+  // nodes report as leader of `stream`, polling every 100 ms until
+  // `deadline`; -1 if none is reported by then.
+  int StreamLeader(const std::string& stream,
+                   std::chrono::seconds deadline = std::chrono::seconds(20)) const {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (true) {
+      for (int i = 0; i < kNodes; ++i) {
+        if (nodes_[i].pid <= 0) continue;
+        const int leader = AskStreamLeader(i, stream);
+        if (leader >= 0) return leader;
+      }
+      if (std::chrono::steady_clock::now() >= until) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
 
   // Stops every node: SIGTERM, and SIGKILL for any still alive after 10 s.
   void Stop() {
@@ -305,6 +323,41 @@ class NatsCluster {
       if (s == NATS_OK) return "";
     }
     return why;
+  }
+
+  // The leader of `stream` as node i reports it ("n<k>" -> k); -1 when node i
+  // does not answer or names no leader.
+  int AskStreamLeader(int i, const std::string& stream) const {
+    natsOptions* opts = nullptr;
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsStreamInfo* si = nullptr;
+    natsStatus s = natsOptions_Create(&opts);
+    const std::string url = Url(i);
+    if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
+    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 1000);
+    if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, false);
+    if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
+    if (s == NATS_OK) {
+      jsOptions jo;
+      jsOptions_Init(&jo);
+      jo.Wait = 1000;
+      s = natsConnection_JetStream(&js, nc, &jo);
+    }
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    if (s == NATS_OK) s = js_GetStreamInfo(&si, js, stream.c_str(), nullptr, &jerr);
+    int leader = -1;
+    if (s == NATS_OK && si != nullptr && si->Cluster != nullptr && si->Cluster->Leader != nullptr) {
+      const std::string name = si->Cluster->Leader;
+      for (int k = 0; k < kNodes; ++k) {
+        if (name == "n" + std::to_string(k)) leader = k;
+      }
+    }
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    natsOptions_Destroy(opts);
+    return leader;
   }
 
   TempDir dir_;
