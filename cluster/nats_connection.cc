@@ -183,19 +183,15 @@ Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::s
     // this update writes, written after `last`. The update has happened.
     return now->revision;
   }
-  if (now.ok() && now->revision < last && now->value == value) {
-    // Back at an earlier entry of the caller's own value: the stream lost
-    // the writes after it (nats-server 2.9.10 was seen to elect, after
-    // successive node kills, a leader of the lease bucket without its
-    // latest writes). Nobody wrote the key since, or it would hold their
-    // value: the update is made again at that revision, which also starts
-    // the entry's age anew.
-    uint64_t again = 0;
-    const natsStatus s2 = kvStore_Update(&again, kv, key.c_str(), value.data(),
-                                         static_cast<int>(value.size()), now->revision);
-    if (s2 == NATS_OK) return again;
-    return FromNats(
-        s2, "rewriting key " + key + " at its earlier revision " + std::to_string(now->revision));
+  if (now.ok() && now->revision < last) {
+    // The key as the leader shows it is older than a write the caller was
+    // answered for: a leader just elected answers before it has applied
+    // the entries in its log (nats-server before 2.11), so it shows an
+    // earlier revision for a while and refuses updates against the later
+    // one. That says nothing about the key: not answered, asked again.
+    return Status::Unavailable(since + ": the stream leader shows it at revision " +
+                               std::to_string(now->revision) +
+                               ", before that one (a leader that has not applied its log yet)");
   }
   if (now.ok() && now->revision != last) {
     return Status::Busy(since + " was rewritten: now \"" + now->value + "\" at revision " +

@@ -105,9 +105,9 @@ Result<uint64_t> KvCreate(kvStore* kv, const std::string& key, std::string_view 
 // against `last`, is refused ("wrong last sequence") although the key says
 // what the caller wanted. So `value` must be one only this caller writes
 // (a worker's own lease entry, which names it): a value another writer may
-// also write would be taken for the caller's. A key back at an earlier
-// entry of `value` (the stream lost the writes after it) is rewritten at
-// that entry's revision, and the new revision returned.
+// also write would be taken for the caller's. A key the leader shows at a
+// revision before `last` is kUnavailable: a newly elected leader that has
+// not applied its log yet answers from behind.
 Result<uint64_t> KvUpdate(jsCtx* js, kvStore* kv, const std::string& key, std::string_view value,
                           uint64_t last);
 

@@ -909,20 +909,9 @@ TEST_F(ClusterFoldDefaultTtlTest, AnUnansweredLeaseRoundIsTriedAgainHalfASecondL
   ASSERT_TRUE(WaitFor([&] { return all_after(renewed); }, 30)) << worker.LastError();
   renewed = revisions();
 
-  // The node that leads the bucket's stream ("n<i>"), which alone answers
-  // its writes.
-  jsStreamInfo* si = nullptr;
-  ASSERT_EQ(js_GetStreamInfo(&si, test_leases.t.js, ("KV_" + cluster_.stream + "_leases").c_str(),
-                             nullptr, nullptr),
-            NATS_OK);
-  const std::string leader = si->Cluster != nullptr && si->Cluster->Leader != nullptr
-                                 ? std::string(si->Cluster->Leader)
-                                 : std::string();
-  jsStreamInfo_Destroy(si);
-  ASSERT_TRUE(leader.size() == 2 && leader[0] == 'n' && leader[1] >= '0' &&
-              leader[1] < '0' + NatsCluster::kNodes)
-      << "leader \"" << leader << "\"";
-  const int paused = leader[1] - '0';
+  // The node that leads the bucket's stream, which alone answers its writes.
+  const int paused = nats_.StreamLeader("KV_" + cluster_.stream + "_leases");
+  ASSERT_GE(paused, 0) << nats_.LogTails();
 
   std::vector<std::string> reports;
   nats_.Pause(paused);
