@@ -291,47 +291,14 @@ class NatsCluster {
     }
   }
 
-  // Empty once some running node answers a JetStream account-info request,
-  // which needs an elected meta leader; otherwise the reason.
-  std::string ProbeJetStream() const {
-    std::string why = "no node running";
-    for (int i = 0; i < kNodes; ++i) {
-      if (nodes_[i].pid <= 0) continue;
-      natsOptions* opts = nullptr;
-      natsConnection* nc = nullptr;
-      jsCtx* js = nullptr;
-      jsAccountInfo* ai = nullptr;
-      natsStatus s = natsOptions_Create(&opts);
-      const std::string url = Url(i);
-      if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
-      if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 1000);
-      if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, false);
-      if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
-      if (s == NATS_OK) {
-        jsOptions jo;
-        jsOptions_Init(&jo);
-        jo.Wait = 1000;
-        s = natsConnection_JetStream(&js, nc, &jo);
-      }
-      jsErrCode jerr = static_cast<jsErrCode>(0);
-      if (s == NATS_OK) s = js_GetAccountInfo(&ai, js, nullptr, &jerr);
-      why = "node " + std::to_string(i) + ": " + natsStatus_GetText(s);
-      jsAccountInfo_Destroy(ai);
-      jsCtx_Destroy(js);
-      natsConnection_Destroy(nc);
-      natsOptions_Destroy(opts);
-      if (s == NATS_OK) return "";
-    }
-    return why;
-  }
-
-  // The leader of `stream` as node i reports it ("n<k>" -> k); -1 when node i
-  // does not answer or names no leader.
-  int AskStreamLeader(int i, const std::string& stream) const {
+  // Connects to node i alone (1 s timeouts, no reconnect), runs
+  // `ask(js)` with a JetStream context there and returns its status, or
+  // the connection's when it fails first.
+  template <typename Ask>
+  natsStatus AskNode(int i, Ask ask) const {
     natsOptions* opts = nullptr;
     natsConnection* nc = nullptr;
     jsCtx* js = nullptr;
-    jsStreamInfo* si = nullptr;
     natsStatus s = natsOptions_Create(&opts);
     const std::string url = Url(i);
     if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
@@ -344,19 +311,49 @@ class NatsCluster {
       jo.Wait = 1000;
       s = natsConnection_JetStream(&js, nc, &jo);
     }
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    if (s == NATS_OK) s = js_GetStreamInfo(&si, js, stream.c_str(), nullptr, &jerr);
-    int leader = -1;
-    if (s == NATS_OK && si != nullptr && si->Cluster != nullptr && si->Cluster->Leader != nullptr) {
-      const std::string name = si->Cluster->Leader;
-      for (int k = 0; k < kNodes; ++k) {
-        if (name == "n" + std::to_string(k)) leader = k;
-      }
-    }
-    jsStreamInfo_Destroy(si);
+    if (s == NATS_OK) s = ask(js);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
     natsOptions_Destroy(opts);
+    return s;
+  }
+
+  // Empty once some running node answers a JetStream account-info request,
+  // which needs an elected meta leader; otherwise the reason.
+  std::string ProbeJetStream() const {
+    std::string why = "no node running";
+    for (int i = 0; i < kNodes; ++i) {
+      if (nodes_[i].pid <= 0) continue;
+      const natsStatus s = AskNode(i, [](jsCtx* js) {
+        jsAccountInfo* ai = nullptr;
+        jsErrCode jerr = static_cast<jsErrCode>(0);
+        const natsStatus got = js_GetAccountInfo(&ai, js, nullptr, &jerr);
+        jsAccountInfo_Destroy(ai);
+        return got;
+      });
+      why = "node " + std::to_string(i) + ": " + natsStatus_GetText(s);
+      if (s == NATS_OK) return "";
+    }
+    return why;
+  }
+
+  // The leader of `stream` as node i reports it ("n<k>" -> k); -1 when node i
+  // does not answer or names no leader.
+  int AskStreamLeader(int i, const std::string& stream) const {
+    int leader = -1;
+    (void)AskNode(i, [&](jsCtx* js) {
+      jsStreamInfo* si = nullptr;
+      jsErrCode jerr = static_cast<jsErrCode>(0);
+      const natsStatus s = js_GetStreamInfo(&si, js, stream.c_str(), nullptr, &jerr);
+      if (s == NATS_OK && si->Cluster != nullptr && si->Cluster->Leader != nullptr) {
+        const std::string name = si->Cluster->Leader;
+        for (int k = 0; k < kNodes; ++k) {
+          if (name == "n" + std::to_string(k)) leader = k;
+        }
+      }
+      jsStreamInfo_Destroy(si);
+      return s;
+    });
     return leader;
   }
 
