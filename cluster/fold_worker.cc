@@ -493,8 +493,8 @@ class FoldWorkerImpl final : public FoldWorker {
       }
       if (!r.ok() && now.ok() && now->value == announcement_) {
         // This process's own words (the nonce is no other's): a create or
-        // an update of ours that went unanswered was applied after all,
-        // as while the bucket's stream changes leader. Ours; the next
+        // an update of ours that went unanswered was applied after all
+        // (seen while the bucket's stream changed leader). Ours; the next
         // round rewrites it at this revision.
         r = now->revision;
       } else if (!r.ok() && now.ok()) {
