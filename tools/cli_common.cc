@@ -34,6 +34,9 @@ CLI::Validator WithinRange(int64_t min, int64_t max) {
       [min, max](const std::string& v) {
         int64_t n = 0;
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec == std::errc::result_out_of_range && end == v.data() + v.size()) {
+          return "out of range: " + v;
+        }
         if (ec != std::errc() || end != v.data() + v.size()) return "not a whole number: " + v;
         if (n >= min && n <= max) return std::string();
         if (max == std::numeric_limits<int64_t>::max()) {

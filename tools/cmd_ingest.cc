@@ -8,6 +8,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -291,7 +292,8 @@ void AddIngestCommand(CLI::App* app, Action* action) {
   cmd->add_option("--secret-file", a->secret_files, "file of secrets, one per line")
       ->allow_extra_args(false);
   cmd->add_option("--tolerance", a->tolerance, "signature timestamp window, seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WithinRange(0, std::numeric_limits<int64_t>::max()));
   cmd->add_option("input", a->input, "NDJSON file, or - for standard input (default)");
   cmd->callback([=] { *action = [=] { return Run(*a); }; });
 }

@@ -339,7 +339,8 @@ void AddServeCommand(CLI::App* app, Action* action) {
   cmd->add_flag("--allow-unsigned", a->allow_unsigned,
                 "accept unsigned deliveries (only behind a verifying proxy)");
   cmd->add_option("--tolerance", a->tolerance, "signature timestamp window, seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WithinRange(0, std::numeric_limits<int64_t>::max()));
   // CLI11 reads "-1" into these unsigned options as 2^64 - 1: no limit at
   // all. And no delivery in flight would answer every one 429.
   constexpr int64_t kNoMore = std::numeric_limits<int64_t>::max();

@@ -577,6 +577,23 @@ TEST_F(cli_ux, IntegerOptionsAreDecimal) {
   }
 }
 
+// A signature tolerance too large for an int64 was taken as the largest
+// one, so a 1970 timestamp verified; a negative one was refused only once
+// the command ran. Both are usage errors naming the flag.
+TEST_F(cli_ux, ATimestampToleranceOutOfRangeIsAUsageError) {
+  const std::string secret = "whsec_0123456789abcdef0123456789abcdef";
+  for (const std::string command : {"serve", "ingest"}) {
+    for (const std::string value : {"99999999999999999999", "-1"}) {
+      CliResult r = Run({command, "--data", data_, "--secret", secret, "--tolerance", value});
+      EXPECT_EQ(r.exit_code, 2) << command << " " << value << ": " << r.out << r.err;
+      EXPECT_TRUE(Contains(r.err, "--tolerance: ")) << command << ": " << r.err;
+      EXPECT_TRUE(Contains(r.err, value[0] == '-' ? "must be at least 0" : "out of range"))
+          << command << ": " << r.err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(data_)) << "a refused command created the store";
+}
+
 // A server that reads the request and closes the connection without an
 // answer (a `serve` whose SIGTERM drain ran out while a backup was being
 // written) is told as a closed connection, not as a wait of 60 s, or of
