@@ -73,13 +73,19 @@ void ReadIntegersAsDecimal(CLI::App* app) {
   }
 }
 
+CLI::Validator ADirectory(const std::string& name) {
+  return CLI::Validator(
+      [name](const std::string& v) {
+        return v.empty() ? name + " wants a directory, got an empty path" : std::string();
+      },
+      "");
+}
+
 void AddDataOption(CLI::App* cmd, std::string* dir) {
   *dir = kDefaultDataDir;
   cmd->add_option("--data", *dir, "store directory")
       ->capture_default_str()
-      ->check([](const std::string& v) {
-        return v.empty() ? std::string("--data wants a directory, got an empty path") : "";
-      });
+      ->check(ADirectory("--data"));
 }
 
 bool HasStore(const std::string& dir) {

@@ -54,6 +54,10 @@ class ProgressLine {
 // Adds `--data DIR` to `cmd`, bound to `dir`.
 void AddDataOption(CLI::App* cmd, std::string* dir);
 
+// Refuses an empty value (a usage error, exit 2): "<name> wants a
+// directory, got an empty path".
+CLI::Validator ADirectory(const std::string& name);
+
 // An option's check that its value is not negative. CLI11 reads "-1" into
 // an unsigned option as 2^64 - 1, and its own NonNegativeNumber names the
 // largest double as the range's end; this says what is wrong in words.

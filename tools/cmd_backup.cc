@@ -63,7 +63,8 @@ void AddBackupCommands(CLI::App* app, Action* action) {
       ->add_option("OUT", *out,
                    "new or empty directory for the backup (with --server: an absolute path on "
                    "the server's machine)")
-      ->required();
+      ->required()
+      ->check(ADirectory("OUT"));
   backup->callback([=] {
     *action = [=] { return server->empty() ? BackupCmd(*dir, *out) : RemoteBackup(*server, *out); };
   });
@@ -73,7 +74,9 @@ void AddBackupCommands(CLI::App* app, Action* action) {
   auto rdir = std::make_shared<std::string>();
   auto from = std::make_shared<std::string>();
   AddDataOption(restore, rdir.get());
-  restore->add_option("BACKUP", *from, "a directory `eventfold backup` wrote")->required();
+  restore->add_option("BACKUP", *from, "a directory `eventfold backup` wrote")
+      ->required()
+      ->check(ADirectory("BACKUP"));
   restore->callback([=] { *action = [=] { return RestoreCmd(*from, *rdir); }; });
 }
 

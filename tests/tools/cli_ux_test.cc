@@ -577,6 +577,18 @@ TEST_F(cli_ux, IntegerOptionsAreDecimal) {
   }
 }
 
+// An empty OUT or BACKUP is a usage error, as an empty --data is (it was
+// a storage error, exit 1, once the command ran).
+TEST_F(cli_ux, AnEmptyBackupOrRestorePathIsAUsageError) {
+  CliResult r = Run({"backup", "--data", data_, ""});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "OUT wants a directory, got an empty path")) << r.err;
+  r = Run({"restore", "--data", data_, ""});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "BACKUP wants a directory, got an empty path")) << r.err;
+  EXPECT_FALSE(fs::exists(data_)) << "a refused command created the store";
+}
+
 // A signature tolerance too large for an int64 was taken as the largest
 // one, so a 1970 timestamp verified; a negative one was refused only once
 // the command ran. Both are usage errors naming the flag.
