@@ -103,8 +103,7 @@ Status CheckStoreAt(const std::string& dir, const Options& options, const std::s
   return Status::OK();
 }
 
-Status CopyFile(leveldb::Env* env, const std::string& from, const std::string& to,
-                uint64_t* bytes) {
+Status CopyFile(leveldb::Env* env, const std::string& from, const std::string& to) {
   leveldb::SequentialFile* in_raw = nullptr;
   leveldb::Status s = env->NewSequentialFile(from, &in_raw);
   std::unique_ptr<leveldb::SequentialFile> in(in_raw);
@@ -116,7 +115,6 @@ Status CopyFile(leveldb::Env* env, const std::string& from, const std::string& t
     leveldb::Slice got;
     s = in->Read(buf.size(), &got, buf.data());
     if (!s.ok() || got.empty()) break;
-    *bytes += got.size();
     s = out->Append(got);
   }
   if (s.ok()) s = out->Sync();
@@ -129,14 +127,14 @@ Status CopyFile(leveldb::Env* env, const std::string& from, const std::string& t
 // which belongs to the directory. Nothing else there is the database's: its
 // info logs, the quarantine's database below a store directory (copied on
 // its own), a backup's manifest, a repair's journals in lost/.
-Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to, uint64_t* bytes) {
+Status CopyDir(leveldb::Env* env, const std::string& from, const std::string& to) {
   std::vector<std::string> names;
   Status st = storage::FromLevelDb(env->GetChildren(from, &names), "listing " + from);
   if (!st.ok()) return st;
   (void)env->CreateDir(to);
   for (const std::string& n : names) {
     if (!IsLevelDbFileName(n) || n == "LOCK") continue;
-    st = CopyFile(env, from + "/" + n, to + "/" + n, bytes);
+    st = CopyFile(env, from + "/" + n, to + "/" + n);
     if (!st.ok()) return st;
   }
   return Status::OK();
@@ -338,13 +336,12 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   // Durable before the first file is copied, gone once all is verified and
   // durable: a restore stopped in between is never opened as a store.
   if (st.ok()) st = MarkUnfinishedCopy(env, dir, "a restore of " + backup);
-  // The files' bytes; the summary counts the records' keys and values, as
-  // a backup's does (read back below).
-  uint64_t file_bytes = 0;
-  if (st.ok()) st = CopyDir(env, backup, dir, &file_bytes);
+  // The summary counts the records' keys and values, as a backup's does
+  // (read back below), not the files' bytes.
+  if (st.ok()) st = CopyDir(env, backup, dir);
   // Before the store is opened below, which would create an empty one.
   if (st.ok() && has_quarantine) {
-    st = CopyDir(env, quarantine, QuarantineDir(dir), &file_bytes);
+    st = CopyDir(env, quarantine, QuarantineDir(dir));
   }
   // Every record read back, before the store is opened; held to the
   // backup's manifest when it has one.
