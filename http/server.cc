@@ -703,26 +703,27 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string path(std::string_view(target_).substr(0, target_.find('?')));
     request_line_ = method + " " + std::string(parser_->get().target());
     body_bytes_ = 0;
-    // Counted as body_too_large when the answer is a 413: the handler may
-    // answer something else first (the admin API's 401 without its token).
     if (s_.rx_->RefusesOversizedWithoutBlocking()) {
-      HttpResponse r = s_.rx_->RefuseOversized(method, path, headers, bytes);
-      if (r.status == 413) s_.Count(kBodyTooLarge);
-      return Respond(std::move(r), true);
+      return RespondOversized(s_.rx_->RefuseOversized(method, path, headers, bytes));
     }
     auto task = [self = shared_from_this(), method = std::move(method), path = std::move(path),
                  headers = std::move(headers), bytes] {
       HttpResponse r = self->s_.rx_->RefuseOversized(method, path, headers, bytes);
-      if (r.status == 413) self->s_.Count(kBodyTooLarge);
       asio::post(self->stream_.get_executor(),
-                 [self, r = std::move(r)]() mutable { self->Respond(std::move(r), true); });
+                 [self, r = std::move(r)]() mutable { self->RespondOversized(std::move(r)); });
     };
     if (!s_.pool_->TrySubmit(std::move(task))) {
-      s_.Count(kBodyTooLarge);
-      Respond(HttpResponse{413, "application/json",
-                           "{\"status\":\"too_large\",\"error\":\"body too large\"}"},
-              true);
+      RespondOversized(HttpResponse{413, "application/json",
+                                    "{\"status\":\"too_large\",\"error\":\"body too large\"}"});
     }
+  }
+
+  // Sends the answer to an oversized request and closes. Counted as
+  // body_too_large when it is a 413: the handler may answer something else
+  // first (the admin API's 401 without its token).
+  void RespondOversized(HttpResponse r) {
+    if (r.status == 413) s_.Count(kBodyTooLarge);
+    Respond(std::move(r), true);
   }
 
   // The request's header fields, without any a chunked body's trailer added.
