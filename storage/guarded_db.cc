@@ -153,12 +153,16 @@ void GuardedDb::CompactRange(const leveldb::Slice* begin, const leveldb::Slice* 
   Leave();
 }
 
-leveldb::Status GuardedDb::Reopen(std::chrono::milliseconds wait) {
+leveldb::Status GuardedDb::Reopen(const Clock& clock, int64_t wait_micros) {
   if (!reopen_) return leveldb::Status::NotSupported("this database cannot be reopened");
   MutexLock write_lock(&write_mu_);  // no write runs or starts meanwhile
   MutexLock lock(&gate_mu_);
   reopening_.store(true);
-  const bool quiet = gate_cv_.wait_for(lock.native(), wait, [this] { return active_.load() == 0; });
+  const int64_t deadline = clock.NowMicros() + wait_micros;
+  while (active_.load() != 0 && clock.NowMicros() < deadline) {
+    clock.WaitUntil(lock.native(), gate_cv_, deadline);  // Leave() notifies
+  }
+  const bool quiet = active_.load() == 0;
   leveldb::Status s;
   if (!quiet) {
     s = leveldb::Status::IOError("reopening the store's database",

@@ -30,7 +30,6 @@
 #include <leveldb/write_batch.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,6 +39,7 @@
 #include <string>
 
 #include "core/thread_annotations.h"
+#include "eventfold/clock.h"
 
 namespace eventfold::storage {
 
@@ -72,12 +72,15 @@ class GuardedDb final : public leveldb::DB {
   // it must not write); set before the database is shared.
   void SetFailureListener(std::function<void()> listener) { on_failure_ = std::move(listener); }
 
-  // Closes the database and opens it again, once nothing uses it: waits at
-  // most `wait` for running calls, iterators and snapshots to end (new ones
-  // wait meanwhile), else gives up with an IOError leaving all as it was.
-  // Clears failed() on success. When the open fails the database is opened
-  // for reads only (failed() stays set); closed() when that fails too.
-  leveldb::Status Reopen(std::chrono::milliseconds wait);
+  // Closes the database and opens it again, once nothing uses it: waits
+  // until `clock` has moved `wait_micros` for running calls, iterators and
+  // snapshots to end (new ones wait meanwhile), else gives up with an
+  // IOError leaving all as it was. The wait is on the caller's Clock, so a
+  // reader descheduled on a busy machine cannot make a test's reopen give
+  // up. Clears failed() on success. When the open fails the database is
+  // opened for reads only (failed() stays set); closed() when that fails
+  // too.
+  leveldb::Status Reopen(const Clock& clock, int64_t wait_micros);
 
   leveldb::Status Put(const leveldb::WriteOptions& options, const leveldb::Slice& key,
                       const leveldb::Slice& value) override;

@@ -16,7 +16,7 @@ namespace eventfold::storage {
 namespace {
 
 // How long a reopen waits for running reads (iterators, snapshots) to end.
-constexpr std::chrono::milliseconds kReopenWait{1000};
+constexpr int64_t kReopenWaitMicros = 1000 * 1000;
 
 }  // namespace
 
@@ -119,7 +119,7 @@ bool StoreImpl::TryRecover() {
   // readers (iterators, snapshots) to finish.
   WriterLock guard(&rebuild_mu_);
   recent_.Clear();  // remembered from before the failure: ask the reopened database
-  const bool reopened = db_->Reopen(kReopenWait).ok();
+  const bool reopened = db_->Reopen(*clock_, kReopenWaitMicros).ok();
   // Whether or not it opened for writing, the database may now hold writes
   // that failed their sync but reached the log, keys no filter has seen.
   DropKeyFilters();
