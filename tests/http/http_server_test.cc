@@ -57,7 +57,10 @@ class HttpServerTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
 
-  // Options small enough for a test to reach every limit quickly.
+  // Options small enough for a test to reach every limit quickly. The
+  // timeouts are generous, so that a client descheduled on a busy machine
+  // (sanitizers, two cores) is not cut off; a test of a timeout shortens
+  // its own (Short()).
   static HttpServerOptions TestOptions() {
     HttpServerOptions o;
     o.io_threads = 2;
@@ -66,10 +69,17 @@ class HttpServerTest : public ::testing::Test {
     o.max_header_bytes = 4096;
     o.max_header_fields = 20;
     o.max_url_bytes = 1024;
-    o.header_timeout = milliseconds(400);
-    o.body_grace = milliseconds(400);
+    o.header_timeout = milliseconds(10000);
+    o.body_grace = milliseconds(10000);
     o.idle_timeout = milliseconds(30000);
     o.drain_timeout = milliseconds(2000);
+    return o;
+  }
+  // TestOptions with the header and body timeouts a test waits out.
+  static HttpServerOptions Short() {
+    HttpServerOptions o = TestOptions();
+    o.header_timeout = milliseconds(400);
+    o.body_grace = milliseconds(400);
     return o;
   }
 
@@ -579,7 +589,7 @@ TEST_F(HttpServerTest, AccessLogEscapesTheClientsEventId) {
 }
 
 TEST_F(HttpServerTest, SlowHeaderTimesOutWith408) {
-  StartServer();  // header_timeout 400 ms
+  StartServer(Short());  // header_timeout 400 ms
   RawClient c(server_->port());
   const auto start = SteadyClock::now();
   ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHo"));
@@ -594,8 +604,8 @@ TEST_F(HttpServerTest, SlowHeaderTimesOutWith408) {
 // cut into pieces, two in one write), and is closed without an answer at the
 // idle timeout.
 TEST_F(HttpServerTest, AKeptAliveConnectionThatSendsNothingGetsNo408AndClosesWhenIdle) {
-  HttpServerOptions o = TestOptions();  // header_timeout 400 ms
-  o.idle_timeout = milliseconds(3000);
+  HttpServerOptions o = Short();  // header_timeout 400 ms
+  o.idle_timeout = milliseconds(5000);
   StartServer(o);
   const std::string get = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
   const std::string post = Post(Issued("evt_idle", "r_idle"));
@@ -638,7 +648,7 @@ TEST_F(HttpServerTest, AKeptAliveConnectionThatSendsNothingGetsNo408AndClosesWhe
 // connection cap no longer than a header may take: it is closed, with no
 // answer (it asked nothing), at the header timeout, not the idle timeout.
 TEST_F(HttpServerTest, AConnectionThatNeverSendsIsClosedAtTheHeaderTimeout) {
-  HttpServerOptions o = TestOptions();  // header_timeout 400 ms
+  HttpServerOptions o = Short();  // header_timeout 400 ms
   o.idle_timeout = milliseconds(60000);
   StartServer(o);
   RawClient c(server_->port());
@@ -648,7 +658,7 @@ TEST_F(HttpServerTest, AConnectionThatNeverSendsIsClosedAtTheHeaderTimeout) {
 }
 
 TEST_F(HttpServerTest, SlowBodyIs408) {
-  StartServer();  // body_grace 400 ms
+  StartServer(Short());  // body_grace 400 ms
   RawClient c(server_->port());
   ASSERT_TRUE(c.Send("POST /hooks HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"a\""));
   EXPECT_EQ(c.ReadAnswers(1), std::vector<int>{408});
@@ -659,7 +669,7 @@ TEST_F(HttpServerTest, SlowBodyIs408) {
 // body_grace window must bring the minimum rate; on the body's average,
 // 3,500 bytes sent at once would have paid for 3.5 s of trickling.
 TEST_F(HttpServerTest, ABodyMustKeepItsRateInEveryWindowNotJustOnAverage) {
-  HttpServerOptions o = TestOptions();  // body_grace 400 ms
+  HttpServerOptions o = Short();  // body_grace 400 ms
   o.min_body_bytes_per_second = 1000;
   StartServer(o);
   RawClient c(server_->port());
@@ -998,7 +1008,9 @@ TEST_F(HttpServerTest, AClientThatHangsUpWhileItsAnswerIsParkedIsClosedAtOnce) {
 }
 
 TEST_F(HttpServerTest, StopClosesIdleKeepAliveAtOnceAndFinishesBodiesInFlight) {
-  StartServer();  // idle_timeout 30 s
+  HttpServerOptions o = TestOptions();  // idle_timeout 30 s
+  o.drain_timeout = milliseconds(10000);
+  StartServer(o);
   RawClient idle(server_->port());
   idle.Send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
   ASSERT_EQ(idle.ReadAnswers(1), std::vector<int>{200});
@@ -1010,12 +1022,14 @@ TEST_F(HttpServerTest, StopClosesIdleKeepAliveAtOnceAndFinishesBodiesInFlight) {
   busy.ReadUntil([](const std::string&) { return false; }, milliseconds(100));
   const auto start = SteadyClock::now();
   std::thread stopper([&] { server_->Stop(); });
-  EXPECT_TRUE(idle.WaitForClose(milliseconds(1000)));
+  // At once: long before the idle timeout, and before the busy request ends.
+  EXPECT_TRUE(idle.WaitForClose(milliseconds(5000)));
   busy.Send(body.substr(5));
   EXPECT_EQ(busy.ReadAnswers(1), std::vector<int>{200});
   EXPECT_NE(busy.received().find("Connection: close"), std::string::npos);
   stopper.join();
-  EXPECT_LT(SteadyClock::now() - start, milliseconds(2000));
+  // Once the request in flight is answered, not at the drain timeout.
+  EXPECT_LT(SteadyClock::now() - start, milliseconds(9000));
   // Stopped: nobody accepts any more.
   RawClient after(server_->port());
   EXPECT_FALSE(after.connected() && after.Send("GET /healthz HTTP/1.1\r\n\r\n") &&

@@ -365,7 +365,8 @@ INSTANTIATE_TEST_SUITE_P(Faults, StoreFaults,
 // close and reopen, every acknowledged event is there.
 TEST(StoreFaultRecovery, NothingAcknowledgedIsLostAfterAFailedAppend) {
   FaultEnv env;
-  const Options o = FaultOptions(&env);
+  ManualClock clock(1795000000LL * 1000000);  // the retries' waits pass on it
+  const Options o = FaultOptions(&env, Durability::kSync, &clock);
   Acked acked;
   size_t refused = 0;
   {
@@ -379,7 +380,7 @@ TEST(StoreFaultRecovery, NothingAcknowledgedIsLostAfterAFailedAppend) {
       if (first.http_status() == 503) ++refused;
       const IngestResult r =
           first.http_status() == 503
-              ? RetryUntilStored(store.get(), Issued("evt_" + n, "rcp_" + n), &waited)
+              ? RetryUntilStored(store.get(), Issued("evt_" + n, "rcp_" + n), &waited, 10, &clock)
               : first;
       ASSERT_TRUE(Acknowledged(r.outcome)) << n << ": " << r.message;
       acked[r.event_id] = r.entity;
@@ -840,9 +841,11 @@ void FlappingDisk(uint64_t seed) {
         uint64_t last = 0;
         bool gap = false;
         // A page, not the whole store: a List holds its use of the database
-        // to its end, and the reopen waits at most a second for uses to end.
-        // Listing every projection (each folded from its log since format
-        // 4) outlasts that under TSan, and a reopen would never get its turn.
+        // to its end, and the reopen waits for uses to end only until the
+        // store's clock, which this test moves round by round, has moved a
+        // second. Listing every projection (each folded from its log since
+        // format 4) outlasts a round under TSan, and a reopen would seldom
+        // get its turn.
         int listed = 0;
         Status st = store->List("", [&](const Projection&) { return ++listed < 100; });
         EXPECT_TRUE(st.ok()) << "List: " << st.ToString();
