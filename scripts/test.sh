@@ -29,17 +29,25 @@ if ! bash scripts/check_format.sh; then
   failed+=(format)
 fi
 
+# Each stage's build and test seconds, printed before stage 5: CI's budget
+# is 90 minutes, and these say where it goes.
+timings=()
 # A stage: configure and build a preset of CMakePresets.json, run its test
 # preset; a failure is recorded and the next stage runs.
 run_preset() {
   local preset="$1"
   shift
   echo "== test.sh: stage ${preset} =="
+  local start=${SECONDS} built
   if cmake --preset "${preset}" >/dev/null &&
-    cmake --build --preset "${preset}" --parallel "$(nproc)" &&
-    ctest --preset "${preset}" --no-tests=error "$@"; then
-    return 0
+    cmake --build --preset "${preset}" --parallel "$(nproc)"; then
+    built=$((SECONDS - start))
+    if ctest --preset "${preset}" --no-tests=error "$@"; then
+      timings+=("${preset}: build ${built} s, tests $((SECONDS - start - built)) s")
+      return 0
+    fi
   fi
+  timings+=("${preset}: FAILED after $((SECONDS - start)) s")
   echo "== test.sh: stage ${preset} FAILED ==" >&2
   failed+=("${preset}")
 }
@@ -48,10 +56,13 @@ run_preset() {
 build_preset() {
   local preset="$1"
   echo "== test.sh: stage ${preset} =="
+  local start=${SECONDS}
   if cmake --preset "${preset}" >/dev/null &&
     cmake --build --preset "${preset}" --parallel "$(nproc)"; then
+    timings+=("${preset}: build $((SECONDS - start)) s")
     return 0
   fi
+  timings+=("${preset}: FAILED after $((SECONDS - start)) s")
   echo "== test.sh: stage ${preset} FAILED ==" >&2
   failed+=("${preset}")
 }
@@ -65,7 +76,8 @@ if [ "${EVENTFOLD_QUICK:-0}" != 1 ]; then
   if [ "${#failed[@]}" -ne 0 ]; then
     echo "== test.sh: FAILED stages: ${failed[*]} ==" >&2
   fi
-  echo "== test.sh: stage release =="
+  for t in "${timings[@]}"; do echo "== test.sh: ${t} =="; done
+  echo "== test.sh: stage release (${SECONDS} s so far) =="
 fi
 
 # Keep the generator of an existing build/ (cmake refuses to switch it).
