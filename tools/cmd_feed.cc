@@ -7,9 +7,13 @@
 #include <atomic>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "tools/cli_common.h"
 #include "tools/ndjson_out.h"
+#include "tools/read_views.h"
 #include "tools/remote_read.h"
 #include "tools/store_waits.h"
 
@@ -20,11 +24,36 @@ std::atomic<bool> stop_following{false};
 
 void StopFollowing(int) { stop_following.store(true); }
 
+// Says once, before the first change is printed, when gc trimmed changes
+// the reader asked for (FeedTrimmedNote): the feed would otherwise begin
+// later than asked without a word. `where` names a partition store.
+class TrimmedNote {
+ public:
+  explicit TrimmedNote(uint64_t after, std::string where = "")
+      : from_(after + 1), where_(std::move(where)) {}
+
+  void Before(const Change& c) {
+    if (told_) return;
+    told_ = true;
+    const std::string note = FeedTrimmedNote(from_, c.seq);
+    if (!note.empty()) PrintReasonLines(where_ + note);
+  }
+
+ private:
+  const uint64_t from_;
+  const std::string where_;
+  bool told_ = false;
+};
+
 // Prints the changes after `*after`, advancing it; false on a read error.
 // With a `partition_dir`, each line names that partition (WithPartition).
 bool PrintNew(Store* store, uint64_t* after, const std::string& partition_dir = "") {
   NdjsonOut out;
+  TrimmedNote note(*after, partition_dir.empty()
+                               ? ""
+                               : std::filesystem::path(partition_dir).filename().string() + ": ");
   Status st = ReadNewChanges(store, after, [&](const Change& c) {
+    note.Before(c);
     out.Line(partition_dir.empty() ? ChangeToJson(c)
                                    : WithPartition(partition_dir, ChangeToJson(c)));
   });
@@ -45,7 +74,11 @@ int Follow(const std::string& dir, uint64_t after) {
   signal(SIGINT, StopFollowing);
   signal(SIGTERM, StopFollowing);
   FollowOptions options;
-  options.on_change = [](const Change& c) { std::cout << ChangeToJson(c) << "\n" << std::flush; };
+  auto note = std::make_shared<TrimmedNote>(after);
+  options.on_change = [note](const Change& c) {
+    note->Before(c);
+    std::cout << ChangeToJson(c) << "\n" << std::flush;
+  };
   options.on_busy = [] {
     std::cerr << "eventfold: store busy (a writer holds it); retrying. Beside a running "
                  "receiver, follow its feed with --server\n";

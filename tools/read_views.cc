@@ -110,6 +110,16 @@ Result<std::string> SubscriptionsView(Store& store, Clock* clock) {
   return out;
 }
 
+std::string FeedTrimmedNote(uint64_t from, uint64_t first_seq) {
+  from = std::max<uint64_t>(from, 1);  // `--from 0` reads from the first seq, 1
+  if (first_seq <= from) return "";
+  const uint64_t last = first_seq - 1;
+  const std::string gone =
+      from == last ? "change " + std::to_string(from) + " was"
+                   : "changes " + std::to_string(from) + ".." + std::to_string(last) + " were";
+  return "feed: " + gone + " trimmed by gc; starting at " + std::to_string(first_seq);
+}
+
 std::string BackupSummaryLine(const char* what, const BackupSummary& s, const std::string& where) {
   JsonWriter w;
   w.BeginObject()

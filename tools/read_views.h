@@ -8,6 +8,7 @@
 #ifndef EVENTFOLD_TOOLS_READ_VIEWS_H_
 #define EVENTFOLD_TOOLS_READ_VIEWS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "eventfold/backup.h"
@@ -40,6 +41,13 @@ void PrintReasonLines(const std::string& text);
 // What `eventfold subscriptions` says on stderr when there are none.
 inline constexpr const char* kNoSubscriptionsNote =
     "no subscriptions in this store (a subscriber's first checkpoint creates one)";
+
+// What `eventfold feed` says on stderr (after "eventfold: ") when the first
+// change it reads, `first_seq`, comes after `from`, the first seq it was
+// asked for: gc trimmed the changes between (the feed has no other gaps).
+// Empty when none is missing. Shared so that --data and --server say it
+// alike, once, before the first change.
+std::string FeedTrimmedNote(uint64_t from, uint64_t first_seq);
 
 // `eventfold backup` and `restore`: the summary line of a verified copy;
 // `what` is "backup" or "restore", `where` the directory written.

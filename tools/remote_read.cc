@@ -193,6 +193,18 @@ int PrintPages(const std::string& server, const std::string& target) {
   return kExitOk;
 }
 
+// The seq of a feed page's first change (each line is a change, {"seq":N,
+// ...}); nullopt for an empty page or a first line that is no change.
+std::optional<uint64_t> FirstSeq(std::string_view page) {
+  const std::string line(page.substr(0, page.find('\n')));
+  simdjson::dom::parser parser;
+  uint64_t seq = 0;
+  if (line.empty() || parser.parse(line)["seq"].get_uint64().get(seq) != simdjson::SUCCESS) {
+    return std::nullopt;
+  }
+  return seq;
+}
+
 std::string EntityPath(const std::string& entity, const std::string& id) {
   return PercentEncode(entity) + "/" + PercentEncode(id);
 }
@@ -279,6 +291,8 @@ void StopRemoteFollow(int) {
 
 int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
   uint64_t after = from > 0 ? from - 1 : 0;
+  // Told by the first change, as with --data (FeedTrimmedNote).
+  bool noted = false;
   if (follow) {
     signal(SIGINT, StopRemoteFollow);
     signal(SIGTERM, StopRemoteFollow);
@@ -303,6 +317,11 @@ int RemoteFeed(const std::string& server, uint64_t from, bool follow) {
       continue;  // the same page again; any other answer is told there
     }
     if (rc != kExitOk) return rc;
+    if (!noted && !a.body.empty()) {
+      noted = true;
+      const std::string note = FeedTrimmedNote(after + 1, FirstSeq(a.body).value_or(after + 1));
+      if (!note.empty()) PrintReasonLines(note);
+    }
     printing.store(true);
     std::cout << a.body << std::flush;
     printing.store(false);

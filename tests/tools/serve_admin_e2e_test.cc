@@ -137,6 +137,53 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 
+// A feed read from a seq gc has trimmed began at the first change kept
+// without a word. It says once on stderr which changes are gone, the same
+// through --server as with --data; stdout holds the changes alone.
+TEST_F(ServeAdminE2e, FeedFromATrimmedSeqSaysSoTheSameWithServerAsWithData) {
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(data_, Options());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_EQ((*store)->feed().LastSeq(), 3u);
+    ASSERT_TRUE((*store)->feed().SetCheckpoint("mail", 2).ok());
+    Result<FeedTrimSummary> trim = (*store)->maintenance().TrimFeed(0);
+    ASSERT_TRUE(trim.ok()) << trim.status().ToString();
+    ASSERT_EQ(trim->first_seq, 3u);
+  }
+  const std::vector<std::vector<std::string>> commands = {
+      {"feed", "--from", "1"}, {"feed"}, {"feed", "--from", "2"}, {"feed", "--from", "3"}};
+  const std::vector<std::string> says = {
+      "eventfold: feed: changes 1..2 were trimmed by gc; starting at 3\n",
+      "eventfold: feed: changes 1..2 were trimmed by gc; starting at 3\n",
+      "eventfold: feed: change 2 was trimmed by gc; starting at 3\n", ""};
+  std::vector<CliResult> local;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    std::vector<std::string> args = commands[i];
+    args.insert(args.begin() + 1, {"--data", data_});
+    local.push_back(Run(args));
+    EXPECT_EQ(local[i].exit_code, 0) << local[i].err;
+    EXPECT_EQ(local[i].err, says[i]) << i;
+    EXPECT_EQ(test_util::Lines(local[i].out).size(), 1u) << local[i].out;
+    EXPECT_EQ(local[i].out.rfind(R"({"seq":3,)", 0), 0u) << local[i].out;
+  }
+
+  setenv("EVENTFOLD_ADMIN_TOKEN", kToken.c_str(), 1);
+  ServerProcess serve(kCli, data_, scratch_.path());
+  ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
+  ASSERT_GT(serve.admin_port(), 0) << serve.log();
+  const std::string url = "http://127.0.0.1:" + std::to_string(serve.admin_port());
+  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+  for (size_t i = 0; i < commands.size(); ++i) {
+    std::vector<std::string> args = commands[i];
+    args.insert(args.begin() + 1, {"--server", url});
+    CliResult remote = Run(args);
+    EXPECT_EQ(remote.out, local[i].out) << i << ": " << remote.err;
+    EXPECT_EQ(remote.err, local[i].err) << i;
+    EXPECT_EQ(remote.exit_code, local[i].exit_code) << i;
+  }
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
 // A quarantine whose database is closed (here: its CURRENT file lost, so it
 // stays closed until a repair) shows in `status`, the same with --server as
 // with --data: refused deliveries are being dropped, and an operator who
