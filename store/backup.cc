@@ -316,7 +316,7 @@ Result<BackupSummary> RestoreStore(const std::string& backup, const std::string&
   std::vector<std::string> created;
   st = CreateParentDirs(env, dir, &created);
   if (st.ok() && !dir_existed) {
-    st = storage::FromLevelDb(env->CreateDir(dir), "creating the store directory " + dir);
+    st = CreateDirectory(env, dir, "creating the store directory " + dir);
   }
   if (st.ok() && !lock.held()) {
     st = LockCopyTarget(&lock, dir, "restore");
@@ -425,7 +425,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
   if (st.ok()) st = CreateParentDirs(env, out, &created);
   if (!st.ok()) return st;
   if (!out_existed) {
-    st = FromLevelDb(env->CreateDir(out), "creating the backup directory " + out);
+    st = CreateDirectory(env, out, "creating the backup directory " + out);
     // Made meanwhile by another backup into it: not this one's to remove;
     // the lock below decides which of the two writes there.
     if (!st.ok() && env->FileExists(out)) {

@@ -110,6 +110,22 @@ inline Status RefuseAStoresQuarantine(leveldb::Env* env, const std::string& dir)
                                  " (`eventfold refused` lists its refusals); nothing was opened");
 }
 
+// Creates the directory `dir` through `env`; `context` says what for.
+// LevelDB's Env says NotFound when mkdir(2) fails with ENOENT (a parent
+// removed meanwhile, a path under /proc), which callers, and the command's
+// exit codes, would read as "no such store or backup" (exit 1): a
+// directory that cannot be made is an I/O error, whatever errno says.
+inline Status CreateDirectory(leveldb::Env* env, const std::string& dir, std::string_view context) {
+  leveldb::Status s = env->CreateDir(dir);
+  if (s.IsNotFound()) {
+    constexpr std::string_view kPrefix = "NotFound: ";
+    std::string why = s.ToString();
+    if (why.starts_with(kPrefix)) why.erase(0, kPrefix.size());
+    s = leveldb::Status::IOError(why);
+  }
+  return storage::FromLevelDb(s, context);
+}
+
 // LevelDB creates a store's own directory but not its parents: these create
 // them too, so that `Open("data/webhooks")`, a backup into `bk/today` and a
 // restore into `data/new` work on a fresh machine. The directories made are
@@ -123,11 +139,9 @@ inline Status CreateParentDirs(leveldb::Env* env, const std::string& path,
     missing.push_back(p.string());
   }
   for (auto dir = missing.rbegin(); dir != missing.rend(); ++dir) {
-    leveldb::Status s = env->CreateDir(*dir);
-    if (!s.ok() && !env->FileExists(*dir)) {
-      return storage::FromLevelDb(s, "creating parent directory " + *dir + " of " + path);
-    }
-    if (s.ok() && created) created->push_back(*dir);
+    Status st = CreateDirectory(env, *dir, "creating parent directory " + *dir + " of " + path);
+    if (!st.ok() && !env->FileExists(*dir)) return st;
+    if (st.ok() && created) created->push_back(*dir);
   }
   return Status::OK();
 }

@@ -626,6 +626,55 @@ TEST(Backup, AFailedBackupLeavesNothingBehind) {
   EXPECT_TRUE(restored.ok()) << restored.status().ToString();
 }
 
+// LevelDB's Env says NotFound when mkdir(2) fails with ENOENT (a parent
+// gone meanwhile, a path under /proc). A backup or restore whose directory
+// could not be made so returned kNotFound, which the command reads as
+// "what you asked for does not exist" (exit 1) instead of a storage error
+// (exit 2). It is kIOError, naming the directory and the reason.
+class NoMkdirEnv final : public leveldb::EnvWrapper {
+ public:
+  NoMkdirEnv(leveldb::Env* target, std::string dir) : EnvWrapper(target), dir_(std::move(dir)) {}
+  leveldb::Status CreateDir(const std::string& dir) override {
+    if (dir == dir_) return leveldb::Status::NotFound(dir, "No such file or directory");
+    return target()->CreateDir(dir);
+  }
+
+ private:
+  const std::string dir_;
+};
+
+TEST(Backup, ADirectoryThatCannotBeMadeIsAStorageError) {
+  ManualClock clock(1'800'000'000'000'000);
+  FaultEnv mem;
+  for (const std::string& refused : {"/out/a", "/out/a/b"}) {
+    NoMkdirEnv env(&mem, refused);
+    Options o;
+    o.durability = Durability::kBuffered;
+    o.clock = &clock;
+    o.env = &env;
+    Result<std::unique_ptr<Store>> store = Store::Open(refused + "-live", o);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    IngestDefaultHistory(store->get());
+    Result<BackupSummary> r = (*store)->maintenance().Backup("/out/a/b");
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().IsIOError()) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(refused + ": No such file or directory"), std::string::npos)
+        << r.status().ToString();
+    const std::string good = refused + "-backup";
+    ASSERT_TRUE((*store)->maintenance().Backup(good).ok());
+    store->reset();
+    Options ro;
+    ro.env = &env;
+    ro.clock = &clock;
+    Result<BackupSummary> restored = RestoreStore(good, "/out/a/b", ro);
+    ASSERT_FALSE(restored.ok());
+    EXPECT_TRUE(restored.status().IsIOError()) << restored.status().ToString();
+    EXPECT_NE(restored.status().message().find(refused + ": No such file or directory"),
+              std::string::npos)
+        << restored.status().ToString();
+  }
+}
+
 // A backup whose files are intact but whose records do not check (a key of
 // no family eventfold writes): the restore copies it, its check fails, and
 // the copy goes with the directories made for it.
