@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <iostream>
@@ -70,6 +71,31 @@ void ReadIntegersAsDecimal(CLI::App* app) {
   }
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
     ReadIntegersAsDecimal(sub);
+  }
+}
+
+std::string UnknownCommandError(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* group = &app;
+  std::string path = "eventfold";
+  const auto all = [](const CLI::App*) { return true; };
+  for (int i = 1;; ++i) {
+    const std::vector<const CLI::App*> commands = group->get_subcommands(all);
+    if (commands.empty()) return "";
+    std::string names;
+    for (const CLI::App* c : commands) names += (names.empty() ? "" : ", ") + c->get_name();
+    if (i == argc) {
+      return group->get_require_subcommand_min() == 0 ? ""
+                                                      : path + ": a command is needed: " + names;
+    }
+    const std::string word = argv[i];
+    if (word.starts_with("-")) return "";
+    const auto named = std::find_if(commands.begin(), commands.end(),
+                                    [&](const CLI::App* c) { return c->check_name(word); });
+    if (named == commands.end()) {
+      return path + ": unknown command '" + word + "'; the commands are: " + names;
+    }
+    group = *named;
+    path += " " + group->get_name();
   }
 }
 

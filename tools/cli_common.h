@@ -77,6 +77,17 @@ CLI::Validator WithinRange(int64_t min, int64_t max);
 // NotNegative).
 void ReadIntegersAsDecimal(CLI::App* app);
 
+// The usage error (without "\n") for a command word of `argv` that names no
+// command, found before CLI11 parses: CLI11 says "A subcommand is required"
+// for `eventfold dlq frob` and "The following argument was not expected"
+// for `eventfold frob`, calling frob no command. From the top, each word
+// where `app` or the command group it named expects a command must name
+// one: "eventfold dlq: unknown command 'frob'; the commands are: list,
+// retry, drop". A group that requires a command and is given none says
+// which it takes. Empty when the command words are fine (an option where a
+// command is expected, --help say, is left to CLI11).
+std::string UnknownCommandError(const CLI::App& app, int argc, const char* const* argv);
+
 // Whether `dir` holds a store (its CURRENT file) or a backup or restore that
 // did not finish (kUnfinishedCopyFile: opening it says so); false too when
 // that cannot be told (no permission): opening it then says why.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "tools/cli_common.h"
 
@@ -33,6 +34,10 @@ int main(int argc, char** argv) {
   AddBackupCommands(&app, &action);
   AddRepairCommand(&app, &action);
   ReadIntegersAsDecimal(&app);
+  if (const std::string error = UnknownCommandError(app, argc, argv); !error.empty()) {
+    std::cerr << error << "\n";
+    return kExitError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -766,4 +766,41 @@ TEST_F(cli_ux, BadJsonIsRefusedInOurWords) {
   EXPECT_EQ(Lines(r.err).size(), 2u) << r.err;
 }
 
+// `eventfold dlq frob` said "A subcommand is required" and `eventfold frob`
+// "The following argument was not expected", neither calling frob a
+// command. An unknown command at any level is a usage error naming it and
+// the commands there are.
+TEST_F(cli_ux, AnUnknownCommandIsAUsageErrorNamingIt) {
+  CliResult r = Run({"dlq", "frob", "--data", data_});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Contains(r.err,
+                       "eventfold dlq: unknown command 'frob'; the commands are: list, "
+                       "retry, drop\n"))
+      << r.err;
+  r = Run({"frob"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "eventfold: unknown command 'frob'; the commands are: help, "
+                       "ingest, show,"))
+      << r.err;
+  r = Run({"cluster", "frob"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "eventfold cluster: unknown command 'frob'; the commands are: "
+                       "init, status\n"))
+      << r.err;
+  // A group without its command says which it takes.
+  r = Run({"dlq"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "eventfold dlq: a command is needed: list, retry, drop\n")) << r.err;
+  // Known commands and --help are CLI11's as before.
+  r = Run({"dlq", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "retry")) << r.out;
+  r = Run({"dlq", "list", "--data", data_, "--subscription", "s"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "no store at")) << r.err;
+}
+
 }  // namespace
