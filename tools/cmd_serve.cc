@@ -64,17 +64,26 @@ bool IsLoopback(const std::string& host) {
 }
 
 // The admin token from --admin-token-file (first line) or the environment;
-// an error naming the source when there is none or it is too short.
+// an error naming the source and what is wrong when there is none, it is
+// too short or no header could carry it.
 Result<std::string> AdminToken(const ServeArgs& a) {
   std::string token, source;
-  if (!a.admin_token_file.empty()) {
+  const bool from_file = !a.admin_token_file.empty();
+  // The token is the file's first line, read alone (docs/RECEIVER.md): a
+  // file whose first line holds none is told so, not as a short token.
+  const std::string first_line_only =
+      "; the token must be on the file's first line (a token file skips no blank lines or # "
+      "comments, as a --secret-file does)";
+  if (from_file) {
     std::ifstream in(a.admin_token_file);
     if (!in) {
       return Status::InvalidArgument("--admin-token-file: cannot read " + a.admin_token_file +
                                      ": " + std::strerror(errno));
     }
-    std::getline(in, token);
     source = "--admin-token-file " + a.admin_token_file;
+    if (!std::getline(in, token)) {
+      return Status::InvalidArgument(source + ": the file is empty" + first_line_only);
+    }
   } else if (const char* env = std::getenv(kAdminTokenEnv)) {
     token = env;
     source = kAdminTokenEnv;
@@ -87,17 +96,30 @@ Result<std::string> AdminToken(const ServeArgs& a) {
   const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   while (!token.empty() && space(token.back())) token.pop_back();
   token.erase(0, std::find_if_not(token.begin(), token.end(), space) - token.begin());
+  if (token.empty()) {
+    return Status::InvalidArgument(
+        from_file ? source + ": its first line is empty" + first_line_only
+                  : std::string("--admin-listen needs a bearer token: ") + source + " is empty");
+  }
+  // A comment where the token should be is refused as one when it would be
+  // refused anyway (with its spaces, or as short); a token may begin with '#'.
+  const auto refuse = [&](const std::string& why) {
+    if (from_file && token[0] == '#') {
+      return Status::InvalidArgument(source + ": its first line is a # comment, not a token" +
+                                     first_line_only);
+    }
+    return Status::InvalidArgument(source + ": " + why);
+  };
   // It travels in a header field: visible ASCII without spaces (RFC 6750
   // §2.1's b64token is a subset of that).
   for (const char c : token) {
     if (c < 0x21 || c > 0x7e) {
-      return Status::InvalidArgument(
-          source + ": the admin token must be visible ASCII characters without spaces");
+      return refuse("the admin token must be visible ASCII characters without spaces");
     }
   }
   if (token.size() < kMinAdminTokenBytes) {
-    return Status::InvalidArgument(source + ": the admin token must be at least " +
-                                   std::to_string(kMinAdminTokenBytes) + " bytes");
+    return refuse("the admin token must be at least " + std::to_string(kMinAdminTokenBytes) +
+                  " bytes");
   }
   return token;
 }

@@ -1,6 +1,7 @@
 // Where the command line finds signing secrets: --secret, --secret-file (one
-// per line, blank lines and #comments skipped) and EVENTFOLD_SECRETS
-// (whitespace-separated). Secrets are never printed.
+// per line, blank lines and #comments skipped; a file holding none is
+// refused) and EVENTFOLD_SECRETS (whitespace-separated). Secrets are never
+// printed.
 
 #ifndef EVENTFOLD_TOOLS_SECRETS_H_
 #define EVENTFOLD_TOOLS_SECRETS_H_

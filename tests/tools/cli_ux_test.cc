@@ -803,4 +803,22 @@ TEST_F(cli_ux, AnUnknownCommandIsAUsageErrorNamingIt) {
   EXPECT_TRUE(Contains(r.err, "no store at")) << r.err;
 }
 
+// A --secret-file holding no secret (every line blank or a comment) left
+// `ingest` verifying against no secret at all, and `serve` asking for a
+// --secret-file it had been given. It is refused, naming the file.
+TEST_F(cli_ux, ASecretFileWithoutASecretIsRefusedNamingIt) {
+  const std::string file = File("secrets", {"", "# rotated out", "   "});
+  const std::string events = File("one.ndjson", {Receipt("evt_1", "receipt.issued", "rcp_1")});
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"ingest", "--data", data_, "--secret-file", file, events},
+           {"serve", "--data", data_, "--listen", "127.0.0.1:0", "--secret-file", file}}) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out << r.err;
+    EXPECT_TRUE(Contains(r.err, "secret file " + file +
+                                    " holds no secret: each of its lines is blank or a # comment"))
+        << args[0] << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(data_)) << "a refused command created the store";
+}
+
 }  // namespace

@@ -23,6 +23,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/signature.h"
@@ -223,6 +224,32 @@ TEST_F(ServeAdminE2e, AdminListenerRefusesToStartWithoutAToken) {
            "--admin-listen", "127.0.0.1:0", "--admin-token-file", scratch_.path() + "/short"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("at least 16 bytes"), std::string::npos) << r.err;
+}
+
+// A token file whose first line is empty was refused as shorter than 16
+// bytes. The token is the file's first line (docs/RECEIVER.md; a token
+// file skips no blank lines or comments, as a --secret-file does): what is
+// on that line instead is said, and an empty EVENTFOLD_ADMIN_TOKEN too.
+TEST_F(ServeAdminE2e, ATokenFileWithoutATokenOnItsFirstLineSaysWhatIsThere) {
+  const std::string file = scratch_.path() + "/token";
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"\n" + kToken + "\n", "its first line is empty"},
+           {" \t\r\n" + kToken + "\n", "its first line is empty"},
+           {"", "the file is empty"},
+           {"# admin token\n" + kToken + "\n", "its first line is a # comment"}}) {
+    test_util::WriteFile(file, text);
+    CliResult r = Run({"serve", "--data", data_, "--listen", "127.0.0.1:0", "--allow-unsigned",
+                       "--admin-listen", "127.0.0.1:0", "--admin-token-file", file});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--admin-token-file " + file + ": " + says), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the token must be on the file's first line"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("at least 16 bytes"), std::string::npos) << r.err;
+  }
+  setenv("EVENTFOLD_ADMIN_TOKEN", "", 1);
+  CliResult r = Run({"serve", "--data", data_, "--listen", "127.0.0.1:0", "--allow-unsigned",
+                     "--admin-listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("EVENTFOLD_ADMIN_TOKEN is empty"), std::string::npos) << r.err;
 }
 
 TEST_F(ServeAdminE2e, AdminListenerRefusesANonLoopbackAddressUnlessTold) {
