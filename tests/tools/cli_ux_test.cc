@@ -821,4 +821,19 @@ TEST_F(cli_ux, ASecretFileWithoutASecretIsRefusedNamingIt) {
   EXPECT_FALSE(fs::exists(data_)) << "a refused command created the store";
 }
 
+// A fold worker that fails at start (here: no cluster answers) left behind
+// the --data directory it had made, and its parents. They go when they are
+// still empty; a directory that was there before stays.
+TEST_F(cli_ux, AFoldWorkerThatFailsAtStartRemovesTheDirectoriesItMade) {
+  const std::string nowhere = "nats://127.0.0.1:1";
+  CliResult r =
+      Run({"fold", "--cluster", nowhere, "--data", root_ + "/new/fold", "--start-timeout", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(root_ + "/new")) << r.err;
+  fs::create_directories(root_ + "/kept");
+  r = Run({"fold", "--cluster", nowhere, "--data", root_ + "/kept", "--start-timeout", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(fs::is_directory(root_ + "/kept"));
+}
+
 }  // namespace
