@@ -55,10 +55,11 @@ void ReadIntegersAsDecimal(CLI::App* app) {
       [](std::string& v) {
         const size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
         const std::string_view digits = std::string_view(v).substr(sign);
-        if (digits.size() < 2 || digits[0] != '0') return std::string();
-        if (digits.find_first_not_of("0123456789") != std::string_view::npos) {
-          return "not a decimal number: " + v;
+        // Anything else ("1e3", "1.5") CLI11 refused as "Could not convert".
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+          return "must be a decimal integer, got \"" + v + "\"";
         }
+        if (digits.size() < 2 || digits[0] != '0') return std::string();
         const size_t first = digits.find_first_not_of('0');
         v = v.substr(0, sign) +
             (first == std::string_view::npos ? "0" : std::string(digits.substr(first)));

@@ -71,10 +71,10 @@ CLI::Validator WithinRange(int64_t min, int64_t max);
 // Makes every integer option of `app` and its subcommands, however deep,
 // read its value in decimal. CLI11 reads integers with strtoll's base 0, so
 // `feed --from 010` started at seq 8 and `dlq drop --seq 010` dropped dead
-// letter 8; leading zeros are now dropped ("010" is 10), and a 0x, 0b or 0o
-// prefix is a usage error. Call it once every option is added: it runs
-// after each option's own checks, which read decimal too (WithinRange,
-// NotNegative).
+// letter 8; leading zeros are now dropped ("010" is 10), and anything but
+// an optional sign and decimal digits (a 0x prefix, "1e3") is a usage
+// error: "--from: must be a decimal integer, got "1e3"". Call it once every option is added: it
+// runs after each option's own checks, which read decimal too (WithinRange, NotNegative).
 void ReadIntegersAsDecimal(CLI::App* app);
 
 // The usage error (without "\n") for a command word of `argv` that names no

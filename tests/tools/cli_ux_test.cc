@@ -836,4 +836,16 @@ TEST_F(cli_ux, AFoldWorkerThatFailsAtStartRemovesTheDirectoriesItMade) {
   EXPECT_TRUE(fs::is_directory(root_ + "/kept"));
 }
 
+// `feed --from 1e3` said CLI11's "Could not convert"; an integer option's
+// value that is no decimal integer is a usage error naming the option.
+TEST_F(cli_ux, AnIntegerOptionSaysItWantsADecimalInteger) {
+  for (const std::string value : {"1e3", "1.5", "ten", ""}) {
+    CliResult r = Run({"feed", "--data", data_, "--from", value});
+    EXPECT_EQ(r.exit_code, 2) << value << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "--from: must be a decimal integer, got \"" + value + "\""))
+        << value << ": " << r.err;
+    EXPECT_FALSE(Contains(r.err, "Could not convert")) << r.err;
+  }
+}
+
 }  // namespace
