@@ -52,6 +52,11 @@ std::string Commas(uint64_t n) {
   return out;
 }
 
+// `n` and its noun, singular for one: "1 product", "2 products".
+std::string Count(uint64_t n, const char* one, const char* many) {
+  return Commas(n) + " " + (n == 1 ? one : many);
+}
+
 // --fresh: deletes the store at `dir` (DestroyStore: only its own files,
 // and never while a Store, `eventfold serve` say, has it open).
 bool RemoveStore(const std::string& dir) {
@@ -179,21 +184,24 @@ int Run(const DemoArgs& a) {
   std::ostringstream out;
   out << "eventfold demo: a simulated ReceiptRoller sending to the receiver on 127.0.0.1:"
       << server.port() << " (seed " << a.seed << ")\n";
-  out << "  sender: " << Commas(history.events.size()) << " events (" << Commas(s.receipts)
-      << " receipts, " << Commas(s.products) << " products, " << Commas(s.inventory_events)
-      << " inventory updates) sent as " << Commas(history.deliveries.size())
-      << " deliveries: " << Commas(s.retries) << " retries, shuffled, " << Commas(s.late)
-      << " late, " << Commas(history.malformed) << " malformed, " << Commas(history.conflicts)
+  out << "  sender: " << Count(history.events.size(), "event", "events") << " ("
+      << Count(s.receipts, "receipt", "receipts") << ", "
+      << Count(s.products, "product", "products") << ", "
+      << Count(s.inventory_events, "inventory update", "inventory updates") << ") sent as "
+      << Count(history.deliveries.size(), "delivery", "deliveries") << ": "
+      << Count(s.retries, "retry", "retries") << ", shuffled, " << Commas(s.late) << " late, "
+      << Commas(history.malformed) << " malformed, " << Commas(history.conflicts)
       << " conflicting; plus " << Commas(tampered)
       << " forged or stale-signed: " << Commas(outgoing.size()) << " in all\n";
-  out << "  http:   " << Commas(report.attempts) << " attempts:";
+  out << "  http:   " << Count(report.attempts, "attempt", "attempts") << ":";
   for (const auto& [status, n] : report.attempts_by_status) {
     out << " " << (status == 0 ? std::string("lost") : std::to_string(status)) << " x" << Commas(n);
   }
   out << "; " << Commas(report.retries) << " retried with backoff (" << Commas(report.lost_acks)
       << " after a lost answer); of the " << Commas(outgoing.size()) << ", "
-      << Commas(report.delivered) << " delivered (2xx), " << Commas(report.dead_letters)
-      << " dead letters (4xx: malformed, conflicting, forged, stale)\n";
+      << Commas(report.delivered) << " delivered (2xx), "
+      << Count(report.dead_letters, "dead letter", "dead letters")
+      << " (4xx: malformed, conflicting, forged, stale)\n";
   char latency[96];
   std::snprintf(latency, sizeof latency, "p50 %.2f ms, p99 %.2f ms",
                 sim::Quantile(report.latencies, 0.5) * 1e3,
@@ -263,7 +271,7 @@ int Run(const DemoArgs& a) {
         << " with an applied event + " << Commas(receipts_none) << " in state none\n";
   }
 
-  out << "  rejected: " << Commas(rejected) << " events";
+  out << "  rejected: " << Count(rejected, "event", "events");
   if (rejected > 0) {
     out << " (";
     bool first = true;

@@ -848,4 +848,13 @@ TEST_F(cli_ux, AnIntegerOptionSaysItWantsADecimalInteger) {
   }
 }
 
+// The demo's report said "1 products": a count of one is singular.
+TEST_F(cli_ux, TheDemoCountsOneInTheSingular) {
+  CliResult r = Run({"demo", "--data", data_, "--receipts", "1", "--products", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "(1 receipt, 1 product, ")) << r.out;
+  EXPECT_FALSE(Contains(r.out, " 1 products")) << r.out;
+  EXPECT_FALSE(Contains(r.out, " 1 receipts")) << r.out;
+}
+
 }  // namespace
