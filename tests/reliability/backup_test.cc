@@ -646,7 +646,7 @@ class NoMkdirEnv final : public leveldb::EnvWrapper {
 TEST(Backup, ADirectoryThatCannotBeMadeIsAStorageError) {
   ManualClock clock(1'800'000'000'000'000);
   FaultEnv mem;
-  for (const std::string& refused : {"/out/a", "/out/a/b"}) {
+  for (const std::string refused : {"/out/a", "/out/a/b"}) {
     NoMkdirEnv env(&mem, refused);
     Options o;
     o.durability = Durability::kBuffered;

@@ -69,6 +69,24 @@ class ServeAdminE2e : public ::testing::Test {
     return test_util::RunCli(kCli, args, scratch_.path() + "/run" + std::to_string(runs_++));
   }
 
+  // Runs each of `commands` again with --server `url` (its token in
+  // EVENTFOLD_TOKEN) and expects what it printed with --data (`local`):
+  // the same stdout, stderr (a miss's reason, an empty listing's note) and
+  // exit code.
+  void ExpectTheSameThroughTheServer(const std::vector<std::vector<std::string>>& commands,
+                                     const std::vector<CliResult>& local, const std::string& url) {
+    setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
+    for (size_t i = 0; i < commands.size(); ++i) {
+      std::vector<std::string> args = commands[i];
+      args.insert(args.begin() + 1, {"--server", url});
+      const CliResult remote = Run(args);
+      const std::string what = commands[i][0] + " (command " + std::to_string(i) + ")";
+      EXPECT_EQ(remote.out, local[i].out) << what << ": " << remote.err;
+      EXPECT_EQ(remote.exit_code, local[i].exit_code) << what << ": " << remote.err;
+      EXPECT_EQ(remote.err, local[i].err) << what;
+    }
+  }
+
   TempDir scratch_{"serve-admin-e2e"};
   const std::string data_ = scratch_.path() + "/data";
   const std::string events_ = scratch_.path() + "/events.ndjson";
@@ -117,16 +135,7 @@ TEST_F(ServeAdminE2e, ReadCommandsPrintTheSameBytesWithServerAsWithData) {
   ASSERT_GT(serve.admin_port(), 0) << serve.log();
   const std::string url = "http://127.0.0.1:" + std::to_string(serve.admin_port());
 
-  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
-  for (size_t i = 0; i < commands.size(); ++i) {
-    std::vector<std::string> args = commands[i];
-    args.insert(args.begin() + 1, {"--server", url});
-    CliResult remote = Run(args);
-    EXPECT_EQ(remote.out, local[i].out) << commands[i][0] << ": " << remote.err;
-    EXPECT_EQ(remote.exit_code, local[i].exit_code) << commands[i][0] << ": " << remote.err;
-    // What they say on stderr too: a miss's reason, an empty listing's note.
-    EXPECT_EQ(remote.err, local[i].err) << commands[i][0] << " " << commands[i][1];
-  }
+  ExpectTheSameThroughTheServer(commands, local, url);
 
   // A wrong token is refused, and the command says so.
   setenv("EVENTFOLD_TOKEN", "not-the-token-at-all", 1);
@@ -173,15 +182,7 @@ TEST_F(ServeAdminE2e, FeedFromATrimmedSeqSaysSoTheSameWithServerAsWithData) {
   ASSERT_TRUE(serve.Start({"--allow-unsigned", "--admin-listen", "127.0.0.1:0"}));
   ASSERT_GT(serve.admin_port(), 0) << serve.log();
   const std::string url = "http://127.0.0.1:" + std::to_string(serve.admin_port());
-  setenv("EVENTFOLD_TOKEN", kToken.c_str(), 1);
-  for (size_t i = 0; i < commands.size(); ++i) {
-    std::vector<std::string> args = commands[i];
-    args.insert(args.begin() + 1, {"--server", url});
-    CliResult remote = Run(args);
-    EXPECT_EQ(remote.out, local[i].out) << i << ": " << remote.err;
-    EXPECT_EQ(remote.err, local[i].err) << i;
-    EXPECT_EQ(remote.exit_code, local[i].exit_code) << i;
-  }
+  ExpectTheSameThroughTheServer(commands, local, url);
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 
