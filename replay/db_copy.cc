@@ -54,8 +54,11 @@ Result<ExistingDb> OpenExisting(const std::string& dir, leveldb::Env* env) {
 
 }  // namespace
 
+Status Abandoned() { return Status::Unavailable("abandoned: asked to stop"); }
+
 Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapshot,
-                              const std::string& out, leveldb::Env* env) {
+                              const std::string& out, leveldb::Env* env,
+                              const std::atomic<bool>* abandon) {
   std::unique_ptr<const leveldb::FilterPolicy> filter(leveldb::NewBloomFilterPolicy(10));
   leveldb::Options o = DbOptions(env, filter.get());
   o.create_if_missing = true;
@@ -79,6 +82,7 @@ Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapsho
       st = storage::FromLevelDb(dst->Write(leveldb::WriteOptions(), &batch), "writing " + out);
       if (!st.ok()) return st;
       batch.Clear();
+      if (abandon != nullptr && abandon->load()) return Abandoned();
     }
   }
   st = storage::FromLevelDb(it->status(), "reading the store for its backup");
@@ -87,12 +91,14 @@ Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapsho
   synced.sync = true;
   st = storage::FromLevelDb(dst->Write(synced, &batch), "writing " + out);
   if (!st.ok()) return st;
+  if (abandon != nullptr && abandon->load()) return Abandoned();  // before a long compaction
   // Everything into synced tables: the copy opens without a log to replay.
   dst->CompactRange(nullptr, nullptr);
   return digest;
 }
 
-Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env) {
+Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env,
+                                const std::atomic<bool>* abandon) {
   Result<ExistingDb> opened = OpenExisting(dir, env);
   if (!opened.ok()) return opened.status();
   leveldb::DB* db = opened->db.get();
@@ -101,7 +107,10 @@ Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env) {
   ro.fill_cache = false;
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
   DbDigest digest;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) Add(&digest, it->key(), it->value());
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    Add(&digest, it->key(), it->value());
+    if (abandon != nullptr && digest.records % 4096 == 0 && abandon->load()) return Abandoned();
+  }
   Status st = storage::FromLevelDb(it->status(), "reading " + dir);
   if (!st.ok()) return st;
   return digest;

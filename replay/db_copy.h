@@ -14,6 +14,7 @@
 #include <leveldb/db.h>
 #include <leveldb/env.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -30,11 +31,20 @@ struct DbDigest {
 
 // Copies `snapshot` of `src` (nullptr: now) into a new database at `out`,
 // created there (fails if one exists), through `env` (nullptr: default).
+// kUnavailable, the copy unfinished, once `abandon` (when given) turns true:
+// it is checked after each batch written.
 Result<DbDigest> CopyDatabase(leveldb::DB* src, const leveldb::Snapshot* snapshot,
-                              const std::string& out, leveldb::Env* env);
+                              const std::string& out, leveldb::Env* env,
+                              const std::atomic<bool>* abandon = nullptr);
 
 // Reads every record of the closed database at `dir`, checksums verified.
-Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env);
+// kUnavailable once `abandon` (when given) turns true, checked every 4,096
+// records.
+Result<DbDigest> DigestDatabase(const std::string& dir, leveldb::Env* env,
+                                const std::atomic<bool>* abandon = nullptr);
+
+// The status of a copy or read stopped by its `abandon` flag.
+Status Abandoned();
 
 // Whether the closed database at `dir` holds a record under `key`.
 Result<bool> DatabaseHoldsKey(const std::string& dir, leveldb::Env* env, const std::string& key);

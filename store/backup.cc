@@ -399,7 +399,8 @@ Status CheckBackupTarget(const std::string& store_dir, const std::string& out,
 
 namespace storage {
 
-Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
+Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given,
+                                        const BackupOptions& options) {
   leveldb::Env* env = env_.get();  // the copy's background work on the store's thread
   const int64_t start = clock_->NowMicros();
   Status st = CheckStorePath("backup", out_as_given);
@@ -449,7 +450,7 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
   // backup stopped in between never passes for one (store/unfinished_copy.h).
   if (st.ok()) st = MarkUnfinishedCopy(env, out, "a backup of " + path_);
   Result<BackupSummary> summary =
-      st.ok() ? CopyTo(out, lock.env(), created) : Result<BackupSummary>(st);
+      st.ok() ? CopyTo(out, lock.env(), created, options.abandon) : Result<BackupSummary>(st);
   if (summary.ok()) {
     st = ClearUnfinishedCopy(env, out);
     if (!st.ok()) summary = st;
@@ -466,7 +467,10 @@ Result<BackupSummary> StoreImpl::Backup(const std::string& out_as_given) {
 }
 
 Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* env,
-                                        const std::vector<std::string>& created) {
+                                        const std::vector<std::string>& created,
+                                        const std::atomic<bool>* abandon) {
+  // Checked between the steps too: each may take seconds on a big store.
+  const auto abandoned = [abandon] { return abandon != nullptr && abandon->load(); };
   Status st;
   Result<DbDigest> copied = Status::IOError("the store's database is closed");
   {
@@ -476,14 +480,15 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
       const leveldb::Snapshot* s;
       ~Snapshot() { db->ReleaseSnapshot(s); }
     } snap{db_.get(), db_->GetSnapshot()};
-    if (snap.s) copied = CopyDatabase(db_.get(), snap.s, out, env);
+    if (snap.s) copied = CopyDatabase(db_.get(), snap.s, out, env, abandon);
   }
   if (!copied.ok()) return copied.status();
+  if (abandoned()) return Abandoned();
   // Verified before it counts: the files' checksums, every record read back,
   // then the store's own integrity check.
   st = FilesIntact(out, env, "the backup");
   if (!st.ok()) return st;
-  Result<DbDigest> read_back = DigestDatabase(out, env);
+  Result<DbDigest> read_back = DigestDatabase(out, env, abandon);
   if (!read_back.ok()) return read_back.status();
   if (!(*read_back == *copied)) {
     return Status::Corruption("the backup at " + out + " reads back " +
@@ -500,12 +505,13 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
     Result<DbDigest> qcopied = Status::IOError("the quarantine is closed");
     {
       SnapshotGuard snap(q.get());
-      qcopied = CopyDatabase(q.get(), snap.get(), qout, env);
+      qcopied = CopyDatabase(q.get(), snap.get(), qout, env, abandon);
     }
     if (!qcopied.ok()) return qcopied.status();
+    if (abandoned()) return Abandoned();
     st = FilesIntact(qout, env, "the backup's quarantine");
     if (!st.ok()) return st;
-    Result<DbDigest> qread = DigestDatabase(qout, env);
+    Result<DbDigest> qread = DigestDatabase(qout, env, abandon);
     if (!qread.ok()) return qread.status();
     if (!(*qread == *qcopied)) {
       return Status::Corruption("the backup's quarantine at " + qout +
@@ -514,6 +520,7 @@ Result<BackupSummary> StoreImpl::CopyTo(const std::string& out, leveldb::Env* en
     summary.records = qcopied->records;
     summary.bytes = qcopied->bytes;
   }
+  if (abandoned()) return Abandoned();
   Options o = options_;
   o.profile.reset();
   o.env = env;  // through the lock on `out`

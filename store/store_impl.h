@@ -91,7 +91,9 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
   Status ListUnrouted(const Profile* profile,
                       const std::function<bool(const UnroutedEvent&)>& fn) override;
   Result<ProjectionCounts> CountProjections() override;
-  Result<BackupSummary> Backup(const std::string& out) override;  // store/backup.cc
+  using Maintenance::Backup;
+  Result<BackupSummary> Backup(const std::string& out,
+                               const BackupOptions& options) override;  // store/backup.cc
   uint64_t ApproximateBytes() override;
 
   // ChangeFeed.
@@ -132,10 +134,12 @@ class StoreImpl final : public Store, public Maintenance, public ChangeFeed, pub
 
  private:
   // Backup()'s copy into `out` (empty, its parents made: `created`) and its
-  // verification, through `env` (the store's, holding the lock on `out`); on
-  // failure the caller removes what it wrote.
+  // verification, through `env` (the store's, holding the lock on `out`),
+  // until `abandon` (when given) turns true; on failure the caller removes
+  // what it wrote.
   Result<BackupSummary> CopyTo(const std::string& out, leveldb::Env* env,
-                               const std::vector<std::string>& created);
+                               const std::vector<std::string>& created,
+                               const std::atomic<bool>* abandon);
   friend class IngestTxn;
 
   StoreImpl(const Options& options, Profile profile);

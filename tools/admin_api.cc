@@ -401,7 +401,10 @@ class AdminApi final : public Receiver {
 
   // An online backup (Store::Maintenance::Backup) into `to`, a new or empty
   // directory on this machine; one at a time. Answers when it is written and
-  // verified, with the summary `eventfold backup` prints.
+  // verified, with the summary `eventfold backup` prints. A receiver that
+  // begins to stop abandons it (503, nothing left in `to`): a copy of a big
+  // store outlasts the drain, and its answer would be lost with the
+  // connection.
   HttpResponse Backup(const Request& req) {
     const std::string* to = req.Param("to");
     if (to == nullptr || to->empty() || (*to)[0] != '/') {
@@ -412,11 +415,13 @@ class AdminApi final : public Receiver {
     if (!backup_running_.compare_exchange_strong(idle, true)) {
       return Error(409, "a backup is already running; try again when it has finished");
     }
-    Result<BackupSummary> r = store_->maintenance().Backup(*to);
+    BackupOptions bo;
+    bo.abandon = opt_.stopping;
+    Result<BackupSummary> r = store_->maintenance().Backup(*to, bo);
     backup_running_.store(false);
     if (!r.ok()) {
       // Not empty: the caller's to fix (409); failed verification: 422;
-      // anything else (a disk error): 503.
+      // anything else (a disk error, abandoned at a stop): 503.
       const Status& st = r.status();
       const int code = st.IsInvalidArgument() ? 409 : st.IsCorruption() ? 422 : 503;
       return Error(code, "to: " + st.message());

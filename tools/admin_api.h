@@ -72,7 +72,8 @@ struct AdminApiOptions {
   Clock* clock = nullptr;
   // When set and it turns true (the server is stopping), long-polls end at
   // their next slice instead of holding the server's shutdown for up to
-  // max_wait_ms. nullptr: waits run to their end.
+  // max_wait_ms, and a running backup is abandoned (BackupOptions::abandon).
+  // nullptr: waits and backups run to their end.
   const std::atomic<bool>* stopping = nullptr;
   // A long-poll waits in slices of this long to notice `stopping`; a parked
   // poll's deadline is kept to within one slice.

@@ -24,6 +24,7 @@
 #ifndef EVENTFOLD_BACKUP_H_
 #define EVENTFOLD_BACKUP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -36,6 +37,16 @@ namespace eventfold {
 // the first file is copied until the copy is verified and durable. Not a
 // name LevelDB gives its files.
 inline constexpr char kUnfinishedCopyFile[] = "UNFINISHED-COPY";
+
+// How Maintenance::Backup runs.
+struct BackupOptions {
+  // nullptr (the default): the backup runs to its end. Else, once this turns
+  // true (a receiver that is stopping sets it), the backup stops at its next
+  // check (after each batch of records it copies or reads back, and between
+  // its steps), removes what it wrote, and returns kUnavailable, so a
+  // shutdown waits for no long copy. The flag must outlive the call.
+  const std::atomic<bool>* abandon = nullptr;
+};
 
 // What a backup or a restore wrote.
 struct BackupSummary {

@@ -253,8 +253,11 @@ class Maintenance {
   // Store is writing `out` (nothing there is touched); kCorruption when the
   // copy fails verification, or the error that stopped it. A failed backup
   // removes what it wrote; one stopped midway (killed, a power cut) leaves
-  // `out` marked unfinished, which Store::Open and RestoreStore refuse.
-  virtual Result<BackupSummary> Backup(const std::string& out) = 0;
+  // `out` marked unfinished, which Store::Open and RestoreStore refuse. One
+  // abandoned (BackupOptions::abandon) removes what it wrote and returns
+  // kUnavailable.
+  virtual Result<BackupSummary> Backup(const std::string& out, const BackupOptions& options) = 0;
+  Result<BackupSummary> Backup(const std::string& out) { return Backup(out, BackupOptions()); }
 
   // Calls `fn` for each stored event that `profile` (nullptr: the store's
   // own) does not route, in arrival order, until it returns false. Reads one

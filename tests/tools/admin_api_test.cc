@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -529,6 +530,31 @@ TEST_F(AdminApiTest, StoppingEndsALongPoll) {
   ASSERT_TRUE(polled && *polled);
   EXPECT_EQ((*polled)->body, "");
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(25));
+}
+
+// A backup asked of a receiver that is stopping (or running when it
+// begins to stop) is abandoned: 503 saying so, nothing left in `to`, and
+// no long copy holds the shutdown. Asked again of a running one, it runs.
+TEST_F(AdminApiTest, AStoppingReceiverAbandonsABackup) {
+  ScratchDir scratch("admin-api-bk");
+  const std::string to = scratch.path() + "/bk";
+  const auto post = [&] {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(std::chrono::seconds(60));
+    const httplib::Headers h = {{"Authorization", "Bearer " + kToken}};
+    return client.Post("/v1/backup?to=" + PercentEncode(to), h, "", "application/json");
+  };
+  stopping_.store(true);
+  httplib::Result abandoned = post();
+  ASSERT_TRUE(abandoned);
+  EXPECT_EQ(abandoned->status, 503) << abandoned->body;
+  EXPECT_NE(abandoned->body.find("abandoned"), std::string::npos) << abandoned->body;
+  EXPECT_FALSE(std::filesystem::exists(to)) << "the abandoned backup left " << to;
+  stopping_.store(false);
+  httplib::Result whole = post();
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->status, 200) << whole->body;
+  EXPECT_TRUE(std::filesystem::exists(to + "/CURRENT"));
 }
 
 // Forwards to the admin API and counts the feed reads the event loop's
