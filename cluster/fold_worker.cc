@@ -70,8 +70,10 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "cluster/consumer_names.h"
 #include "cluster/marker_file.h"
@@ -1396,6 +1398,40 @@ Result<WorkerSetup> ConnectWorker(const ClusterOptions& cluster, const FoldWorke
                      renew_ms};
 }
 
+// `dir` and those of its parents that do not exist yet, innermost first:
+// what create_directories(dir) is about to make.
+std::vector<std::string> MissingDirs(const std::string& dir) {
+  std::vector<std::string> missing;
+  fs::path p = fs::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "DIR/" as "DIR"
+  std::error_code ec;
+  // symlink_status: a dangling link is there, not this call's to remove.
+  while (!p.empty() && p != p.root_path() &&
+         fs::symlink_status(p, ec).type() == fs::file_type::not_found) {
+    missing.push_back(p.string());
+    p = p.parent_path();
+  }
+  return missing;
+}
+
+// Removes the directories a failed Start made (MissingDirs, innermost
+// first), as long as they are empty. rmdir(2) removes only an empty
+// directory, so nothing written meanwhile, and no directory that was there
+// before, is ever removed. Dismissed once the worker runs.
+class MadeDirs {
+ public:
+  explicit MadeDirs(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  ~MadeDirs() {
+    for (const std::string& d : dirs_) {
+      if (::rmdir(d.c_str()) != 0) return;  // not empty (or gone): its parents are kept
+    }
+  }
+  void Keep() { dirs_.clear(); }
+
+ private:
+  std::vector<std::string> dirs_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& cluster,
@@ -1420,6 +1456,9 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
       return Status::InvalidArgument("subscriptions: each needs a name and a handler");
     }
   }
+  // A start that fails (no such stream, no cluster) leaves no empty
+  // directory behind for the operator to wonder about.
+  MadeDirs made(MissingDirs(options.data_dir));
   std::error_code ec;
   fs::create_directories(options.data_dir, ec);
   if (ec) return Status::IOError("--data " + options.data_dir + ": " + ec.message());
@@ -1444,6 +1483,7 @@ Result<std::unique_ptr<FoldWorker>> FoldWorker::Start(const ClusterOptions& clus
     return st;
   }
   if (Status st = worker->StartRunning(); !st.ok()) return st;
+  made.Keep();
   return std::unique_ptr<FoldWorker>(std::move(worker));
 }
 

@@ -3,16 +3,11 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
-#include <filesystem>
 #include <iostream>
 #include <sstream>
-#include <string>
-#include <system_error>
-#include <vector>
 
 #include "eventfold/cluster.h"
 #include "tools/cli_common.h"
@@ -64,33 +59,6 @@ Result<std::unique_ptr<FoldWorker>> StartWorker(const ClusterOptions& cluster,
   }
 }
 
-// `dir` and those of its parents that do not exist yet, innermost first:
-// what FoldWorker::Start creates.
-std::vector<std::string> MissingDirs(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> missing;
-  fs::path p = fs::path(dir).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();  // "DIR/" as "DIR"
-  std::error_code ec;
-  // symlink_status: a dangling link is there, not this command's to remove.
-  while (!p.empty() && p != p.root_path() &&
-         fs::symlink_status(p, ec).type() == fs::file_type::not_found) {
-    missing.push_back(p.string());
-    p = p.parent_path();
-  }
-  return missing;
-}
-
-// After a failed start: the directories this command made (MissingDirs,
-// taken before), as long as they are empty. rmdir(2) removes only an empty
-// directory, so nothing written meanwhile, and no directory that was there
-// before, is ever removed.
-void RemoveMadeDirs(const std::vector<std::string>& made) {
-  for (const std::string& d : made) {
-    if (::rmdir(d.c_str()) != 0) return;  // not empty (or gone): its parents are kept
-  }
-}
-
 int Fold(const FoldArgs& a) {
   std::optional<ClusterOptions> cluster = ClusterFromFlags(a.urls, a.stream);
   if (!cluster) return kExitError;
@@ -105,18 +73,13 @@ int Fold(const FoldArgs& a) {
   // Every line is timed by the worker's own clock.
   FoldLog log(options.clock != nullptr ? options.clock : SystemClock(), &std::cerr);
   bool stopped = false;
-  // A worker that fails at start (no such stream, no cluster) leaves no
-  // empty directory behind for the operator to wonder about.
-  const std::vector<std::string> made = MissingDirs(a.dir);
   Result<std::unique_ptr<FoldWorker>> worker =
       StartWorker(*cluster, options, a.start_timeout_s, stop_signals, &log, &stopped);
   if (stopped) {
-    RemoveMadeDirs(made);
     log.Print("stopped before the cluster answered");
     return kExitError;
   }
   if (!worker.ok()) {
-    RemoveMadeDirs(made);
     log.Print(worker.status().ToString());
     return kExitError;
   }

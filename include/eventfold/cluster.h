@@ -240,7 +240,8 @@ class FoldWorker {
   // start_timeout_ms) or not initialized (kNotFound), data_dir is unusable
   // (kIOError), the system refuses the thread (kUnavailable), or a running
   // worker holds options.worker_id (kBusy; a key left by a killed worker
-  // is waited out, for at most the lease TTL).
+  // is waited out, for at most the lease TTL). A failed start removes the
+  // directories it made for data_dir while they are still empty.
   static Result<std::unique_ptr<FoldWorker>> Start(const ClusterOptions& cluster,
                                                    const FoldWorkerOptions& options);
 
