@@ -586,6 +586,17 @@ TEST(Backup, AFailedRestoreLeavesNothingBehind) {
   EXPECT_TRUE(again.ok()) << again.status().ToString();
 }
 
+// The files in the backup directory `out` and in its quarantine, as `env`
+// lists them (none when neither is there).
+std::vector<std::string> FilesOfABackup(leveldb::Env* env, const std::string& out) {
+  std::vector<std::string> files;
+  for (const std::string& d : {out, out + "/quarantine"}) {
+    std::vector<std::string> names;
+    if (env->GetChildren(d, &names).ok()) files.insert(files.end(), names.begin(), names.end());
+  }
+  return files;
+}
+
 // A backup that fails while it copies (here: the disk fills) takes away
 // what it wrote: the target is as it was, so neither a half-written copy
 // that opens like a store nor the space it took stays behind, and a retry
@@ -609,11 +620,7 @@ TEST(Backup, AFailedBackupLeavesNothingBehind) {
       << r.status().ToString();
   EXPECT_NE(r.status().message().find("nothing is left of it in /out/a/b"), std::string::npos)
       << r.status().ToString();
-  std::vector<std::string> left;
-  for (const char* d : {"/out/a/b", "/out/a/b/quarantine"}) {
-    std::vector<std::string> names;
-    if (env.GetChildren(d, &names).ok()) left.insert(left.end(), names.begin(), names.end());
-  }
+  const std::vector<std::string> left = FilesOfABackup(&env, "/out/a/b");
   EXPECT_TRUE(left.empty()) << left.size() << " files left, the first " << left.front();
 
   env.ClearFaults();
@@ -727,11 +734,7 @@ TEST(Backup, AnAbandonedBackupRemovesWhatItWroteAndSaysSo) {
     EXPECT_NE(r.status().message().find("abandoned"), std::string::npos) << r.status().ToString();
     EXPECT_NE(r.status().message().find("nothing is left of it in /out/a/b"), std::string::npos)
         << r.status().ToString();
-    std::vector<std::string> left;
-    for (const char* d : {"/out/a/b", "/out/a/b/quarantine"}) {
-      std::vector<std::string> names;
-      if (mem.GetChildren(d, &names).ok()) left.insert(left.end(), names.begin(), names.end());
-    }
+    const std::vector<std::string> left = FilesOfABackup(&mem, "/out/a/b");
     EXPECT_TRUE(left.empty()) << left.size() << " files left, the first " << left.front();
 
     Result<BackupSummary> whole = (*store)->maintenance().Backup("/out/a/b");
